@@ -1,0 +1,1 @@
+"""Orchestration: configuration, the virtual-time simulator, processes and the results folder."""

@@ -1,0 +1,44 @@
+"""Traffic: pure, seeded models (here) and, later, the Locust users that replay them live."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from . import adversarial_drip, boundary_burst, cost_mix, page_load_burst, steady
+from .base import Arrivals, Request, ScenarioError, TrafficModel
+from .trace_file import TraceFile
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    name: str
+    summary: str
+    model: type[TrafficModel]
+    params: type
+
+
+SCENARIOS: dict[str, ScenarioSpec] = {
+    spec.name: spec
+    for spec in (
+        ScenarioSpec("steady", steady.Steady.summary, steady.Steady, steady.Params),
+        ScenarioSpec("boundary_burst", boundary_burst.BoundaryBurst.summary, boundary_burst.BoundaryBurst,
+                     boundary_burst.Params),
+        ScenarioSpec("page_load_burst", page_load_burst.PageLoadBurst.summary, page_load_burst.PageLoadBurst,
+                     page_load_burst.Params),
+        ScenarioSpec("adversarial_drip", adversarial_drip.AdversarialDrip.summary,
+                     adversarial_drip.AdversarialDrip, adversarial_drip.Params),
+        ScenarioSpec("cost_mix", cost_mix.CostMix.summary, cost_mix.CostMix, cost_mix.Params),
+    )
+}
+
+
+def build_model(name: str, limit: float, window_s: float, seed: int = 0,
+                overrides: dict[str, str] | None = None) -> TrafficModel:
+    """A model for a policy's L and W; ``overrides`` are ``KEY=VALUE`` scenario parameters."""
+    spec = SCENARIOS.get(name)
+    if spec is None:
+        raise ScenarioError(f"unknown scenario {name!r}; choose from: {', '.join(SCENARIOS)}")
+    return spec.model(limit, window_s, seed, spec.params.build(overrides or {}))
+
+
+__all__ = ["SCENARIOS", "Arrivals", "Request", "ScenarioError", "TraceFile", "TrafficModel", "build_model"]

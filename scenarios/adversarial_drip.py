@@ -1,0 +1,77 @@
+"""An attacker who spends a burst right before a window boundary, then drips: each rejection is
+retried exactly when Retry-After says, each admission is followed at once by another request.
+
+It takes every admission the limiter allows, which is how the sliding window counter's real
+worst case (close to 2L in a sliding window) shows up, while the sliding log holds at L.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import (
+    ABUSIVE,
+    Arrivals,
+    DecisionLike,
+    ModelParams,
+    Request,
+    ScenarioError,
+    TrafficModel,
+    positive,
+)
+
+ROUTE = "GET /api/items"
+KEY = "attacker"
+BURST_ID, DRIP_ID = "attacker-burst", "attacker-drip"
+
+
+@dataclass(frozen=True)
+class Params(ModelParams):
+    burst: int | None = None
+    """Requests in the opening burst; defaults to the limit L."""
+    delta_s: float = 0.1
+    """The burst lands within this many seconds before the boundary."""
+    min_gap_s: float = 0.001
+    """The attacker never sends faster than this (one client, one connection)."""
+    duration_s: float | None = None
+    """Defaults to 3 windows."""
+
+    def check(self) -> None:
+        positive("burst", self.burst)
+        positive("delta_s", self.delta_s)
+        positive("min_gap_s", self.min_gap_s)
+        positive("duration_s", self.duration_s)
+
+
+class AdversarialDrip(TrafficModel):
+    name = "adversarial_drip"
+    summary = "burst of L right before a boundary, then a drip paced by Retry-After to take every admission"
+    reactive = True
+
+    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
+        if params.delta_s >= window_s:
+            raise ScenarioError(f"delta_s must be shorter than the window ({window_s} s), got {params.delta_s}")
+        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+        self.end = params.duration_s or 3 * window_s
+
+    def generate(self) -> Arrivals:
+        rng = np.random.default_rng(self.seed)
+        size = self.p.burst or max(1, int(self.limit))
+        edge = self.window_s
+        times = np.sort(rng.uniform(edge - self.p.delta_s, edge, size))
+        requests = [Request(float(t), BURST_ID, ABUSIVE, KEY, ROUTE, 1.0) for t in times]
+        requests.append(Request(edge, DRIP_ID, ABUSIVE, KEY, ROUTE, 1.0))
+        return Arrivals.from_requests(requests)
+
+    def react(self, request: Request, decision: DecisionLike) -> Iterable[Request]:
+        if request.client_id != DRIP_ID:
+            return ()
+        wait = self.p.min_gap_s if decision.allowed else max(self.p.min_gap_s, decision.retry_after_s)
+        t = request.t + wait
+        if math.isinf(wait) or t >= self.end:
+            return ()
+        return (request._replace(t=t),)

@@ -1,0 +1,54 @@
+"""B requests just before a fixed-window boundary and B just after it, at several boundaries.
+
+The fixed window's worst case: with B = L, 2L pass inside 2 * delta. Boundaries are every other
+one (W, 3W, 5W, ...) so each pair meets a limiter that has fully recovered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import ABUSIVE, Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+
+
+@dataclass(frozen=True)
+class Params(ModelParams):
+    size: int | None = None
+    """Requests on each side of the boundary; defaults to the limit L."""
+    delta_s: float = 0.1
+    """Each half of the burst lands within this many seconds of the boundary."""
+    boundaries: int = 3
+
+    def check(self) -> None:
+        positive("size", self.size)
+        positive("delta_s", self.delta_s)
+        positive("boundaries", self.boundaries)
+
+
+class BoundaryBurst(TrafficModel):
+    name = "boundary_burst"
+    summary = "B requests just before and B just after a window boundary (delta 100 ms), repeated"
+
+    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
+        if params.delta_s >= window_s:
+            raise ScenarioError(f"delta_s must be shorter than the window ({window_s} s), got {params.delta_s}")
+        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+
+    def generate(self) -> Arrivals:
+        p = self.p
+        rng = np.random.default_rng(self.seed)
+        size = p.size or max(1, int(self.limit))
+        chunks = []
+        for i in range(p.boundaries):
+            edge = (2 * i + 1) * self.window_s
+            chunks.append(rng.uniform(edge - p.delta_s, edge, size))
+            # after the edge: [edge, edge + delta); the edge itself belongs to the new window
+            chunks.append(edge + rng.uniform(0.0, p.delta_s, size))
+        times = np.concatenate(chunks)
+        n = len(times)
+        return Arrivals.from_columns(
+            times, np.full(n, "attacker", dtype=object), np.full(n, ABUSIVE, dtype=object),
+            np.full(n, "GET /api/items", dtype=object), np.ones(n),
+        )

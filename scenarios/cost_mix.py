@@ -1,0 +1,74 @@
+"""Cheap (cost 1) and expensive (cost 20) routes from the same clients, plus an abusive client
+that calls only the expensive route: what cost weighting does to downstream work."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import ABUSIVE, LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, poisson_times, positive
+
+CHEAP_ROUTE, EXPENSIVE_ROUTE = "GET /api/items", "POST /api/reports"
+
+
+@dataclass(frozen=True)
+class Params(ModelParams):
+    clients: int = 10
+    load: float = 0.8
+    """Each legitimate client's cost rate as a fraction of L/W."""
+    expensive_share: float = 0.1
+    """Share of legitimate requests that go to the expensive route."""
+    cheap_cost: float = 1.0
+    expensive_cost: float = 20.0
+    abusers: int = 1
+    abuse_factor: float = 3.0
+    """Abusive cost rate as a multiple of L/W (expensive route only)."""
+    duration_s: float | None = None
+
+    def check(self) -> None:
+        positive("clients", self.clients)
+        positive("load", self.load)
+        positive("cheap_cost", self.cheap_cost)
+        positive("expensive_cost", self.expensive_cost)
+        positive("abuse_factor", self.abuse_factor)
+        positive("duration_s", self.duration_s)
+        if not 0 <= self.expensive_share <= 1:
+            raise ScenarioError(f"expensive_share must be in [0, 1], got {self.expensive_share}")
+        if self.abusers < 0:
+            raise ScenarioError(f"abusers must be >= 0, got {self.abusers}")
+
+
+class CostMix(TrafficModel):
+    name = "cost_mix"
+    summary = "cheap (cost 1) and expensive (cost 20) routes from the same clients; abuser on the expensive one"
+
+    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
+        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+
+    @property
+    def max_cost(self) -> float:
+        return max(self.p.cheap_cost, self.p.expensive_cost)
+
+    def generate(self) -> Arrivals:
+        p = self.p
+        rng = np.random.default_rng(self.seed)
+        duration = p.duration_s or 5 * self.window_s
+        policy_rate = self.limit / self.window_s
+        mean_cost = (1 - p.expensive_share) * p.cheap_cost + p.expensive_share * p.expensive_cost
+        cols: dict[str, list[np.ndarray]] = {"t": [], "id": [], "cls": [], "route": [], "cost": []}
+
+        def add(t: np.ndarray, client: str, cls: str, expensive: np.ndarray) -> None:
+            cols["t"].append(t)
+            cols["id"].append(np.full(len(t), client, dtype=object))
+            cols["cls"].append(np.full(len(t), cls, dtype=object))
+            cols["route"].append(np.where(expensive, EXPENSIVE_ROUTE, CHEAP_ROUTE).astype(object))
+            cols["cost"].append(np.where(expensive, p.expensive_cost, p.cheap_cost))
+
+        for c in range(p.clients):
+            t = poisson_times(rng, p.load * policy_rate / mean_cost, 0.0, duration)
+            add(t, f"client-{c}", LEGIT, rng.random(len(t)) < p.expensive_share)
+        for a in range(p.abusers):
+            t = poisson_times(rng, p.abuse_factor * policy_rate / p.expensive_cost, 0.0, duration)
+            add(t, f"abuser-{a}", ABUSIVE, np.ones(len(t), dtype=bool))
+        return Arrivals.from_columns(*(np.concatenate(cols[k]) for k in ("t", "id", "cls", "route", "cost")))

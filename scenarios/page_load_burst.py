@@ -1,0 +1,87 @@
+"""Legitimate users loading pages (8 parallel requests, then a few follow-ups) with think time,
+beside one abusive client hammering the same route.
+
+A page load is the normal burst a limiter must not punish. Users think at least ``min_think_s``
+between pages (mean ``think_s``), so their long-run rate stays well below typical limits.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import ABUSIVE, LEGIT, Arrivals, ModelParams, TrafficModel, non_negative, poisson_times, positive
+
+ROUTE = "GET /api/items"
+
+
+@dataclass(frozen=True)
+class Params(ModelParams):
+    users: int = 20
+    page_size: int = 8
+    """Requests fired in parallel when a page loads."""
+    parallel_spread_s: float = 0.005
+    followups: int = 3
+    followup_gap_s: float = 1.0
+    think_s: float = 10.0
+    """Mean time between the end of one page and the next."""
+    min_think_s: float = 5.0
+    abusers: int = 1
+    abuse_factor: float = 5.0
+    """Each abusive client's rate as a multiple of the policy rate L/W."""
+    duration_s: float | None = None
+    """Defaults to 5 windows."""
+
+    def check(self) -> None:
+        positive("users", self.users)
+        positive("page_size", self.page_size)
+        non_negative("parallel_spread_s", self.parallel_spread_s)
+        non_negative("followups", self.followups)
+        positive("followup_gap_s", self.followup_gap_s)
+        positive("think_s", self.think_s)
+        non_negative("min_think_s", self.min_think_s)
+        non_negative("abusers", self.abusers)
+        positive("abuse_factor", self.abuse_factor)
+        positive("duration_s", self.duration_s)
+
+
+class PageLoadBurst(TrafficModel):
+    name = "page_load_burst"
+    summary = "legit users: pages of 8 parallel calls + follow-ups, think time; plus an abusive client"
+
+    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
+        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+
+    def generate(self) -> Arrivals:
+        p = self.p
+        rng = np.random.default_rng(self.seed)
+        duration = p.duration_s or 5 * self.window_s
+        times: list[np.ndarray] = []
+        ids: list[np.ndarray] = []
+        classes: list[np.ndarray] = []
+        page_span = p.followups * p.followup_gap_s
+        for user in range(p.users):
+            start = rng.uniform(0.0, p.think_s)  # users do not arrive in lockstep
+            user_times = []
+            while start < duration:
+                user_times.append(start + rng.uniform(0.0, p.parallel_spread_s, p.page_size))
+                user_times.append(start + p.followup_gap_s * np.arange(1, p.followups + 1))
+                think = p.min_think_s + rng.exponential(max(p.think_s - p.min_think_s, 1e-9))
+                start += page_span + think
+            t = np.concatenate(user_times) if user_times else np.empty(0)
+            t = t[t < duration]
+            times.append(t)
+            ids.append(np.full(len(t), f"user-{user}", dtype=object))
+            classes.append(np.full(len(t), LEGIT, dtype=object))
+        abuse_rate = p.abuse_factor * self.limit / self.window_s
+        for abuser in range(p.abusers):
+            t = poisson_times(rng, abuse_rate, 0.0, duration)
+            times.append(t)
+            ids.append(np.full(len(t), f"abuser-{abuser}", dtype=object))
+            classes.append(np.full(len(t), ABUSIVE, dtype=object))
+        all_t = np.concatenate(times)
+        n = len(all_t)
+        return Arrivals.from_columns(
+            all_t, np.concatenate(ids), np.concatenate(classes), np.full(n, ROUTE, dtype=object), np.ones(n)
+        )

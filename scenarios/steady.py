@@ -1,0 +1,45 @@
+"""Steady Poisson traffic from well-behaved clients, each at a share of the limit."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import LEGIT, Arrivals, ModelParams, TrafficModel, positive
+
+
+@dataclass(frozen=True)
+class Params(ModelParams):
+    clients: int = 10
+    load: float = 0.8
+    """Each client's mean rate as a fraction of the policy rate L/W."""
+    duration_s: float | None = None
+    """Defaults to 5 windows."""
+
+    def check(self) -> None:
+        positive("clients", self.clients)
+        positive("load", self.load)
+        positive("duration_s", self.duration_s)
+
+
+class Steady(TrafficModel):
+    name = "steady"
+    summary = "Poisson arrivals from N legitimate clients, each at a share of the limit"
+
+    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
+        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+
+    def generate(self) -> Arrivals:
+        p = self.p
+        rng = np.random.default_rng(self.seed)
+        duration = p.duration_s or 5 * self.window_s
+        rate = p.load * self.limit / self.window_s
+        counts = rng.poisson(rate * duration, p.clients)
+        times = rng.uniform(0.0, duration, int(counts.sum()))
+        ids = np.repeat(np.array([f"client-{i}" for i in range(p.clients)], dtype=object), counts)
+        n = len(times)
+        return Arrivals.from_columns(
+            times, ids, np.full(n, LEGIT, dtype=object), np.full(n, "GET /api/items", dtype=object),
+            np.ones(n),
+        )

@@ -1,0 +1,68 @@
+"""Replay a recorded trace: CSV or Parquet with columns ``t`` (seconds) and ``key``, optional
+``cost`` (default 1), ``client_class`` (default legit) and ``route``. For example built from a
+production access log: one row per request."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from .base import LEGIT, Arrivals, ScenarioError, TrafficModel
+
+CLASSES = ("legit", "abusive")
+
+
+class TraceFile(TrafficModel):
+    name = "trace"
+    summary = "a recorded trace (--trace FILE: CSV or Parquet with t, key[, cost, client_class, route])"
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.name = f"trace-{self.path.stem}"
+        self._arrivals = self.generate()  # read now, so a bad file fails before any run
+
+    def generate(self) -> Arrivals:
+        path = self.path
+        if not path.is_file():
+            raise ScenarioError(f"--trace {path}: no such file")
+        try:
+            if path.suffix.lower() in (".parquet", ".pq"):
+                df = pd.read_parquet(path)
+            elif path.suffix.lower() in (".csv", ".txt"):
+                df = pd.read_csv(path)
+            else:
+                raise ScenarioError(f"--trace {path}: expected a .csv or .parquet file")
+        except ScenarioError:
+            raise
+        except Exception as exc:  # pandas/pyarrow raise many types for a corrupt file
+            raise ScenarioError(f"--trace {path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+        missing = [c for c in ("t", "key") if c not in df.columns]
+        if missing:
+            raise ScenarioError(f"--trace {path}: missing column(s) {', '.join(missing)}; have {', '.join(map(str, df.columns))}")
+        t = pd.to_numeric(df["t"], errors="coerce").to_numpy(dtype=np.float64)
+        if len(t) == 0:
+            raise ScenarioError(f"--trace {path}: no rows")
+        if not np.isfinite(t).all():
+            row = int(np.flatnonzero(~np.isfinite(t))[0])
+            raise ScenarioError(f"--trace {path}: column t, row {row + 2}: not a number ({df['t'].iloc[row]!r})")
+        cost = (pd.to_numeric(df["cost"], errors="coerce").to_numpy(dtype=np.float64)
+                if "cost" in df.columns else np.ones(len(t)))
+        if not (np.isfinite(cost) & (cost > 0)).all():
+            row = int(np.flatnonzero(~(np.isfinite(cost) & (cost > 0)))[0])
+            raise ScenarioError(f"--trace {path}: column cost, row {row + 2}: must be a positive number")
+        classes = df["client_class"].astype(str).to_numpy(dtype=object) if "client_class" in df.columns \
+            else np.full(len(t), LEGIT, dtype=object)
+        bad = ~np.isin(classes, CLASSES)
+        if bad.any():
+            row = int(np.flatnonzero(bad)[0])
+            raise ScenarioError(f"--trace {path}: column client_class, row {row + 2}: {classes[row]!r} is not one of {', '.join(CLASSES)}")
+        routes = df["route"].astype(str).to_numpy(dtype=object) if "route" in df.columns \
+            else np.full(len(t), "", dtype=object)
+        keys = df["key"].astype(str).to_numpy(dtype=object)
+        return Arrivals.from_columns(t - t.min() if t.min() < 0 else t, keys, classes, routes, cost)
+
+    @property
+    def max_cost(self) -> float:
+        return max(self._arrivals.cost)

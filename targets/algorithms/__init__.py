@@ -1,0 +1,54 @@
+"""Pure algorithm cores, one module per algorithm, and the registry that names them.
+
+Names here are the names used everywhere: CLI, config, logs, charts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import (
+    concurrency,
+    fixed_window,
+    gcra,
+    leaky_bucket,
+    none,
+    sliding_log,
+    sliding_window_counter,
+    sliding_window_ring,
+    token_bucket,
+)
+from .base import Algorithm, Decision
+from .policy import Policy, PolicyError, apply_overrides, parse_param
+
+ALGORITHMS: dict[str, Algorithm] = {
+    m.ALGORITHM.name: m.ALGORITHM
+    for m in (
+        fixed_window,
+        sliding_log,
+        sliding_window_counter,
+        sliding_window_ring,
+        token_bucket,
+        leaky_bucket,
+        gcra,
+        concurrency,
+        none,
+    )
+}
+
+
+def get_algorithm(name: str) -> Algorithm:
+    try:
+        return ALGORITHMS[name]
+    except KeyError:
+        raise PolicyError(f"unknown algorithm {name!r}; choose from: {', '.join(ALGORITHMS)}") from None
+
+
+def build_params(name: str, policy: Policy, overrides: dict[str, str] | None = None) -> Any:
+    """The algorithm's own parameters for a common policy, with ``--param`` overrides applied."""
+    algorithm = get_algorithm(name)
+    return apply_overrides(algorithm.params_from_policy(policy), overrides or {})
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "Decision", "Policy", "PolicyError", "build_params",
+           "get_algorithm", "parse_param"]

@@ -1,0 +1,100 @@
+"""One policy vocabulary for every algorithm, so that comparisons are fair.
+
+A policy is a long-run rate of ``limit`` cost units per ``window_s`` seconds and an explicit
+``burst`` (cost units admissible at once; defaults to ``limit``). Each algorithm maps it so that
+its long-run rate is the same L/W:
+
+| algorithm              | mapping                                                        |
+|------------------------|----------------------------------------------------------------|
+| fixed_window           | limit L per aligned window W (burst is inherent: 2L at an edge)|
+| sliding_log            | limit L in any (t - W, t]                                      |
+| sliding_window_counter | limit L, two aligned windows of W, previous one weighted       |
+| sliding_window_ring    | limit L over the last ``buckets`` sub-windows of W / buckets   |
+| token_bucket           | capacity = burst, refill rate = L / W per second               |
+| leaky_bucket           | capacity = burst, leak rate = L / W per second                 |
+| gcra                   | emission interval = W / L, burst tolerance = burst             |
+| concurrency            | max_in_flight = burst (simulator holds each slot ``hold_s``)   |
+| none                   | admits everything (the overhead baseline)                      |
+
+Any parameter can be overridden with ``--param KEY=VALUE``; the valid keys are the fields of the
+algorithm's ``Params`` dataclass.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+from typing import Any
+
+
+class PolicyError(ValueError):
+    """A policy or parameter that cannot be used; the message names the field."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    limit: float
+    window_s: float
+    burst: float | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("limit", "window_s"):
+            value = getattr(self, name)
+            if not (isinstance(value, int | float) and math.isfinite(value) and value > 0):
+                raise PolicyError(f"{name} must be a positive number, got {value!r}")
+        if self.burst is not None and not (math.isfinite(self.burst) and self.burst > 0):
+            raise PolicyError(f"burst must be a positive number, got {self.burst!r}")
+
+    @property
+    def rate(self) -> float:
+        """Long-run rate in cost units per second."""
+        return self.limit / self.window_s
+
+    @property
+    def effective_burst(self) -> float:
+        return self.limit if self.burst is None else self.burst
+
+
+def _convert(field: dataclasses.Field, raw: str) -> Any:
+    kind = field.type if isinstance(field.type, type) else str(field.type)
+    try:
+        if kind in (float, "float"):
+            value: Any = float(raw)
+            if not math.isfinite(value):
+                raise ValueError
+            return value
+        if kind in (int, "int"):
+            return int(raw)
+        return raw
+    except ValueError:
+        raise PolicyError(f"--param {field.name}={raw!r}: expected a number") from None
+
+
+def apply_overrides(params: Any, overrides: dict[str, str]) -> Any:
+    """Replace fields of a params dataclass from ``KEY=VALUE`` strings, then re-validate."""
+    fields = {f.name: f for f in dataclasses.fields(params)}
+    changes = {}
+    for key, raw in overrides.items():
+        if key not in fields:
+            valid = ", ".join(fields) or "none"
+            raise PolicyError(f"unknown --param {key!r} for {type(params).__module__.rsplit('.', 1)[-1]};"
+                              f" valid: {valid}")
+        changes[key] = _convert(fields[key], raw)
+    return dataclasses.replace(params, **changes) if changes else params
+
+
+def require_positive(obj: Any, *names: str) -> None:
+    """Shared validation for params dataclasses: each named field must be a positive number."""
+    for name in names:
+        value = getattr(obj, name)
+        if not (math.isfinite(value) and value > 0):
+            raise PolicyError(f"{name} must be a positive number, got {value!r}")
+
+
+def parse_param(text: str) -> tuple[str, str]:
+    """Split one ``KEY=VALUE`` argument."""
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip() or not value.strip():
+        raise PolicyError(f"malformed --param {text!r}: expected KEY=VALUE")
+    return key.strip(), value.strip()
