@@ -69,6 +69,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
     bench.add_argument("--sim-requests", type=int, default=1_000_000)
     bench.set_defaults(func=cmd_bench)
+
+    # Further commands register themselves here, one line each: module.register(sub)
     return parser
 
 
@@ -106,7 +108,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if out is not None and out.exists() and any(out.iterdir()):
         raise ConfigError(f"--out {out}: folder exists and is not empty")
     to_stdout = args.json == "-"
-    console = Console(stderr=to_stdout)
+    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
 
     def progress(i: int, n: int, row: dict) -> None:
         console.print(f"[dim]run {i}/{n}[/dim] {row['scenario']} x {row['algorithm']}: "
