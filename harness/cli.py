@@ -150,7 +150,10 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error already printed (2)
+        return int(exc.code or 0)
     try:
         return args.func(args)
     except BAD_INPUT as exc:

@@ -1,0 +1,69 @@
+"""Traffic models: deterministic, shaped as documented, parameters checked."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scenarios import SCENARIOS, ScenarioError, build_model
+from scenarios.base import Request
+
+
+@pytest.mark.parametrize("name", sorted(SCENARIOS))
+def test_models_are_deterministic_and_sorted(name):
+    a = build_model(name, 100, 60, seed=3).arrivals()
+    b = build_model(name, 100, 60, seed=3).arrivals()
+    assert a == b
+    assert len(a) > 0
+    assert all(x <= y for x, y in zip(a.t, a.t[1:]))
+    assert set(a.client_class) <= {"legit", "abusive"}
+    assert build_model(name, 100, 60, seed=4).arrivals() != a or name in ("boundary_burst", "adversarial_drip")
+
+
+def test_boundary_burst_shape():
+    a = build_model("boundary_burst", 100, 60, seed=1).arrivals()
+    t = np.array(a.t)
+    assert len(t) == 600
+    for edge in (60, 180, 300):
+        assert ((t >= edge - 0.1) & (t < edge)).sum() == 100
+        assert ((t >= edge) & (t < edge + 0.1)).sum() == 100
+
+
+def test_page_load_shape():
+    p = {"users": "1", "abusers": "0", "duration_s": "60"}
+    a = build_model("page_load_burst", 100, 60, seed=1, overrides=p).arrivals()
+    t = np.array(a.t)
+    first = t[:8]
+    assert first.max() - first.min() <= 0.005  # 8 parallel requests
+    assert np.allclose(t[8:11] - first.min(), [1, 2, 3], atol=0.005)  # follow-ups
+    assert t[11] - t[10] >= 5.0  # think time
+
+
+def test_drip_reacts_to_retry_after():
+    m = build_model("adversarial_drip", 10, 1.0, seed=1)
+    drip = Request(1.0, "attacker-drip", "abusive", "attacker", "GET /api/items", 1.0)
+
+    class D:
+        def __init__(self, allowed, retry):
+            self.allowed, self.retry_after_s = allowed, retry
+
+    assert [r.t for r in m.react(drip, D(False, 0.25))] == [1.25]
+    assert [r.t for r in m.react(drip, D(True, 0.0))] == [1.001]
+    assert list(m.react(drip._replace(client_id="attacker-burst"), D(False, 0.25))) == []
+    assert list(m.react(drip, D(False, float("inf")))) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "overrides", "message"),
+    [
+        ("steady", {"clients": "0"}, "clients must be > 0"),
+        ("page_load_burst", {"page_size": "-1"}, "page_size must be > 0"),
+        ("cost_mix", {"expensive_share": "2"}, "expensive_share must be in"),
+        ("boundary_burst", {"delta_s": "120"}, "delta_s must be shorter than the window"),
+        ("steady", {"speed": "1"}, "unknown scenario parameter 'speed'"),
+        ("steady", {"load": "lots"}, "expected a number"),
+    ],
+)
+def test_bad_parameters_name_the_parameter(name, overrides, message):
+    with pytest.raises(ScenarioError, match=message):
+        build_model(name, 100, 60, overrides=overrides)
