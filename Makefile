@@ -1,11 +1,11 @@
-# The two commands of the README: `make bench` (set up + run the default campaign) and
+# The two commands of the README: `make bench` (set up + run the default live campaign) and
 # `make test` (set up + run the tests). Both create .venv on first use.
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test lint core-bench clean
+.PHONY: bench test simulate core-bench live-bench system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,14 +14,32 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 bench: $(STAMP)
+	$(PY) run_bench.py run campaigns/default.yaml
+
+simulate: $(STAMP)
 	$(PY) run_bench.py simulate --campaign campaigns/simulate.yaml
 
-test: $(STAMP)
+test: $(STAMP) system-deps
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
+# What some tests drive besides Python: Redis (store tests) and Chromium (report rendering).
+# Installed from the system's packages when missing and we are root; otherwise those tests say
+# what is missing (and, under CI=true, fail rather than skip).
+system-deps:
+	@for pair in redis-server:redis-server chromium:chromium; do \
+	  bin=$${pair%%:*}; pkg=$${pair##*:}; \
+	  command -v $$bin >/dev/null 2>&1 && continue; \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    echo "installing $$pkg"; (apt-get update -qq && apt-get install -y -qq $$pkg >/dev/null) || echo "could not install $$pkg"; \
+	  else echo "$$bin not found: install $$pkg for the tests that need it"; fi; \
+	done
+
 core-bench: $(STAMP)
 	$(PY) run_bench.py bench core
+
+live-bench: $(STAMP)
+	$(PY) run_bench.py bench live
 
 clean:
 	rm -rf $(VENV)

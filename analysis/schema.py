@@ -54,3 +54,48 @@ RUNS_DIR = "runs"
 
 def run_dir_name(scenario: str, algorithm: str, store: str) -> str:
     return f"{scenario}__{algorithm}__{store}"
+
+# --- results folder: the rest of the layout (DESIGN.md "Logs and results") ---
+
+CAMPAIGN_FILE = "campaign.yaml"
+CHARTS_DIR = "charts"
+REPORT_HTML = "report.html"
+REPORT_MD = "report.md"
+LOCUST_DIR = "locust"
+
+ALGORITHM_NAMES = (
+    "fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "token_bucket",
+    "leaky_bucket", "gcra", "concurrency", "adaptive", "none",
+)
+"""DESIGN.md's algorithm list, in its order: charts key their fixed palette on it."""
+
+# cpu.csv: psutil samples of every process of a live run, one row per process per sample.
+CPU_FILE = "cpu.csv"
+CPU_COLUMNS = ("t", "process", "role", "cpu_percent", "rss_bytes")
+"""t: epoch seconds of the sample; process: e.g. ``target:<node>``, ``locust:<worker>``;
+role: ``target`` or ``generator``; cpu_percent: psutil's Process.cpu_percent() since the previous
+sample of that process (100 = one core busy); rss_bytes: resident memory."""
+ROLE_TARGET, ROLE_GENERATOR = "target", "generator"
+
+# run.json: one per live run, written by the campaign runner (simulation runs have none).
+RUN_FILE = "run.json"
+RUN_SCHEMA_VERSION = 1
+RUN_OK, RUN_FAILED, RUN_INTERRUPTED = "ok", "failed", "interrupted"
+RUN_STATUSES = (RUN_OK, RUN_FAILED, RUN_INTERRUPTED)
+RUN_REQUIRED = ("status", "scenario", "algorithm", "store", "policy")
+"""Required keys of run.json. Optional: ``schema`` (RUN_SCHEMA_VERSION), ``params`` (the
+algorithm's parameters), ``scenario_params`` (e.g. ``backoff`` of a retry storm), ``phases``
+(list of ``{"name", "start_t", "end_t"}`` in epoch seconds, on the logs' clock; the phase named
+``degraded`` drives recovery time and shading), ``generator_bound`` (bool, the runner's own
+verdict) and ``error`` (why a run failed: the log's tail). ``policy`` is ``{"limit",
+"window_s", "burst"}`` with ``burst`` null for the default (= limit)."""
+DEGRADED_PHASE = "degraded"
+STATUS_TOO_MANY = 429
+
+
+def parse_run_dir_name(name: str) -> tuple[str, str, str] | None:
+    """The inverse of run_dir_name; None when the folder name does not have three parts."""
+    parts = name.split("__")
+    if len(parts) != 3 or not all(parts):
+        return None
+    return parts[0], parts[1], parts[2]

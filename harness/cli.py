@@ -18,6 +18,7 @@ from scenarios.trace_file import TraceFile
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, parse_param
 from targets.stores import STORES
 
+from . import analysis_cmd, run_cmd, validate
 from .results import summary_json, utc_stamp, write_text
 from .sim_campaign import ConfigError, load_sim_campaign
 from .sim_runner import execute, make_plan, plan_from_campaign
@@ -64,13 +65,17 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=cmd_simulate)
 
     bench = sub.add_parser("bench", help="performance benchmarks")
-    bench.add_argument("what", choices=["core"], help="core: decisions/s per algorithm vs the limits library")
+    bench.add_argument("what", choices=["core", "live"],
+                       help="core: decisions/s per algorithm vs the limits library; live: generator ceiling and burst spread")
     bench.add_argument("--requests", type=int, default=200_000, help="decisions per measurement")
     bench.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
     bench.add_argument("--sim-requests", type=int, default=1_000_000)
     bench.set_defaults(func=cmd_bench)
 
     # Further commands register themselves here, one line each: module.register(sub)
+    analysis_cmd.register(sub)
+    run_cmd.register(sub)
+    validate.register(sub)
     return parser
 
 
@@ -143,6 +148,11 @@ def summary_table(rows: list[dict]) -> Table:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.what == "live":
+        from .bench_live import run_live_bench
+
+        run_live_bench(Console())
+        return 0
     from .bench_core import run_core_bench
 
     run_core_bench(args.requests, args.repeat, args.sim_requests, Console())

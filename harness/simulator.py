@@ -47,11 +47,19 @@ class Replay:
 
 
 def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: int = 1_000_000) -> Replay:
-    store = MemoryStore(algorithm, params, max_keys=max_keys)
+    return replay_on(MemoryStore(algorithm, params, max_keys=max_keys), model)
+
+
+def replay_on(store: MemoryStore, traffic: TrafficModel | Arrivals) -> Replay:
+    """Replay a model (or bare open-loop arrivals) through a store; anything with the store's
+    ``decide``/``decide_many``/``release``/``algorithm``/``params``/``evictions`` will do, e.g.
+    several nodes behind a balancer."""
     with _no_gc():
-        if model.reactive or algorithm.release is not None:
-            return _replay_general(model, store)
-        return _replay_open(model.arrivals(), store)
+        if isinstance(traffic, Arrivals):
+            return _replay_open(traffic, store)
+        if traffic.reactive or store.algorithm.release is not None:
+            return _replay_general(traffic, store)
+        return _replay_open(traffic.arrivals(), store)
 
 
 @contextmanager

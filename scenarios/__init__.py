@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import adversarial_drip, boundary_burst, cost_mix, page_load_burst, steady
+from . import adversarial_drip, boundary_burst, cost_mix, page_load_burst, steady, unhealthy_downstream
 from .base import Arrivals, Request, ScenarioError, TrafficModel
 from .trace_file import TraceFile
 
@@ -28,6 +28,8 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         ScenarioSpec("adversarial_drip", adversarial_drip.AdversarialDrip.summary,
                      adversarial_drip.AdversarialDrip, adversarial_drip.Params),
         ScenarioSpec("cost_mix", cost_mix.CostMix.summary, cost_mix.CostMix, cost_mix.Params),
+        ScenarioSpec("unhealthy_downstream", unhealthy_downstream.UnhealthyDownstream.summary,
+                     unhealthy_downstream.UnhealthyDownstream, unhealthy_downstream.Params),
     )
 }
 

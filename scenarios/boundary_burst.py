@@ -20,6 +20,9 @@ class Params(ModelParams):
     delta_s: float = 0.1
     """Each half of the burst lands within this many seconds of the boundary."""
     boundaries: int = 3
+    instant: int = 0
+    """1: each half fires at one instant (delta/2 before and after the edge), as a live burst
+    does; 0: spread uniformly over delta."""
 
     def check(self) -> None:
         positive("size", self.size)
@@ -43,6 +46,9 @@ class BoundaryBurst(TrafficModel):
         chunks = []
         for i in range(p.boundaries):
             edge = (2 * i + 1) * self.window_s
+            if p.instant:
+                chunks += [np.full(size, edge - p.delta_s / 2), np.full(size, edge + p.delta_s / 2)]
+                continue
             chunks.append(rng.uniform(edge - p.delta_s, edge, size))
             # after the edge: [edge, edge + delta); the edge itself belongs to the new window
             chunks.append(edge + rng.uniform(0.0, p.delta_s, size))

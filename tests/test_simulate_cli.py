@@ -12,6 +12,7 @@ import pytest
 
 from analysis.schema import DECISION_SCHEMA
 from harness.cli import main
+from targets.algorithms import ALGORITHMS
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -142,5 +143,5 @@ def test_default_campaign_runs_end_to_end(tmp_path):
                            "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((out / "summary.json").read_text())["runs"]
-    assert len(rows) == 5 * 9
-    assert len(list((out / "runs").iterdir())) == 45
+    assert len(rows) == 5 * len(ALGORITHMS)
+    assert len(list((out / "runs").iterdir())) == len(rows)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import (
+    adaptive,
     concurrency,
     fixed_window,
     gcra,
@@ -32,6 +33,7 @@ ALGORITHMS: dict[str, Algorithm] = {
         leaky_bucket,
         gcra,
         concurrency,
+        adaptive,
         none,
     )
 }

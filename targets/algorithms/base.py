@@ -55,3 +55,7 @@ class Algorithm:
     """The largest cost a single request can ever be admitted with."""
     release: Callable[[Any, float, float, Any], Any] | None = None
     """Concurrency-style algorithms: give back ``cost`` slots when a request finishes."""
+    observe: Callable[[Any, float, float, Any], Any] | None = None
+    """Latency-driven algorithms: ``observe(state, now, rtt_s, params) -> state`` folds one
+    completed request's latency into the state (the live target calls it; the simulator has
+    no real latency and does not)."""

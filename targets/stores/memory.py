@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..algorithms.base import Algorithm, Decision
@@ -48,82 +48,101 @@ class MemoryStore:
         """Keys dropped by the max_keys bound (state lost); TTL expiry is not counted."""
         # entry = [state, last_used]; mutated in place so a hit costs one lookup, no insert
         self._entries: OrderedDict[str, list[Any]] = OrderedDict()
-        lock = threading.Lock()
-        self._acquire, self._release = lock.acquire, lock.release
-        self._decide = algorithm.decide
-        self._calls = 0
+        self._lock = threading.Lock()
+        self._commits = 0  # commit() calls, for its TTL sweep cadence
+        self.decide: Callable[[str, float, float], Decision] = self._make_decide()
+        """``decide(key, now, cost=1.0)``: one decision for ``key`` at ``now`` (the caller's
+        clock, wall or virtual)."""
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def decide(self, key: str, now: float, cost: float = 1.0) -> Decision:
-        """One decision for ``key`` at ``now`` (the caller's clock: wall or virtual)."""
-        self._acquire()
-        try:
-            entries = self._entries
-            entry = entries.get(key)
-            if entry is not None:
-                state = entry[0] if now - entry[1] < self.idle_ttl_s else None
-                decision, entry[0] = self._decide(state, now, cost, self.params)
-                entry[1] = now
-                entries.move_to_end(key)
-            else:
-                decision, state = self._decide(None, now, cost, self.params)
-                if self.idle_ttl_s > 0:
-                    entries[key] = [state, now]
-                    if len(entries) > self.max_keys:
-                        entries.popitem(last=False)
-                        self.evictions += 1
-            self._calls += 1
-            if not self._calls & (SWEEP_EVERY - 1):
-                self._expire(now)
-            return decision
-        finally:
-            self._release()
+    def _make_decide(self) -> Callable[..., Decision]:
+        """The per-request path as a closure over local names: on this hot path, attribute
+        lookups on ``self`` would cost as much as a whole fixed-window decision."""
+        entries = self._entries
+        get, to_end, pop_oldest = entries.get, entries.move_to_end, entries.popitem
+        transition, params = self.algorithm.decide, self.params
+        ttl, max_keys, keep = self.idle_ttl_s, self.max_keys, self.idle_ttl_s > 0
+        acquire, release = self._lock.acquire, self._lock.release
+        calls = 0
 
-    def decide_many(self, keys: Sequence[str], times: Sequence[float], costs: Sequence[float]) -> list[Decision]:
-        """The decisions for a batch of requests in time order, under one lock acquisition.
-
-        Same semantics as calling ``decide`` for each; the simulator's hot loop, where the
-        per-call lock and method lookups would cost more than the decisions themselves.
-        """
-        out: list[Decision] = []
-        append, entries, decide, params = out.append, self._entries, self._decide, self.params
-        get, to_end, ttl, keep = entries.get, entries.move_to_end, self.idle_ttl_s, self.idle_ttl_s > 0
-        self._acquire()
-        try:
-            for key, now, cost in zip(keys, times, costs):
+        def decide(key: str, now: float, cost: float = 1.0) -> Decision:
+            nonlocal calls
+            acquire()
+            try:
                 entry = get(key)
                 if entry is not None:
-                    decision, entry[0] = decide(entry[0] if now - entry[1] < ttl else None, now, cost, params)
+                    decision, entry[0] = transition(entry[0] if now - entry[1] < ttl else None, now, cost, params)
                     entry[1] = now
                     to_end(key)
                 else:
-                    decision, state = decide(None, now, cost, params)
+                    decision, state = transition(None, now, cost, params)
                     if keep:
                         entries[key] = [state, now]
-                        if len(entries) > self.max_keys:
-                            entries.popitem(last=False)
+                        if len(entries) > max_keys:
+                            pop_oldest(last=False)
                             self.evictions += 1
-                append(decision)
-            if out:
-                self._expire(now)
-            return out
-        finally:
-            self._release()
+                calls += 1
+                if not calls & (SWEEP_EVERY - 1):
+                    self._expire(now)
+                return decision
+            finally:
+                release()
+
+        return decide
+
+    def decide_many(self, keys: Sequence[str], times: Sequence[float], costs: Sequence[float]) -> list[Decision]:
+        """The decisions for a batch of requests in time order (the simulator's loop)."""
+        decide = self.decide
+        return [decide(k, t, c) for k, t, c in zip(keys, times, costs)]
 
     def release(self, key: str, now: float, cost: float = 1.0) -> None:
         """Give back in-flight capacity (concurrency algorithms); unknown keys are ignored."""
         release = self.algorithm.release
         if release is None:
             return
-        self._acquire()
-        try:
+        with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 entry[0] = release(entry[0], now, cost, self.params)
-        finally:
-            self._release()
+
+    def observe(self, key: str, now: float, rtt_s: float) -> None:
+        """Feed one request's latency to a latency-driven algorithm (``adaptive``); others and
+        unknown keys ignore it."""
+        observe = self.algorithm.observe
+        if observe is None:
+            return
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                entry[0] = observe(entry[0], now, rtt_s, self.params)
+
+    def peek(self, key: str, now: float, cost: float = 1.0) -> tuple[Decision, Any]:
+        """The decision and the state it would leave, storing nothing. Layered limits peek at
+        every layer and ``commit`` only when all admit, so a rejected request consumes no quota
+        anywhere. Callers on one event loop get peek + commit atomically (nothing awaits between)."""
+        with self._lock:
+            entry = self._entries.get(key)
+            state = entry[0] if entry is not None and now - entry[1] < self.idle_ttl_s else None
+            return self.algorithm.decide(state, now, cost, self.params)
+
+    def commit(self, key: str, now: float, state: Any) -> None:
+        """Store a state that ``peek`` returned, under the same bounds as ``decide``."""
+        with self._lock:
+            entries = self._entries
+            entry = entries.get(key)
+            if entry is not None:
+                entry[0], entry[1] = state, now
+                entries.move_to_end(key)
+            elif self.idle_ttl_s > 0:
+                entries[key] = [state, now]
+                if len(entries) > self.max_keys:
+                    entries.popitem(last=False)
+                    self.evictions += 1
+            self._commits += 1
+            if not self._commits & (SWEEP_EVERY - 1):
+                self._expire(now)
 
     def state(self, key: str) -> Any:
         """The stored state of a key (None if absent); for tests and admin endpoints."""

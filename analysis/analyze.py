@@ -1,0 +1,185 @@
+"""One pass over one run's logs: its summary row and the small series the charts draw.
+
+Runs are analysed one at a time and only the results are kept, so a folder of ten million rows
+needs the memory of its largest run, not of all of them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+
+from . import client as client_metrics
+from . import latency, metrics
+from .cpu import cpu_ms_per_1k, generator_bound
+from .ideal import ideal_sliding_log
+from .loader import LeftOut, Results, Run, RunDataError
+from .schema import ALGORITHM_NAMES
+
+ENVELOPE_POINTS = 16
+BOUNDARY_SCENARIO = "boundary_burst"
+LATENCY_SCENARIO = "unhealthy_downstream"
+RETRY_STORM_PREFIX = "retry_storm"
+BOUNDARY_SPAN_S = 1.0
+BOUNDARY_BIN_S = 0.1
+CALLS_BIN_S = 1.0
+
+
+@dataclass
+class RunAnalysis:
+    run: Run
+    row: dict[str, Any]
+    envelope: pd.DataFrame
+    origin: float  # the run's first time on its own clock: charts draw time from here
+    boundary: pd.DataFrame | None = None  # offset_s from the window boundary, admitted per bin
+    latency_series: pd.DataFrame | None = None
+    latency_cdf: tuple[np.ndarray, np.ndarray] | None = None
+    calls: pd.DataFrame | None = None  # t, calls per second (retry storms)
+
+    @property
+    def degraded(self) -> tuple[float, float] | None:
+        phase = self.run.info.degraded
+        return None if phase is None else (phase.start_t - self.origin, phase.end_t - self.origin)
+
+
+@dataclass
+class FolderAnalysis:
+    results: Results
+    runs: list[RunAnalysis]
+    left_out: list[LeftOut]
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        return [a.row for a in self.runs]
+
+
+def _base_row(run: Run) -> dict[str, Any]:
+    i = run.info
+    return {"scenario": i.scenario, "algorithm": i.algorithm, "store": i.store, "limit": i.policy.limit,
+            "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params, "run": run.name,
+            "kind": "live" if run.live else "simulated"}
+
+
+def _rate(part: int, whole: int) -> float | None:
+    return round(part / whole, 6) if whole else None
+
+
+def _decision_row(df: pd.DataFrame, run: Run, keyed: Any) -> dict[str, Any]:
+    p = run.info.policy
+    row: dict[str, Any] = dict(metrics.class_split(df))
+    row["rejected_rate"] = _rate(row["rejected"], row["requests"])
+    row["rejected_legit_rate"] = _rate(row["rejected_legit"], row["legit_requests"])
+    row["rejected_abusive_rate"] = _rate(row["rejected_abusive"], row["abusive_requests"])
+    row["rejected_by_limit"] = metrics.rejections_by_limit(df)
+    row["over_admission"] = round(keyed.worst(p.window_s) / p.limit, 6)
+    if "ideal_allowed" not in df.columns or df["ideal_allowed"].isna().any():
+        df["ideal_allowed"] = ideal_sliding_log(df["t"].to_numpy(dtype=np.float64), df["key"],
+                                                df["cost"].to_numpy(dtype=np.float64), p.limit, p.window_s)
+    row.update(metrics.accuracy(df))
+    row["legit_fairness_jain"] = metrics.legit_fairness(df)
+    us = df["decision_us"].to_numpy() if "decision_us" in df.columns else np.empty(0)
+    row["decision_us_p50"] = latency.nearest_rank(us, 50.0)
+    row["decision_us_p99"] = latency.nearest_rank(us, 99.0)
+    return row
+
+
+def _boundary(df: pd.DataFrame, window_s: float) -> pd.DataFrame | None:
+    """Admitted requests per 100 ms within a second of the window boundary the burst hit hardest."""
+    t = df["t"].to_numpy(dtype=np.float64)
+    span, width = min(BOUNDARY_SPAN_S, window_s / 2), min(BOUNDARY_BIN_S, window_s / 10)
+    edges = np.round(t / window_s) * window_s
+    near = np.abs(t - edges) < span
+    if not near.any():
+        return None
+    values, counts = np.unique(edges[near], return_counts=True)
+    edge = values[np.argmax(counts)]
+    offsets = t[df["allowed"].to_numpy(dtype=bool)] - edge
+    bins = np.arange(-span, span + width / 2, width)
+    admitted, _ = np.histogram(offsets, bins=bins)
+    return pd.DataFrame({"offset_s": bins[:-1], "admitted": admitted})
+
+
+def _per_second(t: np.ndarray, origin: float) -> pd.DataFrame:
+    bins = np.floor((t - origin) / CALLS_BIN_S).astype(np.int64)
+    counts = np.bincount(bins - bins.min()) if len(bins) else np.empty(0, dtype=np.int64)
+    start = bins.min() if len(bins) else 0
+    return pd.DataFrame({"t": (np.arange(len(counts)) + start) * CALLS_BIN_S, "calls_per_s": counts / CALLS_BIN_S})
+
+
+def _client_part(a: RunAnalysis, client: pd.DataFrame) -> None:
+    run, row = a.run, a.row
+    lat = latency.admitted_latency(client)
+    row.update(latency.latency_percentiles(lat))
+    row["goodput_rps"] = client_metrics.goodput(client)
+    a.latency_series = latency.over_time(lat, a.origin)
+    a.latency_cdf = latency.cdf(lat["intended"].to_numpy()) if len(lat) else None
+    degraded = run.info.degraded
+    row["time_to_recover_s"] = None if degraded is None else latency.time_to_recover(a.latency_series, degraded, a.origin)
+    if (client["attempt"].to_numpy() > 1).any():
+        share, count = client_metrics.header_truthfulness(client, run.rejected_decisions())
+    else:
+        share, count = None, 0
+    row["header_truthfulness"], row["retries_at_retry_after"] = share, count
+
+
+EMPTY_CLIENT = {**{f"latency_{p}_{b}_ms": None for b in latency.BASES for p in latency.PERCENTILES},
+                "goodput_rps": None, "time_to_recover_s": None, "header_truthfulness": None, "retries_at_retry_after": None}
+EMPTY_CPU = {"cpu_target_ms_per_1k": None, "cpu_generator_ms_per_1k": None, "generator_bound": None}
+
+
+def analyze_run(run: Run) -> RunAnalysis:
+    df = run.decisions()
+    client = run.client()
+    cpu = run.cpu()
+    t = df["t"].to_numpy(dtype=np.float64)
+    origin = float(t.min()) if len(t) else 0.0
+    if client is not None and len(client):
+        origin = min(origin, float(client["intended_t"].min()))
+    keyed = metrics.admitted_times(df)
+    p = run.info.policy
+    row = _base_row(run)
+    row.update(_decision_row(df, run, keyed))
+    a = RunAnalysis(run, row, metrics.envelope_of(keyed, metrics.envelope_lengths(p.window_s, ENVELOPE_POINTS)), origin)
+    row.update(EMPTY_CLIENT)
+    if client is not None:
+        _client_part(a, client)
+    row.update(EMPTY_CPU)
+    if cpu is not None:
+        row.update(cpu_ms_per_1k(cpu, len(client) if client is not None else len(df)))
+        row["generator_bound"] = generator_bound(cpu)
+    if run.info.generator_bound is not None:  # the runner's verdict (it knows the send lag) wins
+        row["generator_bound"] = bool(run.info.generator_bound)
+    if run.info.scenario == BOUNDARY_SCENARIO:
+        a.boundary = _boundary(df, p.window_s)
+    if run.info.scenario.startswith(RETRY_STORM_PREFIX):
+        sent = client["sent_t"].to_numpy(dtype=np.float64) if client is not None else t
+        a.calls = _per_second(sent[np.isfinite(sent)], origin)
+    return a
+
+
+READ_ERRORS = (RunDataError, OSError, pa.ArrowException)
+
+
+def analyze(results: Results, on_run: Callable[[int, int, str], None] | None = None) -> FolderAnalysis:
+    """Analyse every whole run; a run whose logs fail while being read is left out, named."""
+    out = FolderAnalysis(results, [], list(results.left_out))
+    for i, run in enumerate(results.runs, 1):
+        if on_run is not None:
+            on_run(i, len(results.runs), run.name)
+        try:
+            out.runs.append(analyze_run(run))
+        except READ_ERRORS as exc:
+            out.left_out.append(LeftOut(run.name, f"{type(exc).__name__}: {exc}"))
+            continue
+        out.warnings.extend(run.warnings)
+        if out.runs[-1].row["generator_bound"]:
+            out.warnings.append(f"{run.name}: generator-bound: the load generator, not the target, was the bottleneck")
+    rank = {name: i for i, name in enumerate(ALGORITHM_NAMES)}
+    out.runs.sort(key=lambda a: (a.row["scenario"], rank.get(a.row["algorithm"], len(rank)), a.row["algorithm"], a.row["store"]))
+    return out

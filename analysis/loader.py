@@ -1,0 +1,191 @@
+"""Read a results folder by schema: which runs are whole, what each one was, and its logs.
+
+Opening is cheap (file footers and headers only) so a folder of millions of rows lists fast; the
+logs are read run by run, on demand, so analysis holds one run in memory at a time. Anything that
+makes a run unusable (missing or truncated Parquet, a run marked failed or interrupted, a wrong
+column) leaves that run out with a reason; the others are analysed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import yaml
+
+from .runinfo import Policy, RunFileError, RunInfo, read_run_json
+from .schema import (
+    CAMPAIGN_FILE,
+    CLIENT_FILE,
+    CLIENT_SCHEMA,
+    CPU_COLUMNS,
+    CPU_FILE,
+    DECISIONS_FILE,
+    RUN_FILE,
+    RUN_OK,
+    RUNS_DIR,
+    parse_run_dir_name,
+)
+
+DECISION_REQUIRED = ("t", "key", "cost", "allowed", "client_class")
+DECISION_OPTIONAL = ("delay_s", "ideal_allowed", "limit_name", "client_id", "decision_us")
+CATEGORICAL = ("key", "client_class", "limit_name", "client_id")
+"""Low-cardinality strings read dictionary-encoded: ten million keys cost codes, not strings."""
+
+
+class ResultsError(ValueError):
+    """The folder is not a results folder at all."""
+
+
+class RunDataError(ValueError):
+    """One run's files cannot be used; the run is left out of the report."""
+
+
+@dataclass
+class Run:
+    """One whole run: what it was (``info``) and where its logs are."""
+
+    name: str
+    path: Path
+    info: RunInfo
+    live: bool  # has a run.json (a campaign run), rather than a simulation run
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def has_client_log(self) -> bool:
+        return (self.path / CLIENT_FILE).is_file()
+
+    def decisions(self) -> pd.DataFrame:
+        path = self.path / DECISIONS_FILE
+        names = set(pq.read_schema(path).names)
+        columns = [c for c in (*DECISION_REQUIRED, *DECISION_OPTIONAL) if c in names]
+        return _read_parquet(path, columns, [c for c in CATEGORICAL if c in names])
+
+    def rejected_decisions(self) -> pd.DataFrame:
+        """Rejected decisions with request id and Retry-After, for matching client retries."""
+        table = _guard(self.path / DECISIONS_FILE, lambda p: pq.read_table(
+            p, columns=["t", "request_id", "retry_after_s"], filters=[("allowed", "==", False)]))
+        return table.to_pandas()
+
+    def client(self) -> pd.DataFrame | None:
+        path = self.path / CLIENT_FILE
+        return _read_parquet(path, CLIENT_SCHEMA.names, []) if path.is_file() else None
+
+    def cpu(self) -> pd.DataFrame | None:
+        path = self.path / CPU_FILE
+        if not path.is_file():
+            return None
+        try:
+            df = pd.read_csv(path)
+        except (OSError, ValueError) as exc:
+            raise RunDataError(f"{path}: not readable CSV ({exc})") from None
+        missing = [c for c in CPU_COLUMNS if c not in df.columns]
+        if missing:
+            raise RunDataError(f"{path}: missing column(s) {', '.join(missing)}; expected {', '.join(CPU_COLUMNS)}")
+        return df
+
+
+@dataclass
+class LeftOut:
+    name: str
+    reason: str
+
+
+@dataclass
+class Results:
+    root: Path
+    campaign: dict[str, Any]
+    runs: list[Run]
+    left_out: list[LeftOut]
+
+
+def _guard(path: Path, read: Any) -> pa.Table:
+    try:
+        return read(path)
+    except FileNotFoundError:
+        raise RunDataError(f"{path}: missing") from None
+    except (OSError, pa.ArrowException) as exc:
+        raise RunDataError(f"{path}: unreadable Parquet, truncated or corrupt ({exc})") from None
+
+
+def _read_parquet(path: Path, columns: list[str], dictionary: list[str]) -> pd.DataFrame:
+    return _guard(path, lambda p: pq.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
+
+
+def _check_parquet(path: Path, required: tuple[str, ...]) -> None:
+    """Footer and columns only: a truncated file has no footer."""
+    names = _guard(path, lambda p: pq.read_schema(p)).names
+    missing = [c for c in required if c not in names]
+    if missing:
+        raise RunDataError(f"{path}: missing column(s) {', '.join(missing)}")
+
+
+def _campaign(root: Path) -> dict[str, Any]:
+    path = root / CAMPAIGN_FILE
+    if not path.is_file():
+        return {}
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise ResultsError(f"{path}: not readable YAML ({exc})") from None
+    return raw if isinstance(raw, dict) else {}
+
+
+def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
+    """A simulation run: names from the folder, policy and parameters from campaign.yaml."""
+    parts = parse_run_dir_name(name)
+    if parts is None:
+        raise RunDataError(f"no {RUN_FILE} and the folder name is not <scenario>__<algorithm>__<store>")
+    if "policy" not in campaign:
+        raise RunDataError(f"no {RUN_FILE} and no policy in {CAMPAIGN_FILE}")
+    try:
+        policy = Policy.from_dict(campaign["policy"], CAMPAIGN_FILE)
+    except RunFileError as exc:
+        raise RunDataError(str(exc)) from None
+    scenario, algorithm, store = parts
+    return RunInfo(
+        status=RUN_OK, scenario=scenario, algorithm=algorithm, store=store, policy=policy,
+        params=dict((campaign.get("params") or {}).get(algorithm) or {}),
+        scenario_params=dict((campaign.get("scenario_params") or {}).get(scenario) or {}),
+    )
+
+
+def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
+    live = (path / RUN_FILE).is_file()
+    try:
+        info = read_run_json(path / RUN_FILE) if live else _sim_info(path.name, campaign)
+    except RunFileError as exc:
+        raise RunDataError(str(exc)) from None
+    if info.status != RUN_OK:
+        why = f": {info.error.strip().splitlines()[-1]}" if info.error and info.error.strip() else ""
+        raise RunDataError(f"run marked {info.status}{why}")
+    _check_parquet(path / DECISIONS_FILE, DECISION_REQUIRED)
+    run = Run(path.name, path, info, live)
+    if (path / CLIENT_FILE).is_file():
+        _check_parquet(path / CLIENT_FILE, tuple(CLIENT_SCHEMA.names))
+    elif live:
+        run.warnings.append(f"{run.name}: no {CLIENT_FILE}: latency, goodput and header truthfulness are n/a")
+    return run
+
+
+def load_results(root: Path) -> Results:
+    """Open a results folder; raises ResultsError when ``root`` is not one."""
+    root = Path(root)
+    runs_dir = root / RUNS_DIR
+    if not root.is_dir():
+        raise ResultsError(f"{root}: no such folder")
+    if not runs_dir.is_dir():
+        raise ResultsError(f"{root} is not a results folder: it has no {RUNS_DIR}/ "
+                           f"(expected {RUNS_DIR}/<scenario>__<algorithm>__<store>/{DECISIONS_FILE})")
+    campaign = _campaign(root)
+    runs, left_out = [], []
+    for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+        try:
+            runs.append(_open_run(path, campaign))
+        except RunDataError as exc:
+            left_out.append(LeftOut(path.name, str(exc)))
+    return Results(root, campaign, runs, left_out)

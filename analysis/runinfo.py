@@ -1,0 +1,93 @@
+"""run.json: what a live run was (scenario, algorithm, store, policy, phases) and how it ended.
+
+The campaign runner writes it (schema constants in ``schema.py``, documented in
+docs/analysis.md); simulation runs have none, and the loader derives the same facts from the run
+folder's name and campaign.yaml.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_STATUSES
+
+
+class RunFileError(ValueError):
+    """A run.json that cannot be used; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Policy:
+    limit: float
+    window_s: float
+    burst: float  # effective: the limit when the policy gives none
+
+    @classmethod
+    def from_dict(cls, raw: Any, where: str) -> Policy:
+        if not isinstance(raw, dict):
+            raise RunFileError(f"{where}: policy must be an object with limit, window_s, burst")
+        values = {}
+        for name in ("limit", "window_s"):
+            value = raw.get(name)
+            if not isinstance(value, int | float) or not math.isfinite(value) or value <= 0:
+                raise RunFileError(f"{where}: policy.{name} must be a positive number, got {value!r}")
+            values[name] = float(value)
+        burst = raw.get("burst")
+        if burst is not None and (not isinstance(burst, int | float) or burst <= 0):
+            raise RunFileError(f"{where}: policy.burst must be a positive number or null, got {burst!r}")
+        return cls(values["limit"], values["window_s"], float(burst) if burst is not None else values["limit"])
+
+
+@dataclass(frozen=True)
+class Phase:
+    name: str
+    start_t: float
+    end_t: float
+
+
+@dataclass(frozen=True)
+class RunInfo:
+    status: str
+    scenario: str
+    algorithm: str
+    store: str
+    policy: Policy
+    params: dict[str, Any] = field(default_factory=dict)
+    scenario_params: dict[str, Any] = field(default_factory=dict)
+    phases: tuple[Phase, ...] = ()
+    generator_bound: bool | None = None
+    error: str | None = None
+
+    @property
+    def degraded(self) -> Phase | None:
+        return next((p for p in self.phases if p.name == DEGRADED_PHASE), None)
+
+
+def read_run_json(path: Path) -> RunInfo:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise RunFileError(f"{path}: not readable JSON ({exc})") from None
+    if not isinstance(raw, dict):
+        raise RunFileError(f"{path}: expected a JSON object")
+    missing = [k for k in RUN_REQUIRED if k not in raw]
+    if missing:
+        raise RunFileError(f"{path}: missing field(s) {', '.join(missing)}")
+    if raw["status"] not in RUN_STATUSES:
+        raise RunFileError(f"{path}: status must be one of {', '.join(RUN_STATUSES)}, got {raw['status']!r}")
+    phases = []
+    for i, p in enumerate(raw.get("phases") or []):
+        try:
+            phases.append(Phase(str(p["name"]), float(p["start_t"]), float(p["end_t"])))
+        except (KeyError, TypeError, ValueError):
+            raise RunFileError(f"{path}: phases[{i}] needs name, start_t and end_t (numbers)") from None
+    return RunInfo(
+        status=raw["status"], scenario=str(raw["scenario"]), algorithm=str(raw["algorithm"]), store=str(raw["store"]),
+        policy=Policy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
+        scenario_params=dict(raw.get("scenario_params") or {}), phases=tuple(phases),
+        generator_bound=raw.get("generator_bound"), error=raw.get("error"),
+    )

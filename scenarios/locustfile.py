@@ -1,0 +1,153 @@
+"""Locust users that replay a traffic model's plan over HTTP (``locust -f scenarios/locustfile.py
+--plan PLAN.json``; the harness writes the plan and starts Locust, or run it by hand).
+
+Locust drives the load; the suite owns the timing and the statistics, because Locust's own model
+does not fit (closed loop, so coordinated omission; response times rounded; no way to fire a
+burst at an instant):
+- one scheduler per worker walks its share of the plan; each group of near-simultaneous requests
+  gets greenlets spawned ahead of time on warm connections, blocked on one event released at the
+  group's deadline; nothing waits for replies (no concurrency cap), so the model stays open;
+- every request is logged raw (intended, sent and done times, status) and written as Parquet when
+  the test stops; percentiles are computed afterwards, exactly;
+- a 429 is an expected answer, never a Locust failure.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+
+import gevent
+import pyarrow as pa
+import pyarrow.parquet as pq
+from gevent.event import Event
+from gevent.pool import Group
+from locust import FastHttpUser, events, task
+from locust.exception import StopUser
+
+from analysis.schema import CLIENT_SCHEMA
+from scenarios.live_plan import LivePlan, Shot, groups, worker_share
+
+PREPARE_AHEAD_S = 0.05
+"""Greenlets of a group are spawned this long before its deadline and then wait on its event."""
+LATE_S = 0.005
+"""A group released this much after its deadline counts as late (the generator fell behind)."""
+EXPECTED = (200, 201, 429)
+
+
+@events.init_command_line_parser.add_listener
+def _add_plan_argument(parser) -> None:
+    parser.add_argument("--plan", type=str, default="", help="ratelimit-bench live plan (JSON)")
+
+
+class _ClientLog:
+    """Raw rows of this worker process, written once when the test stops."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, list] = {name: [] for name in CLIENT_SCHEMA.names}
+        self.in_flight: dict[str, tuple[float, float]] = {}
+        self.late_groups = 0
+        self.path: Path | None = None
+
+    def add(self, request_id: str, intended: float, sent: float, done: float, status: int) -> None:
+        for name, value in zip(CLIENT_SCHEMA.names, (request_id, intended, sent, done, status, 1)):
+            self.rows[name].append(value)
+
+    def write(self) -> None:
+        if self.path is None:
+            return
+        for request_id, (intended, sent) in self.in_flight.items():  # cut off by the stop
+            self.add(request_id, intended, sent, float("nan"), 0)
+        self.in_flight.clear()
+        table = pa.Table.from_pydict(self.rows, schema=CLIENT_SCHEMA)
+        tmp = self.path.with_suffix(".tmp")
+        pq.write_table(table, tmp)
+        os.replace(tmp, self.path)
+        self.path.with_suffix(".late").write_text(str(self.late_groups))
+
+
+LOG = _ClientLog()
+
+
+@events.test_stop.add_listener
+def _flush(environment, **_kwargs) -> None:
+    LOG.write()
+
+
+class PlanUser(FastHttpUser):
+    """One per worker: replays this worker's share of the plan."""
+
+    concurrency = 1000  # connections per user: at least the largest burst, effectively no cap
+    host = "http://127.0.0.1"
+
+    def on_start(self) -> None:
+        options = self.environment.parsed_options
+        plan = LivePlan.load(Path(options.plan))
+        runner = self.environment.runner
+        worker = max(0, getattr(runner, "worker_index", 0))
+        self.plan = plan
+        self.host = plan.hosts[0]
+        self.batches = groups(worker_share(plan.arrivals(), worker, plan.workers), plan.burst_gap_s)
+        client_dir = Path(plan.client_dir)
+        client_dir.mkdir(parents=True, exist_ok=True)
+        LOG.path = client_dir / f"client-{worker}-{os.getpid()}.parquet"
+        self._wait_for_target()
+        largest = max((len(b) for b in self.batches), default=1)
+        # warm the connections a burst will use, before the first deadline
+        warm = [gevent.spawn(self.client.get, "/healthz", name="warm-up") for _ in range(min(largest, 200))]
+        gevent.joinall(warm, timeout=5)
+        (client_dir / f"ready-{worker}").write_text(f"{time.time():.6f}")
+
+    def _wait_for_target(self, timeout_s: float = 30.0) -> None:
+        """The harness starts Locust and the target together; wait until the target answers."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            with self.client.get("/healthz", name="warm-up", catch_response=True) as response:
+                if response.status_code == 200:
+                    return
+                response.success()  # not up yet: not a failure of the target under test
+            gevent.sleep(0.05)
+
+    @task
+    def replay(self) -> None:
+        start_at = self.plan.start_at
+        in_flight = Group()  # forgets finished greenlets by itself
+        for batch in self.batches:
+            deadline = start_at + batch[0].t
+            _sleep_until(deadline - PREPARE_AHEAD_S)
+            release = Event()
+            for shot in batch:
+                in_flight.spawn(self._fire, release, deadline, shot)
+            _sleep_until(deadline)
+            if time.time() - deadline > LATE_S:
+                LOG.late_groups += 1
+            release.set()
+        in_flight.join()
+        raise StopUser()
+
+    def _fire(self, release: Event, deadline: float, shot: Shot) -> None:
+        release.wait()
+        request_id = shot.headers["x-request-id"]
+        sent = time.time()
+        LOG.in_flight[request_id] = (deadline, sent)
+        with self.client.request(shot.method, shot.path, headers=shot.headers, name=f"{shot.method} {shot.path}",
+                                 catch_response=True) as response:
+            status = response.status_code or 0
+            if status in EXPECTED:
+                response.success()  # a 429 is an expected outcome, not a failure
+            else:
+                response.failure(f"status {status}")
+        LOG.in_flight.pop(request_id, None)
+        LOG.add(request_id, deadline, sent, time.time(), status)
+
+
+def _sleep_until(t: float) -> None:
+    """gevent.sleep to ~2 ms before ``t``, then yield-spin: timer granularity is ~1 ms. Always
+    yields at least once, so a scheduler that is behind still lets released requests run."""
+    remaining = t - time.time()
+    if remaining > 0.002:
+        gevent.sleep(remaining - 0.002)
+    gevent.sleep(0)
+    while time.time() < t:
+        gevent.sleep(0)

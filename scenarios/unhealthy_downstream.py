@@ -1,0 +1,61 @@
+"""Open-model arrivals at a fixed rate while the downstream goes healthy -> degraded ->
+recovered (the target's health schedule, shared start time).
+
+The traffic itself is steady: what changes is the service behind the limiter. In virtual time
+there is no downstream, so only the rejections are meaningful there; live runs measure what each
+limiter does to latency (from the intended send time) when the service slows down.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+
+
+@dataclass(frozen=True)
+class Params(ModelParams):
+    clients: int = 10
+    rate_rps: float = 100.0
+    """Total arrival rate, shared evenly by the clients (open model: nobody waits for replies)."""
+    degrade_at_s: float = 2.0
+    recover_at_s: float = 4.0
+    factor: float = 10.0
+    """Service-time multiplier while degraded."""
+    duration_s: float = 6.0
+
+    def check(self) -> None:
+        positive("clients", self.clients)
+        positive("rate_rps", self.rate_rps)
+        positive("factor", self.factor)
+        positive("duration_s", self.duration_s)
+        if not 0 <= self.degrade_at_s < self.recover_at_s <= self.duration_s:
+            raise ScenarioError("need 0 <= degrade_at_s < recover_at_s <= duration_s, got "
+                                f"{self.degrade_at_s}, {self.recover_at_s}, {self.duration_s}")
+
+    def schedule(self) -> list[dict[str, float | str]]:
+        """The downstream health phases, in the target's config format."""
+        return [
+            {"at_s": 0.0, "health": "healthy"},
+            {"at_s": self.degrade_at_s, "health": "degraded", "factor": self.factor},
+            {"at_s": self.recover_at_s, "health": "recovered"},
+        ]
+
+
+class UnhealthyDownstream(TrafficModel):
+    name = "unhealthy_downstream"
+    summary = "steady open-model arrivals while the downstream goes healthy -> degraded -> recovered"
+
+    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
+        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+
+    def generate(self) -> Arrivals:
+        p = self.p
+        rng = np.random.default_rng(self.seed)
+        count = rng.poisson(p.rate_rps * p.duration_s)
+        times = rng.uniform(0.0, p.duration_s, count)
+        ids = np.array([f"client-{i}" for i in rng.integers(0, p.clients, count)], dtype=object)
+        return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
+                                     np.full(count, "GET /api/items", dtype=object), np.ones(count))

@@ -1,0 +1,132 @@
+"""``python -m targets``: serve one target on 127.0.0.1 with uvicorn (uvloop, httptools, no
+access log).
+
+Bad configuration or a port in use: one line on stderr naming the problem, exit 2, no port
+left open. The socket is bound here, before uvicorn starts, so "in use" is reported cleanly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import socket
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+from .algorithms import PolicyError, parse_param
+
+HOST = "127.0.0.1"
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def _kv(text: str) -> tuple[str, str]:
+    try:
+        return parse_param(text)
+    except PolicyError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="python -m targets", description="Serve one rate-limited target on 127.0.0.1.")
+    p.add_argument("--port", type=int, required=True, help="TCP port on 127.0.0.1")
+    p.add_argument("--config", type=Path, help="target config (YAML or JSON); flags below override it")
+    p.add_argument("--algorithm", help="algorithm name (see run_bench.py list); default token_bucket")
+    p.add_argument("--limit", type=float, help="L: cost units per window (default 100)")
+    p.add_argument("--window", type=float, help="W: window in seconds (default 60)")
+    p.add_argument("--burst", type=float, help="explicit burst allowance (default L)")
+    p.add_argument("--param", action="append", type=_kv, default=[], metavar="KEY=VALUE", help="algorithm parameter")
+    p.add_argument("--cost", action="append", type=_kv, default=[], metavar="ROUTE=COST",
+                   help="route cost (items 1, search 2, reports 20, login 1 by default)")
+    p.add_argument("--store", choices=["memory"], help="where limiter state lives (default memory)")
+    p.add_argument("--max-keys", type=int, help="memory store bound (default 100000)")
+    p.add_argument("--trusted-proxies", type=int, help="X-Forwarded-For hops to trust (default 0)")
+    p.add_argument("--concurrency", type=int, help="downstream concurrency (default 32)")
+    p.add_argument("--service-ms", type=float, help="downstream median service time in ms (default 20; 0: none)")
+    p.add_argument("--service-sigma", type=float, help="lognormal sigma of the service time (default 0.5)")
+    p.add_argument("--schedule", help='downstream health, e.g. "0:healthy,30:degraded:5,60:recovered"')
+    p.add_argument("--start-at", type=float, help="epoch seconds the schedule counts from (default: now)")
+    p.add_argument("--decision-log", type=Path, help="write the decision log to this Parquet file")
+    p.add_argument("--node", help="node name in logs (default node-1)")
+    return p
+
+
+def overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The config fields the command line sets (only flags actually given)."""
+    given = {
+        "algorithm": args.algorithm, "limit": args.limit, "window_s": args.window, "burst": args.burst,
+        "node": args.node,
+        "store": {"name": args.store, "max_keys": args.max_keys},
+        "keys": {"trusted_proxies": args.trusted_proxies},
+        "downstream": {"concurrency": args.concurrency, "schedule": args.schedule, "start_at": args.start_at,
+                       "service_time": {"median_ms": args.service_ms, "sigma": args.service_sigma}},
+        "decision_log": {"path": args.decision_log},
+        "params": dict(args.param) or None,
+        "routes": {route: {"cost": cost} for route, cost in args.cost} or None,
+    }
+    return _prune(given)
+
+
+def _prune(tree: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            value = _prune(value)
+        if value not in (None, {}):
+            out[key] = value
+    return out
+
+
+def bind(port: int) -> socket.socket:
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((HOST, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise PortInUse(f"port {port} on {HOST} is already in use") from None
+        raise PortInUse(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
+    sock.set_inheritable(True)
+    return sock
+
+
+class PortInUse(OSError):
+    pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from .config import ConfigError, load
+
+    try:
+        if not 0 < args.port < 65536:
+            raise ConfigError(f"--port: must be 1..65535, got {args.port}")
+        config = load(args.config, overrides(args))
+        sock = bind(args.port)
+    except (ConfigError, PortInUse) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    import uvicorn
+
+    from .app import create_app
+
+    server = uvicorn.Server(uvicorn.Config(
+        create_app(config), loop="uvloop", http="httptools", access_log=False, log_level="warning",
+        lifespan="on", timeout_graceful_shutdown=5,
+    ))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        sock.close()
+    return 0 if server.started else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,120 @@
+"""``python -m targets.bench``: HTTP throughput, P99 and CPU cost of every target on the memory
+store, against the ``none`` target, in one run (wrk as the load generator).
+
+Each target is started with a policy it never rejects under the load (so admitted work is
+measured, not cheap 429s), a downstream with no service time (so the stack is measured, not a
+sleep), and its decision log on. wrk and the target share this machine's cores, so requests/s
+also moves with whatever else runs; the target's own CPU time per request (psutil) does not,
+and its ratio to ``none`` is the throughput ratio at equal CPU. Rounds are interleaved (none,
+a, b, ..., none, a, b, ...) so drift hits every target alike; medians are reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from .algorithms import ALGORITHMS
+from .process import running_target
+
+GOAL = 0.90
+NEVER_REJECT = ["--limit", "1e9", "--window", "1", "--service-ms", "0", "--concurrency", "100000"]
+_UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+
+
+@dataclass
+class Sample:
+    rps: float
+    p99_ms: float
+    cpu_us: float
+    """Target CPU time (user + system) per request."""
+
+
+def wrk(url: str, seconds: int, connections: int, threads: int) -> tuple[int, float, float]:
+    """(requests, requests/s, P99 latency in ms) from one wrk run."""
+    out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url],
+                         capture_output=True, text=True, check=True).stdout
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    if errors:
+        raise RuntimeError(f"{url}: {errors.group(1)} non-2xx responses; the benchmark policy must not reject")
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+    rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
+    value, unit = re.search(r"^\s+99%\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()
+    return requests, rps, float(value) * _UNITS[unit]
+
+
+def measure(pid: int, url: str, args: argparse.Namespace) -> Sample:
+    wrk(url, args.warmup, args.connections, args.threads)
+    process = psutil.Process(pid)
+    before = process.cpu_times()
+    requests, rps, p99 = wrk(url, args.seconds, args.connections, args.threads)
+    after = process.cpu_times()
+    cpu = (after.user - before.user) + (after.system - before.system)
+    return Sample(rps, p99, cpu / max(1, requests) * 1e6)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m targets.bench", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--algorithm", action="append", default=[], help="repeatable; default: all")
+    parser.add_argument("--seconds", type=int, default=8, help="measured seconds per target per round")
+    parser.add_argument("--warmup", type=int, default=2, help="unmeasured seconds before each measurement")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=1, help="wrk threads")
+    args = parser.parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C, so every running target is stopped on the way out
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if shutil.which("wrk") is None:
+        print("error: wrk is not installed (apt-get install -y wrk); this benchmark needs it", file=sys.stderr)
+        return 2
+    names = ["none", *[a for a in (args.algorithm or ALGORITHMS) if a != "none"]]
+    unknown = [a for a in names if a not in ALGORITHMS]
+    if unknown:
+        print(f"error: unknown algorithm(s) {', '.join(unknown)}", file=sys.stderr)
+        return 2
+    results: dict[str, list[Sample]] = {name: [] for name in names}
+    with tempfile.TemporaryDirectory(prefix="targets-bench-") as tmp:
+        for r in range(args.rounds):
+            for name in names:
+                log = Path(tmp) / f"{name}-{r}.parquet"
+                with running_target(["--algorithm", name, *NEVER_REJECT, "--decision-log", str(log)],
+                                    log_dir=Path(tmp)) as target:
+                    s = measure(target.pid, f"{target.url}/api/items", args)
+                results[name].append(s)
+                print(f"round {r + 1}/{args.rounds} {name:24s} {s.rps:7.0f} req/s  P99 {s.p99_ms:7.2f} ms  "
+                      f"{s.cpu_us:6.1f} us CPU/request", file=sys.stderr)
+    report(results, args)
+    return 0
+
+
+def report(results: dict[str, list[Sample]], args: argparse.Namespace) -> None:
+    def med(name: str, attr: str) -> float:
+        return statistics.median(getattr(s, attr) for s in results[name])
+
+    base_rps, base_cpu = med("none", "rps"), med("none", "cpu_us")
+    print(f"\nGET /api/items, memory store, wrk -t{args.threads} -c{args.connections}, {args.seconds} s x "
+          f"{args.rounds} rounds (medians); {os.cpu_count()} cores shared by wrk, the target and anything else running")
+    print(f"{'target':24s} {'req/s':>7s} {'P99 ms':>8s} {'vs none':>8s} {'CPU us/req':>11s} {'vs none at equal CPU':>21s}")
+    worst = 1.0
+    for name in results:
+        rps, cpu = med(name, "rps"), med(name, "cpu_us")
+        at_equal_cpu = base_cpu / cpu
+        worst = min(worst, at_equal_cpu)
+        flag = "" if at_equal_cpu >= GOAL or name == "none" else f"  below the {GOAL:.0%} goal"
+        print(f"{name:24s} {rps:7.0f} {med(name, 'p99_ms'):8.2f} {rps / base_rps:8.1%} {cpu:11.1f} {at_equal_cpu:21.1%}{flag}")
+    print(f"\nworst limiter at equal CPU: {worst:.1%} of none (goal >= {GOAL:.0%})")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

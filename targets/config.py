@@ -1,0 +1,294 @@
+"""A target's configuration: one pydantic model (unknown fields rejected), loaded from YAML/JSON
+and/or the command line, then checked against the algorithm registry.
+
+Every error becomes one ``ConfigError`` whose message starts with the field's dotted path, so
+``python -m targets`` can print it, exit 2 and open no port.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import time
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from .algorithms import PolicyError, build_params, get_algorithm
+from .algorithms.policy import Policy
+
+Scope = Literal["client", "ip", "user", "api_key", "tenant", "account", "global"]
+"""Which identity a limit counts by. ``client`` is API key > authenticated user > client IP."""
+Health = Literal["healthy", "degraded", "recovered"]
+Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
+PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
+NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+ParamValue = str | int | float
+
+ROUTE_PATHS: dict[str, tuple[str, str]] = {
+    "items": ("GET", "/api/items"),
+    "search": ("GET", "/api/search"),
+    "reports": ("POST", "/api/reports"),
+    "login": ("POST", "/login"),
+}
+"""The limited routes (``GET /healthz`` and the admin endpoints are never limited)."""
+DEFAULT_COSTS = {"items": 1.0, "search": 2.0, "reports": 20.0, "login": 1.0}
+API_ROUTES = ("items", "search", "reports")
+
+
+class ConfigError(ValueError):
+    """Bad target configuration; the message names the field."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class TierPolicy(_Strict):
+    """A tier's own policy for one limit (fields left out keep the limit's values)."""
+
+    limit: PositiveFloat | None = None
+    window_s: PositiveFloat | None = None
+    burst: PositiveFloat | None = None
+
+
+class LimitConfig(_Strict):
+    """One layer of limits. Layers are checked in list order: put the narrowest first."""
+
+    name: Name
+    scope: Scope = "client"
+    routes: list[str] | None = None
+    """Route names this layer applies to; default: the API routes (items, search, reports)."""
+    algorithm: str | None = None
+    """Default: the target's algorithm."""
+    limit: PositiveFloat | None = None
+    window_s: PositiveFloat | None = None
+    burst: PositiveFloat | None = None
+    params: dict[str, ParamValue] = {}
+    tiers: dict[Name, TierPolicy] = {}
+
+    @field_validator("routes")
+    @classmethod
+    def _known_routes(cls, routes: list[str] | None) -> list[str] | None:
+        for route in routes or ():
+            if route not in ROUTE_PATHS:
+                raise ValueError(f"unknown route {route!r}; choose from: {', '.join(ROUTE_PATHS)}")
+        return routes
+
+
+class RouteConfig(_Strict):
+    cost: PositiveFloat
+
+
+class ServiceTime(_Strict):
+    """Lognormal service time: ``median_ms`` scaled by exp(N(0, sigma)); 0 = no wait."""
+
+    median_ms: NonNegativeFloat = 20.0
+    sigma: NonNegativeFloat = 0.5
+
+
+class Phase(_Strict):
+    at_s: NonNegativeFloat
+    """Seconds after the shared start time when this phase begins."""
+    health: Health
+    factor: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 1.0
+    """Service-time multiplier while degraded."""
+
+
+def parse_schedule(text: str) -> list[dict[str, Any]]:
+    """``"0:healthy,30:degraded:5,60:recovered"`` -> phases (the CLI's compact form)."""
+    phases = []
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        at, _, rest = item.partition(":")
+        health, _, factor = rest.partition(":")
+        try:
+            phases.append({"at_s": float(at), "health": health, **({"factor": float(factor)} if factor else {})})
+        except ValueError:
+            raise ValueError(f"cannot parse phase {item!r}; expected AT_S:HEALTH[:FACTOR]") from None
+    return phases
+
+
+class DownstreamConfig(_Strict):
+    concurrency: Annotated[int, Field(ge=1)] = 32
+    service_time: ServiceTime = ServiceTime()
+    schedule: list[Phase] = []
+    start_at: NonNegativeFloat | None = None
+    """Epoch seconds the schedule counts from, shared by every node; default: process start."""
+    seed: int | None = None
+
+    @field_validator("schedule", mode="before")
+    @classmethod
+    def _compact_schedule(cls, value: Any) -> Any:
+        return parse_schedule(value) if isinstance(value, str) else value
+
+    @field_validator("schedule")
+    @classmethod
+    def _ordered(cls, phases: list[Phase]) -> list[Phase]:
+        if any(b.at_s <= a.at_s for a, b in itertools.pairwise(phases)):
+            raise ValueError("phases must have strictly increasing at_s")
+        return phases
+
+
+class KeyConfig(_Strict):
+    api_key_header: str = "x-api-key"
+    user_header: str = "x-user"
+    """Set by the (simulated) authentication layer in front of the target."""
+    tenant_header: str = "x-tenant"
+    tier_header: str = "x-tier"
+    trusted_proxies: Annotated[int, Field(ge=0, le=16)] = 0
+    """Proxies in front of the target that append to X-Forwarded-For (0: use the peer)."""
+    ipv4_prefix: Annotated[int, Field(ge=1, le=32)] = 32
+    ipv6_prefix: Annotated[int, Field(ge=1, le=128)] = 64
+
+    @field_validator("api_key_header", "user_header", "tenant_header", "tier_header")
+    @classmethod
+    def _lower_token(cls, name: str) -> str:
+        if not name or not all(c.isalnum() or c in "-_" for c in name):
+            raise ValueError(f"not a header name: {name!r}")
+        return name.lower()
+
+
+class StoreConfig(_Strict):
+    name: Literal["memory"] = "memory"
+    max_keys: Annotated[int, Field(ge=1)] = 100_000
+    idle_ttl_s: NonNegativeFloat | None = None
+    """Default: each algorithm's own state lifetime (expiry never changes a decision)."""
+
+
+class DecisionLogConfig(_Strict):
+    path: Path | None = None
+    """Parquet file written on shutdown (row groups while running); None: no log."""
+    flush_every_s: PositiveFloat = 1.0
+
+
+class TargetConfig(_Strict):
+    algorithm: str = "token_bucket"
+    limit: PositiveFloat = 100.0
+    window_s: PositiveFloat = 60.0
+    burst: PositiveFloat | None = None
+    params: dict[str, ParamValue] = {}
+    store: StoreConfig = StoreConfig()
+    keys: KeyConfig = KeyConfig()
+    limits: list[LimitConfig] | None = None
+    """Default: ``per-client`` on the API routes, ``login-ip`` and ``login-account`` on login,
+    all with the target's algorithm and policy (``adaptive``: one ``global`` layer)."""
+    routes: dict[str, RouteConfig] = {}
+    """Cost overrides by route name; defaults: items 1, search 2, reports 20, login 1."""
+    downstream: DownstreamConfig = DownstreamConfig()
+    decision_log: DecisionLogConfig = DecisionLogConfig()
+    node: Name = "node-1"
+
+    @field_validator("algorithm")
+    @classmethod
+    def _known_algorithm(cls, name: str) -> str:
+        get_algorithm(name)
+        return name
+
+    @field_validator("routes")
+    @classmethod
+    def _known_route_names(cls, routes: dict[str, RouteConfig]) -> dict[str, RouteConfig]:
+        for name in routes:
+            if name not in ROUTE_PATHS:
+                raise ValueError(f"unknown route {name!r}; choose from: {', '.join(ROUTE_PATHS)}")
+        return routes
+
+    @model_validator(mode="after")
+    def _unique_limit_names(self) -> TargetConfig:
+        names = [lim.name for lim in self.limits or ()]
+        if len(names) != len(set(names)):
+            raise ValueError("limits: names must be unique")
+        return self
+
+    def cost(self, route: str) -> float:
+        override = self.routes.get(route)
+        return DEFAULT_COSTS[route] if override is None else override.cost
+
+    def layers(self) -> list[LimitConfig]:
+        """The configured limits, or the defaults described on ``limits``."""
+        if self.limits is not None:
+            return self.limits
+        if self.algorithm == "adaptive":
+            return [LimitConfig(name="adaptive", scope="global", routes=list(ROUTE_PATHS))]
+        return [
+            LimitConfig(name="per-client", scope="client", routes=list(API_ROUTES)),
+            LimitConfig(name="login-ip", scope="ip", routes=["login"]),
+            LimitConfig(name="login-account", scope="account", routes=["login"]),
+        ]
+
+    def schedule_start(self) -> float:
+        return time.time() if self.downstream.start_at is None else self.downstream.start_at
+
+
+def resolve_params(config: TargetConfig, layer: LimitConfig, tier: TierPolicy | None = None) -> tuple[str, Policy, Any]:
+    """(algorithm, policy, the algorithm's params) for one layer and tier; PolicyError on bad values."""
+    algorithm = layer.algorithm or config.algorithm
+    get_algorithm(algorithm)
+    policy = Policy(
+        _first(tier and tier.limit, layer.limit, config.limit),
+        _first(tier and tier.window_s, layer.window_s, config.window_s),
+        _first(tier and tier.burst, layer.burst, config.burst),
+    )
+    overrides = {**(config.params if layer.algorithm in (None, config.algorithm) else {}), **layer.params}
+    return algorithm, policy, build_params(algorithm, policy, {k: str(v) for k, v in overrides.items()})
+
+
+def _first(*values: float | None) -> float | None:
+    return next((v for v in values if v is not None), None)
+
+
+def check(config: TargetConfig) -> None:
+    """Everything pydantic cannot see: algorithm parameters and route costs against each layer."""
+    for i, layer in enumerate(config.layers()):
+        field = f"limits.{i}" if config.limits is not None else "params"
+        for tier_name, tier in [(None, None), *layer.tiers.items()]:
+            where = field if tier_name is None else f"{field}.tiers.{tier_name}"
+            try:
+                algorithm, _, params = resolve_params(config, layer, tier)
+            except PolicyError as exc:
+                raise ConfigError(f"{where}: {exc}") from None
+            most = get_algorithm(algorithm).max_cost(params)
+            for route in layer.routes or API_ROUTES:
+                if config.cost(route) > most and not math.isinf(most):
+                    raise ConfigError(f"routes.{route}.cost: {config.cost(route):g} can never be admitted by "
+                                      f"{layer.name} (at most {most:g} per request)")
+
+
+def load(path: Path | None, overrides: dict[str, Any]) -> TargetConfig:
+    """The config file (YAML or JSON) with command-line values on top, validated and checked."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"--config {path}: {exc.strerror or exc}") from None
+        except yaml.YAMLError as exc:
+            raise ConfigError(f"--config {path}: not valid YAML ({exc})") from None
+        if not isinstance(loaded, dict):
+            raise ConfigError(f"--config {path}: expected a mapping at the top level")
+        data = loaded
+    data = _merge(data, overrides)
+    try:
+        config = TargetConfig.model_validate(data)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = ".".join(str(p) for p in err["loc"]) or "config"
+        raise ConfigError(f"{field}: {_message(err)}") from None
+    check(config)
+    return config
+
+
+def _message(err: Any) -> str:
+    text = str(err.get("msg", "invalid"))
+    return text.removeprefix("Value error, ")
+
+
+def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = value
+    return out

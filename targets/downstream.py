@@ -1,0 +1,79 @@
+"""The simulated service behind the limiter: finite concurrency and a lognormal service time
+whose scale follows a health schedule, so overload shows up as queueing latency (not errors).
+
+The schedule is a list of phases (``healthy``, ``degraded`` by a factor, ``recovered``) in
+seconds after a start time shared by every node; ``/_bench/health`` can override it at run time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import bisect
+import math
+import random
+import time
+from dataclasses import dataclass
+
+from .config import DownstreamConfig
+
+
+@dataclass
+class Counters:
+    calls: int = 0
+    completed: int = 0
+    in_flight: int = 0
+    """Being served (holding a slot)."""
+    waiting: int = 0
+    """Queued for a slot."""
+
+
+class Downstream:
+    def __init__(self, config: DownstreamConfig, start_at: float) -> None:
+        self.slots = asyncio.Semaphore(config.concurrency)
+        self.concurrency = config.concurrency
+        self.median_s = config.service_time.median_ms / 1000.0
+        self.sigma = config.service_time.sigma
+        self.start_at = start_at
+        self._phase_at = [p.at_s for p in config.schedule]
+        self._phases = [(p.health, p.factor) for p in config.schedule]
+        self.override: tuple[str, float] | None = None
+        self.counters = Counters()
+        self._random = random.Random(config.seed)
+
+    def health(self, now: float | None = None) -> tuple[str, float]:
+        """(phase name, service-time factor) at ``now``: the override, else the schedule."""
+        if self.override is not None:
+            return self.override
+        i = bisect.bisect_right(self._phase_at, (time.time() if now is None else now) - self.start_at)
+        if i == 0:
+            return ("healthy", 1.0)
+        health, factor = self._phases[i - 1]
+        return (health, factor if health == "degraded" else 1.0)
+
+    def set_health(self, health: str, factor: float = 1.0) -> None:
+        self.override = (health, factor if health == "degraded" else 1.0)
+
+    def service_time(self) -> float:
+        if self.median_s <= 0:
+            return 0.0
+        base = self.median_s * math.exp(self._random.gauss(0.0, self.sigma)) if self.sigma else self.median_s
+        return base * self.health()[1]
+
+    async def call(self) -> None:
+        """One unit of downstream work: wait for a slot, then the service time."""
+        c = self.counters
+        c.calls += 1
+        c.waiting += 1
+        try:
+            await self.slots.acquire()
+        finally:
+            c.waiting -= 1  # also when the client went away while queued
+        c.in_flight += 1
+        try:
+            wait = self.service_time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+        finally:
+            c.in_flight -= 1
+            c.completed += 1
+            self.slots.release()

@@ -1,0 +1,145 @@
+"""The limiting middleware: pure ASGI (no BaseHTTPMiddleware: no extra task, no body
+buffering), run before routing, so a rejected request costs a header scan, one decision and a
+tiny 429 and never reaches a route or the downstream.
+
+Per limited request: identities from headers (``keys``), the layered check (``limits``), one
+decision-log row per layer that decided, metrics, then either the 429 or the route with the
+quota headers added to its response. Queueing algorithms (leaky bucket in queue mode) are
+honoured by sleeping ``delay_s`` before the route; concurrency-style limits release their slot
+(and the adaptive limiter gets its latency sample) when the route has finished.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import math
+import time
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+from .decision_log import DecisionLog
+from .headers import Header, quota_headers, rejection
+from .keys import KeyPolicy, token
+from .limits import RoutePlan, Verdict, check, complete
+from .metrics import Metrics
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MAX_LOGIN_BODY = 4096
+"""Login bodies are read (for the account) up to this size; larger ones count per IP only."""
+
+
+class RateLimitMiddleware:
+    def __init__(self, app: ASGIApp, *, routes: dict[tuple[str, str], RoutePlan], keys: KeyPolicy,
+                 log: DecisionLog | None, metrics: Metrics, node: str, store: str) -> None:
+        self.app = app
+        self.routes = routes
+        self.keys = keys
+        self.log = log
+        self.metrics = metrics
+        self.node = node
+        self.store = store
+        self._seq = itertools.count(1)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        plan = self.routes.get((scope.get("method"), scope.get("path"))) if scope["type"] == "http" else None
+        if plan is None or not plan.layers:
+            await self.app(scope, receive, send)
+            return
+        who = self.keys.identify(scope)
+        if plan.needs_account:
+            who.account, receive = await _read_account(receive)
+        now = time.time()
+        verdict = check(plan, who, now)
+        self._record(plan, who, verdict, now)
+        fields = _fields(verdict)
+        if not verdict.allowed:
+            headers, body = rejection(verdict.applied[0].layer.name, verdict.applied[0].decision, fields)
+            await send({"type": "http.response.start", "status": 429, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        delay = max((a.decision[4] for a in verdict.applied), default=0.0)
+        if delay > 0:
+            await asyncio.sleep(delay)
+        if fields:
+            send = _adding(send, fields)
+        if not any(a.layer.holds for a in verdict.applied):
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            complete(verdict, plan.cost, time.perf_counter() - start)
+
+    def _record(self, plan: RoutePlan, who: Any, verdict: Verdict, now: float) -> None:
+        rows = self.log.rows if self.log is not None else None
+        request_id = who.request_id or f"{self.node}-{next(self._seq)}"
+        for a in verdict.applied:
+            d = a.decision
+            name = a.layer.name
+            self.metrics.decided[name].inc()
+            if not d[0]:
+                self.metrics.rejected[name].inc()
+            if rows is not None:
+                rows.append((now, self.node, a.layer.algorithm.name, self.store, name, a.key, plan.cost, d[0], d[1],
+                             d[2], a.decision_us, who.client_class, request_id, who.client_id, plan.name, d[4], None))
+
+
+def _fields(verdict: Verdict) -> list[Header]:
+    """Quota headers for the limits with a finite quota (``none`` has none), plus the
+    adaptive limiter's current limit."""
+    applied = [(a.variant.text, a.decision) for a in verdict.applied if a.decision[1] < math.inf]
+    if not applied:
+        return []
+    binding = 0 if len(applied) == 1 else min(range(len(applied)), key=lambda i: applied[i][1][1])
+    fields = quota_headers(applied, binding)
+    for a in verdict.applied:
+        if a.layer.observes:
+            fields.append((b"x-concurrency-limit", b"%d" % a.layer.current_limit))
+            break
+    return fields
+
+
+def _adding(send: Send, extra: list[Header]) -> Send:
+    async def send_with(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message["headers"] = [*message.get("headers", ()), *extra]
+        await send(message)
+
+    return send_with
+
+
+async def _read_account(receive: Receive) -> tuple[str | None, Receive]:
+    """The account a login names (JSON ``{"username": ...}``), and a ``receive`` that replays
+    the body for the route. Malformed or oversized bodies name no account."""
+    messages: list[Message] = []
+    size, more = 0, True
+    while more and size <= MAX_LOGIN_BODY:
+        message = await receive()
+        messages.append(message)
+        if message["type"] != "http.request":
+            break
+        size += len(message.get("body", b""))
+        more = message.get("more_body", False)
+    account = None
+    if not more and size <= MAX_LOGIN_BODY:
+        try:
+            data = json.loads(b"".join(m.get("body", b"") for m in messages))
+            name = data.get("username") if isinstance(data, dict) else None
+            account = token(name.encode("utf-8")) if isinstance(name, str) else None
+        except ValueError:  # includes JSON and Unicode decoding errors
+            account = None
+    pending = iter(messages)
+
+    async def replay() -> Message:
+        message = next(pending, None)
+        return message if message is not None else await receive()
+
+    return account, replay

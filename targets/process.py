@@ -1,0 +1,123 @@
+"""Start and stop target processes from Python (the harness and the tests).
+
+Each target runs ``python -m targets`` in its own session (so its process group can be
+signalled as a whole), on a free port, and counts as ready once ``GET /healthz`` answers.
+``stop`` sends SIGTERM (uvicorn shuts down gracefully and the decision log is flushed), then
+SIGKILL after a timeout. Use ``running_target`` (a context manager) so nothing is orphaned.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+HOST = "127.0.0.1"
+EXIT_PORT_IN_USE = 2
+PORT_ATTEMPTS = 3
+
+
+class TargetError(RuntimeError):
+    """A target did not come up; the message carries its stderr."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((HOST, 0))
+        return sock.getsockname()[1]
+
+
+@dataclass
+class TargetProcess:
+    process: subprocess.Popen
+    port: int
+    stderr_path: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://{HOST}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text(encoding="utf-8", errors="replace") if self.stderr_path.exists() else ""
+
+    def stop(self, timeout_s: float = 10.0) -> int:
+        """SIGTERM to the whole group, SIGKILL after ``timeout_s``; returns the exit code."""
+        if self.process.poll() is None:
+            _signal_group(self.process.pid, signal.SIGTERM)
+            try:
+                self.process.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                _signal_group(self.process.pid, signal.SIGKILL)
+                self.process.wait()
+        _signal_group(self.process.pid, signal.SIGKILL)  # stragglers in the group, if any
+        return self.process.returncode
+
+
+def _signal_group(pid: int, sig: int) -> None:
+    with suppress(ProcessLookupError):
+        os.killpg(pid, sig)
+
+
+def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None, ready_timeout_s: float = 30.0,
+                 env: dict[str, str] | None = None) -> TargetProcess:
+    """Start ``python -m targets --port P <args>`` and wait until it answers /healthz.
+
+    Without ``port`` a free one is picked (and retried if someone takes it first)."""
+    log_dir.mkdir(parents=True, exist_ok=True)
+    for attempt in range(PORT_ATTEMPTS if port is None else 1):
+        chosen = port or free_port()
+        stderr_path = log_dir / f"target-{chosen}.stderr"
+        with stderr_path.open("wb") as err:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "targets", "--port", str(chosen), *args],
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True,
+                env=env, cwd=Path(__file__).resolve().parent.parent,
+            )
+        target = TargetProcess(process, chosen, stderr_path)
+        try:
+            _wait_ready(target, ready_timeout_s)
+            return target
+        except TargetError:
+            target.stop()
+            if process.returncode == EXIT_PORT_IN_USE and "in use" in target.stderr() and attempt + 1 < PORT_ATTEMPTS:
+                continue
+            raise
+    raise AssertionError("unreachable")
+
+
+def _wait_ready(target: TargetProcess, timeout_s: float) -> None:
+    deadline = time.monotonic() + timeout_s
+    with httpx.Client(timeout=1.0) as client:
+        while time.monotonic() < deadline:
+            if target.process.poll() is not None:
+                raise TargetError(f"target exited with {target.process.returncode}: {target.stderr().strip()}")
+            try:
+                if client.get(f"{target.url}/healthz").status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.05)
+    raise TargetError(f"target on port {target.port} not ready after {timeout_s:.0f} s: {target.stderr().strip()}")
+
+
+@contextmanager
+def running_target(args: Sequence[str], *, log_dir: Path, **kwargs) -> Iterator[TargetProcess]:
+    """A started target, stopped (with its whole process group) when the block exits."""
+    target = start_target(args, log_dir=log_dir, **kwargs)
+    try:
+        yield target
+    finally:
+        target.stop()

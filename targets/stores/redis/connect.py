@@ -1,0 +1,58 @@
+"""Clients from a REDIS_URL, checked once at start so that a bad URL fails with one clear
+message (``RedisConfigError``) instead of a fallback to the local limit on every request.
+
+Decision clients get short socket timeouts (the failover's budget) and no retries of their own:
+the failover decides what a slow or failed call means. The start-up check uses a longer timeout.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+import redis.asyncio
+import redis.asyncio.cluster
+import redis.cluster
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from .errors import RedisConfigError
+
+CHECK_TIMEOUT_S = 2.0
+
+
+def check(url: str, *, cluster: bool = False, timeout_s: float = CHECK_TIMEOUT_S) -> None:
+    """Raise RedisConfigError unless ``url`` reaches a Redis of the asked kind."""
+    try:
+        client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
+    except ValueError as exc:
+        raise RedisConfigError(f"REDIS_URL {url!r} is not a Redis URL ({exc})") from None
+    try:
+        enabled = bool(client.info("cluster").get("cluster_enabled"))
+        if cluster and not enabled:
+            raise RedisConfigError(f"REDIS_URL {url}: cluster mode asked, but this Redis is not a cluster (cluster_enabled:0)")
+        if not cluster and enabled:
+            raise RedisConfigError(f"REDIS_URL {url}: this Redis is a cluster node; ask cluster mode")
+        if cluster and client.cluster("info").get("cluster_state") != "ok":
+            raise RedisConfigError(f"REDIS_URL {url}: the cluster is not ready (cluster_state is not ok)")
+    except (redis.RedisError, OSError) as exc:
+        raise RedisConfigError(f"REDIS_URL {url}: cannot use Redis there ({type(exc).__name__}: {exc})") from None
+    finally:
+        client.close()
+
+
+def _options(timeout_s: float) -> dict[str, Any]:
+    return {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s}
+
+
+def sync_client(url: str, *, cluster: bool = False, timeout_s: float = CHECK_TIMEOUT_S) -> Any:
+    if cluster:
+        return redis.cluster.RedisCluster.from_url(url, **_options(timeout_s))
+    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_options(timeout_s))
+
+
+def async_client(url: str, *, cluster: bool = False, timeout_s: float = 0.05, max_connections: int = 64) -> Any:
+    if cluster:
+        return redis.asyncio.cluster.RedisCluster.from_url(url, max_connections=max_connections, **_options(timeout_s))
+    return redis.asyncio.Redis.from_url(url, max_connections=max_connections, retry=AsyncRetry(NoBackoff(), 0), **_options(timeout_s))

@@ -1,0 +1,5 @@
+"""The one exception a bad Redis configuration raises (the CLI maps it to exit 2)."""
+
+
+class RedisConfigError(ValueError):
+    """REDIS_URL unusable at start: malformed, unreachable, or not what the mode needs."""

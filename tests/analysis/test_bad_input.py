@@ -1,0 +1,48 @@
+"""Bad input: not a results folder, a truncated or missing Parquet, a failed run: a clear message,
+and a report for the runs that are whole, naming those left out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from analysis.loader import ResultsError, load_results
+from analysis.report import build_report
+from analysis.schema import DECISIONS_FILE, REPORT_HTML, RUN_FILE
+from harness.cli import main
+
+
+def test_not_a_results_folder(tmp_path: Path, capsys) -> None:
+    with pytest.raises(ResultsError, match="not a results folder"):
+        load_results(tmp_path)
+    assert main(["report", str(tmp_path)]) == 2
+    assert "is not a results folder" in capsys.readouterr().err
+    assert main(["compare", str(tmp_path), str(tmp_path / "nope")]) == 2
+
+
+def test_broken_runs_are_left_out_and_named(sim_folder: Path, copy_of) -> None:
+    root = copy_of(sim_folder)
+    runs = root / "runs"
+    truncated = runs / "boundary_burst__sliding_log__memory" / DECISIONS_FILE
+    truncated.write_bytes(truncated.read_bytes()[: truncated.stat().st_size // 2])
+    (runs / "boundary_burst__token_bucket__memory" / DECISIONS_FILE).unlink()
+    failed = runs / "page_load_burst__sliding_log__memory"
+    (failed / RUN_FILE).write_text(json.dumps({
+        "status": "failed", "scenario": "page_load_burst", "algorithm": "sliding_log", "store": "memory",
+        "policy": {"limit": 100, "window_s": 60, "burst": None}, "error": "Traceback...\nOSError: port 8001 in use\n"}))
+    (runs / "not-a-run").mkdir()
+    (runs / "not-a-run" / DECISIONS_FILE).write_bytes(b"")
+
+    report = build_report(root)
+
+    reasons = {x.name: x.reason for x in report.analysis.left_out}
+    assert "truncated or corrupt" in reasons["boundary_burst__sliding_log__memory"]
+    assert "missing" in reasons["boundary_burst__token_bucket__memory"]
+    assert reasons["page_load_burst__sliding_log__memory"] == "run marked failed: OSError: port 8001 in use"
+    assert "<scenario>__<algorithm>__<store>" in reasons["not-a-run"]
+    assert len(report.rows) == 3  # the whole ones of six
+    html = (root / REPORT_HTML).read_text()
+    for name in reasons:
+        assert f"run left out: {name}" in html

@@ -1,0 +1,29 @@
+"""Conformance: every Lua script makes the pure transition's decisions, on a standalone Redis."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from redis_conformance import PARAMS, replay, steps
+
+
+@pytest.mark.parametrize("name", sorted(PARAMS))
+def test_redis_matches_memory(name: str, client, namespace: str) -> None:
+    @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(params=PARAMS[name], trace=steps)
+    def check(params, trace) -> None:
+        replay(client, name, params, trace, namespace)
+
+    check()
+
+
+def test_sliding_log_fractional_costs(client, namespace: str) -> None:
+    """Running sums of fractional costs round the same way in Lua as in Python."""
+    @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+    @given(params=PARAMS["sliding_log"], trace=st.lists(st.tuples(st.integers(0, 20), st.sampled_from([0.1, 0.3, 0.7]),
+                                                                  st.just(False)), min_size=1, max_size=30))
+    def check(params, trace) -> None:
+        replay(client, "sliding_log", params, trace, namespace)
+
+    check()

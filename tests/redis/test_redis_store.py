@@ -1,0 +1,80 @@
+"""The store around the scripts: TTLs, key layout, server time, NOSCRIPT reload, bad REDIS_URLs."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import redis
+
+from harness.redis_server import RedisServer
+from targets.algorithms import ALGORITHMS, Policy
+from targets.stores.redis import SUFFIXES, RedisConfigError, RedisStore
+from targets.stores.redis.connect import check
+from targets.stores.redis.scripts import hash_tag, ttl_ms
+
+
+@pytest.mark.parametrize("name", sorted(SUFFIXES))
+def test_every_decision_leaves_a_ttl(name: str, client: redis.Redis, namespace: str) -> None:
+    algorithm = ALGORITHMS[name]
+    params = algorithm.params_from_policy(Policy(limit=5, window_s=2.0))
+    store = RedisStore(client, algorithm, params, namespace=namespace)
+    for _ in range(8):  # admits then rejects, on Redis server time
+        decision = store.decide("client-1")
+        assert decision.remaining >= 0 and decision.reset_s >= 0
+    expected = ttl_ms(algorithm.state_ttl(params))
+    for key in store.codec.keys("client-1"):
+        ttl = client.pttl(key)
+        if expected == 0:  # concurrency: an in-flight count must not expire under running requests
+            assert ttl == -1
+        else:
+            assert 0 < ttl <= expected, f"{key}: PTTL {ttl}, expected in (0, {expected}]"
+
+
+def test_concurrency_release_gives_slots_back(client: redis.Redis, namespace: str) -> None:
+    algorithm = ALGORITHMS["concurrency"]
+    store = RedisStore(client, algorithm, algorithm.params_type(2.0), namespace=namespace)
+    assert [store.decide("k").allowed for _ in range(3)] == [True, True, False]
+    store.release("k")
+    assert store.decide("k").allowed
+    store.release("k", cost=5)
+    assert client.exists(*store.codec.keys("k")) == 0  # back to zero: deleted, as a fresh key
+
+
+def test_keys_share_one_hash_tag(client: redis.Redis, namespace: str) -> None:
+    store = RedisStore(client, ALGORITHMS["sliding_log"], ALGORITHMS["sliding_log"].params_type(3.0, 1.0), namespace=namespace)
+    for key in ["", "}", "{a}", "a}b", "%7D", "user:42"]:
+        keys = store.codec.keys(key)
+        assert len({redis.cluster.key_slot(k.encode()) for k in keys}) == 1, keys
+        assert store.decide(key).allowed
+    assert hash_tag("}") != hash_tag("%7D") and hash_tag("") == "%"
+
+
+def test_script_reloaded_after_script_flush(client: redis.Redis, namespace: str) -> None:
+    store = RedisStore(client, ALGORITHMS["gcra"], ALGORITHMS["gcra"].params_type(1.0, 2.0), namespace=namespace)
+    assert store.decide("k", 10.0).allowed
+    client.script_flush()
+    assert store.decide("k", 10.0).allowed
+    assert not store.decide("k", 10.0).allowed
+
+
+def test_unreachable_url_is_one_clear_error() -> None:
+    server = RedisServer()
+    server.close()  # its port is free: nothing listens there
+    with pytest.raises(RedisConfigError, match="cannot use Redis there"):
+        check(server.url, timeout_s=0.5)
+
+
+@pytest.mark.parametrize("url", ["http://localhost:6379", "not a url"])
+def test_malformed_url_is_one_clear_error(url: str) -> None:
+    with pytest.raises(RedisConfigError, match="not a Redis URL"):
+        check(url)
+
+
+def test_cluster_mode_against_a_plain_redis_is_refused(redis_server: RedisServer) -> None:
+    with pytest.raises(RedisConfigError, match="not a cluster"):
+        check(redis_server.url, cluster=True)
+
+
+def test_no_ttl_override_means_no_expiry() -> None:
+    assert ttl_ms(math.inf) == 0 and ttl_ms(0.0001) == 1 and ttl_ms(2.0) == 2000

@@ -1,0 +1,64 @@
+"""``python -m targets`` refuses bad input: one message naming the field, exit 2, no port."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+
+import httpx
+import pytest
+
+from targets.process import free_port
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "targets", *args], capture_output=True, text=True, timeout=60)
+
+
+def listening(port: int) -> bool:
+    with socket.socket() as sock:
+        return sock.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.parametrize(("args", "field"), [
+    (["--algorithm", "leaky_tap"], "algorithm"),
+    (["--cost", "search=-2"], "routes.search.cost"),
+    (["--schedule", "0:healthy,soon:degraded"], "downstream.schedule"),
+    (["--param", "capacity=-1"], "params"),
+    (["--config", "/nonexistent/target.yaml"], "--config"),
+])
+def test_bad_config_exits_2_naming_the_field_without_a_port(args, field):
+    port = free_port()
+    done = run("--port", str(port), *args)
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {field}"), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert not listening(port)
+
+
+def test_a_port_in_use_exits_2_with_a_clear_message():
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        done = run("--port", str(port), "--algorithm", "gcra")
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: port {port} on 127.0.0.1 is already in use"
+
+
+def test_admin_endpoints_refuse_non_loopback_peers():
+    from targets.app import create_app
+    from targets.config import load
+
+    app = create_app(load(None, {}))
+
+    async def ask(peer: str) -> int:
+        transport = httpx.ASGITransport(app=app, client=(peer, 4000))
+        async with httpx.AsyncClient(transport=transport, base_url="http://target") as client:
+            return (await client.get("/_bench/counters")).status_code
+
+    import asyncio
+
+    assert asyncio.run(ask("203.0.113.5")) == 403
+    assert asyncio.run(ask("127.0.0.1")) == 200

@@ -1,0 +1,56 @@
+"""Config validation: every error names its field."""
+
+from __future__ import annotations
+
+import pytest
+
+from targets.config import ConfigError, load
+
+
+def write(tmp_path, text: str):
+    path = tmp_path / "target.yaml"
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize(("text", "field"), [
+    ("algorithm: leaky_tap\n", "algorithm"),
+    ("routes: {search: {cost: -2}}\n", "routes.search.cost"),
+    ("downstream: {schedule: 'soon:degraded'}\n", "downstream.schedule"),
+    ("downstream: {schedule: [{at_s: 0, health: sick}]}\n", "downstream.schedule.0.health"),
+    ("downstream: {schedule: [{at_s: 5, health: healthy}, {at_s: 1, health: degraded}]}\n", "downstream.schedule"),
+    ("limits: [{name: a, scope: planet}]\n", "limits.0.scope"),
+    ("limits: [{name: a, routes: [nowhere]}]\n", "limits.0.routes"),
+    ("limits: [{name: a, params: {capacity: -1}}]\n", "limits.0"),
+    ("params: {bogus: 1}\n", "params"),
+    ("colour: blue\n", "colour"),
+    ("limit: 5\n", "routes.reports.cost"),  # cost 20 could never be admitted by a limit of 5
+    ("- just\n- a list\n", "--config"),
+])
+def test_errors_name_the_field(tmp_path, text, field):
+    with pytest.raises(ConfigError) as err:
+        load(write(tmp_path, text), {})
+    assert str(err.value).startswith(field), str(err.value)
+
+
+def test_layers_tiers_and_compact_schedule(tmp_path):
+    config = load(write(tmp_path, """
+algorithm: fixed_window
+limit: 100
+window_s: 60
+limits:
+  - {name: per-user, scope: user, tiers: {vip: {limit: 1000}}}
+  - {name: per-tenant, scope: tenant, limit: 5000, algorithm: token_bucket}
+routes: {reports: {cost: 5}}
+downstream: {schedule: "0:healthy,30:degraded:4,60:recovered"}
+"""), {"node": "n2"})
+    assert [lim.name for lim in config.layers()] == ["per-user", "per-tenant"]
+    assert config.cost("reports") == 5 and config.cost("items") == 1 and config.node == "n2"
+    assert [(p.health, p.factor) for p in config.downstream.schedule] == [("healthy", 1), ("degraded", 4), ("recovered", 1)]
+
+
+def test_default_layers():
+    config = load(None, {"algorithm": "adaptive", "burst": 20})
+    assert [(lim.name, lim.scope) for lim in config.layers()] == [("adaptive", "global")]
+    names = [(lim.name, lim.scope) for lim in load(None, {}).layers()]
+    assert names == [("per-client", "client"), ("login-ip", "ip"), ("login-account", "account")]
