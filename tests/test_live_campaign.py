@@ -102,17 +102,19 @@ def test_interrupt_stops_every_child_and_keeps_finished_runs(tmp_path, sig):
     first = out / "runs" / "boundary_burst__fixed_window__memory" / "run.json"
     second = out / "runs" / "page_load_burst__token_bucket__memory"
     deadline = time.monotonic() + 90
-    seen: set[int] = set()
+    seen: dict[int, psutil.Process] = {}
     while time.monotonic() < deadline and not (first.exists() and (second / "plan.json").exists()):
-        seen.update(p.pid for p in _children(proc.pid))
+        seen.update((p.pid, p) for p in _children(proc.pid))
         time.sleep(0.1)
     time.sleep(1.0)  # inside the second run: target and Locust are up
     children = _children(proc.pid)
     assert any("targets" in " ".join(p.cmdline()) for p in children)
-    seen.update(p.pid for p in children)
+    seen.update((p.pid, p) for p in children)
     proc.send_signal(sig)
     assert proc.wait(60) == 130
-    alive = [pid for pid in seen if psutil.pid_exists(pid) and psutil.Process(pid).status() != psutil.STATUS_ZOMBIE]
+    # is_running() also compares the start time, so a PID reused by another process is not ours
+    alive = [f"{p.pid} {p.cmdline()}" for p in seen.values()
+             if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert alive == [], f"left behind: {alive}"
     assert json.loads(first.read_text())["status"] == "ok"
     assert json.loads((second / "run.json").read_text())["status"] == "interrupted"
