@@ -1,12 +1,13 @@
 """One pass over one run's logs: its summary row and the small series the charts draw.
 
-Runs are analysed one at a time and only the results are kept, so a folder of ten million rows
-needs the memory of its largest run, not of all of them.
+Runs are analysed in worker processes, one run per worker at a time, and only the small results
+come back, so a folder of ten million rows needs the memory of its largest runs, not of all.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,11 +16,12 @@ import pandas as pd
 import pyarrow as pa
 
 from . import client as client_metrics
-from . import latency, metrics
+from . import latency, metrics, retries
 from .cpu import cpu_ms_per_1k, generator_bound
 from .ideal import ideal_sliding_log
 from .loader import LeftOut, Results, Run, RunDataError
-from .schema import ALGORITHM_NAMES
+from .pool import worker_pool
+from .schema import ALGORITHM_NAMES, DECISIONS_FILE
 
 ENVELOPE_POINTS = 16
 BOUNDARY_SCENARIO = "boundary_burst"
@@ -28,6 +30,7 @@ RETRY_STORM_PREFIX = "retry_storm"
 BOUNDARY_SPAN_S = 1.0
 BOUNDARY_BIN_S = 0.1
 CALLS_BIN_S = 1.0
+CLIENT_MEASURES = ("intended_t", "sent_t", "done_t", "status", "attempt")
 
 
 @dataclass
@@ -38,6 +41,7 @@ class RunAnalysis:
     origin: float  # the run's first time on its own clock: charts draw time from here
     boundary: pd.DataFrame | None = None  # offset_s from the window boundary, admitted per bin
     latency_series: pd.DataFrame | None = None
+    latency_bin_s: float | None = None  # width of the latency_series bins
     latency_cdf: tuple[np.ndarray, np.ndarray] | None = None
     calls: pd.DataFrame | None = None  # t, calls per second (retry storms)
 
@@ -70,14 +74,15 @@ def _rate(part: int, whole: int) -> float | None:
     return round(part / whole, 6) if whole else None
 
 
-def _decision_row(df: pd.DataFrame, run: Run, keyed: Any) -> dict[str, Any]:
+def _decision_row(df: pd.DataFrame, run: Run, envelope: pd.DataFrame) -> dict[str, Any]:
     p = run.info.policy
     row: dict[str, Any] = dict(metrics.class_split(df))
     row["rejected_rate"] = _rate(row["rejected"], row["requests"])
     row["rejected_legit_rate"] = _rate(row["rejected_legit"], row["legit_requests"])
     row["rejected_abusive_rate"] = _rate(row["rejected_abusive"], row["abusive_requests"])
     row["rejected_by_limit"] = metrics.rejections_by_limit(df)
-    row["over_admission"] = round(keyed.worst(p.window_s) / p.limit, 6)
+    at_window = envelope.loc[envelope["interval_s"] == p.window_s, "max_admitted_cost"]  # envelope_lengths keeps W
+    row["over_admission"] = round(float(at_window.iloc[0]) / p.limit, 6)
     if "ideal_allowed" not in df.columns or df["ideal_allowed"].isna().any():
         df["ideal_allowed"] = ideal_sliding_log(df["t"].to_numpy(dtype=np.float64), df["key"],
                                                 df["cost"].to_numpy(dtype=np.float64), p.limit, p.window_s)
@@ -117,35 +122,42 @@ def _client_part(a: RunAnalysis, client: pd.DataFrame) -> None:
     lat = latency.admitted_latency(client)
     row.update(latency.latency_percentiles(lat))
     row["goodput_rps"] = client_metrics.goodput(client)
-    a.latency_series = latency.over_time(lat, a.origin)
-    a.latency_cdf = latency.cdf(lat["intended"].to_numpy()) if len(lat) else None
     degraded = run.info.degraded
-    row["time_to_recover_s"] = None if degraded is None else latency.time_to_recover(a.latency_series, degraded, a.origin)
+    a.latency_bin_s = latency.time_bin(float(lat["t"].max()) - a.origin if len(lat) else 0.0,
+                                       None if degraded is None else degraded.end_t - degraded.start_t)
+    a.latency_series = latency.over_time(lat, a.origin, a.latency_bin_s, None if degraded is None else degraded.start_t)
+    a.latency_cdf = latency.cdf(lat["intended"].to_numpy()) if len(lat) else None
+    row["time_to_recover_s"] = (None if degraded is None else
+                                latency.time_to_recover(a.latency_series, degraded, a.origin, a.latency_bin_s))
     if (client["attempt"].to_numpy() > 1).any():
-        share, count = client_metrics.header_truthfulness(client, run.rejected_decisions())
+        attempts = run.client()  # with request ids (strings): read only when there are retries to match
+        share, count = client_metrics.header_truthfulness(attempts, run.rejected_decisions())
+        row.update(retries.retry_measures(attempts))
     else:
         share, count = None, 0
+        row.update(retries.EMPTY)
     row["header_truthfulness"], row["retries_at_retry_after"] = share, count
 
 
 EMPTY_CLIENT = {**{f"latency_{p}_{b}_ms": None for b in latency.BASES for p in latency.PERCENTILES},
-                "goodput_rps": None, "time_to_recover_s": None, "header_truthfulness": None, "retries_at_retry_after": None}
+                "goodput_rps": None, "time_to_recover_s": None, "header_truthfulness": None, "retries_at_retry_after": None,
+                **retries.EMPTY}
 EMPTY_CPU = {"cpu_target_ms_per_1k": None, "cpu_generator_ms_per_1k": None, "generator_bound": None}
 
 
 def analyze_run(run: Run) -> RunAnalysis:
     df = run.decisions()
-    client = run.client()
+    client = run.client(CLIENT_MEASURES)
     cpu = run.cpu()
     t = df["t"].to_numpy(dtype=np.float64)
     origin = float(t.min()) if len(t) else 0.0
     if client is not None and len(client):
         origin = min(origin, float(client["intended_t"].min()))
-    keyed = metrics.admitted_times(df)
     p = run.info.policy
+    envelope = metrics.admitted_envelope(df, metrics.envelope_lengths(p.window_s, ENVELOPE_POINTS))
     row = _base_row(run)
-    row.update(_decision_row(df, run, keyed))
-    a = RunAnalysis(run, row, metrics.envelope_of(keyed, metrics.envelope_lengths(p.window_s, ENVELOPE_POINTS)), origin)
+    row.update(_decision_row(df, run, envelope))
+    a = RunAnalysis(run, row, envelope, origin)
     row.update(EMPTY_CLIENT)
     if client is not None:
         _client_part(a, client)
@@ -166,19 +178,40 @@ def analyze_run(run: Run) -> RunAnalysis:
 READ_ERRORS = (RunDataError, OSError, pa.ArrowException)
 
 
-def analyze(results: Results, on_run: Callable[[int, int, str], None] | None = None) -> FolderAnalysis:
-    """Analyse every whole run; a run whose logs fail while being read is left out, named."""
-    out = FolderAnalysis(results, [], list(results.left_out))
-    for i, run in enumerate(results.runs, 1):
+def _analyze_or_leave_out(run: Run) -> RunAnalysis | LeftOut:
+    """One run in a worker: a run whose logs fail while being read comes back as left out."""
+    try:
+        return analyze_run(run)
+    except READ_ERRORS as exc:
+        return LeftOut(run.name, f"{type(exc).__name__}: {exc}")
+
+
+def _size(run: Run) -> int:
+    return (run.path / DECISIONS_FILE).stat().st_size if (run.path / DECISIONS_FILE).is_file() else 0
+
+
+def analyze(results: Results, on_run: Callable[[int, int, str], None] | None = None,
+            pool: Executor | None = None) -> FolderAnalysis:
+    """Analyse every whole run in ``pool`` (default: a new worker_pool), largest first so that
+    the workers finish together; ``on_run(i, n, name)`` as each run is done. A run whose logs fail
+    while being read is left out, named."""
+    if pool is None:
+        with worker_pool() as own:
+            return analyze(results, on_run, own)
+    futures = {pool.submit(_analyze_or_leave_out, run): run for run in sorted(results.runs, key=_size, reverse=True)}
+    for i, future in enumerate(as_completed(futures), 1):
         if on_run is not None:
-            on_run(i, len(results.runs), run.name)
-        try:
-            out.runs.append(analyze_run(run))
-        except READ_ERRORS as exc:
-            out.left_out.append(LeftOut(run.name, f"{type(exc).__name__}: {exc}"))
+            on_run(i, len(futures), futures[future].name)
+    done = {futures[f].name: f.result() for f in futures}
+    out = FolderAnalysis(results, [], list(results.left_out))
+    for run in results.runs:
+        result = done[run.name]
+        if isinstance(result, LeftOut):
+            out.left_out.append(result)
             continue
+        out.runs.append(result)
         out.warnings.extend(run.warnings)
-        if out.runs[-1].row["generator_bound"]:
+        if result.row["generator_bound"]:
             out.warnings.append(f"{run.name}: generator-bound: the load generator, not the target, was the bottleneck")
     rank = {name: i for i, name in enumerate(ALGORITHM_NAMES)}
     out.runs.sort(key=lambda a: (a.row["scenario"], rank.get(a.row["algorithm"], len(rank)), a.row["algorithm"], a.row["store"]))

@@ -7,6 +7,7 @@ whose data is absent is skipped with the reason, which the report prints.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -169,22 +170,32 @@ def boundary(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
 
 
 def _shade(ax: Axes, runs: Sequence[RunAnalysis]) -> None:
-    spans = {a.degraded for a in runs if a.degraded is not None}
+    spans = {(round(a.degraded[0], 3), round(a.degraded[1], 3)) for a in runs if a.degraded is not None}  # one shade per phase
     for i, (start, end) in enumerate(sorted(spans)):
         ax.axvspan(start, end, color="orange", alpha=0.12, label="degraded phase" if i == 0 else None)
 
 
+def _bin_label(seconds: float) -> str:
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:g} s"
+
+
 def latency_over_time(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
+    """Each bin's percentile drawn flat across the bin, so bins and the shaded phase line up."""
     fig = Figure(figsize=(10, 5), layout="constrained")
     ax = fig.subplots()
     _shade(ax, runs)
     for a in _order(runs):
-        s, c = a.latency_series, colour(a.run.info.algorithm)
-        ax.plot(s["t"], s["p99"], color=c, linewidth=1.4, label=f"{_label(a)} P99")
-        ax.plot(s["t"], s["p50"], color=c, linewidth=0.9, linestyle=":")
+        s, c, width = a.latency_series, colour(a.run.info.algorithm), a.latency_bin_s
+        edges = np.append(s["t"].to_numpy(dtype=np.float64), float(s["t"].iloc[-1]) + width)
+        edges[0] = max(edges[0], 0.0)  # bins are laid from the phase start: the first may begin before the run
+        for name, style in (("p99", {"linewidth": 1.4, "label": f"{_label(a)} P99"}), ("p50", {"linewidth": 0.9, "linestyle": ":"})):
+            values = s[name].to_numpy(dtype=np.float64)
+            ax.step(edges, np.append(values, values[-1]), where="post", color=c, **style)
+    bins = sorted({a.latency_bin_s for a in runs})
     ax.set_yscale("log")
-    ax.set_xlabel("time since the run started (s)")
-    ax.set_ylabel("latency from intended send (ms); solid P99, dotted P50")
+    ax.set_xlabel(f"time since the run started (s); bins of {', '.join(_bin_label(b) for b in bins)}")
+    ax.set_ylabel(f"latency from intended send (ms) per {_bin_label(bins[0]) if len(bins) == 1 else 'bin'}\n"
+                  "solid P99, dotted P50", fontsize=9)
     ax.set_title(fig_title, fontweight="bold")
     ax.legend(fontsize=7, ncol=2)
     return fig
@@ -294,7 +305,8 @@ SPECS = (
          "Admitted requests per 100 ms in the second either side of the window boundary the burst hit.",
          lambda a: a.boundary is not None, boundary, f"no {BOUNDARY_SCENARIO} runs"),
     Spec("latency_over_time", "Latency over time, unhealthy downstream",
-         "Per-second P99 (solid) and P50 (dotted) from the intended send time; shaded: degraded phase.",
+         "P99 (solid) and P50 (dotted) from the intended send time per time bin (20-40 bins per run, at least "
+         "100 ms, laid from the start of the degraded phase); shaded: degraded phase.",
          _live_latency, latency_over_time, f"no {LATENCY_SCENARIO} runs with a client log (live runs only)"),
     Spec("latency_cdf", "Latency CDF, unhealthy downstream",
          "Distribution of admitted requests' latency from the intended send time.",
@@ -311,17 +323,28 @@ SPECS = (
 )
 
 
-def draw_all(runs: Sequence[RunAnalysis], root: Path, only: Collection[str] | None = None) -> list[Chart]:
-    """Draw every chart (or those named in ``only``) that has data; returns them all, skipped
-    ones with the reason."""
-    charts = []
+def _draw(name: str, chosen: Sequence[RunAnalysis], root: Path) -> None:
+    """One chart, in a worker (specs hold lambdas, so the worker looks its spec up by name)."""
+    spec = next(s for s in SPECS if s.name == name)
+    _save(spec.draw(chosen, spec.title), Chart(spec.name, spec.title, spec.caption), root)
+
+
+def draw_all(runs: Sequence[RunAnalysis], root: Path, only: Collection[str] | None = None,
+             pool: Executor | None = None) -> list[Chart]:
+    """Draw every chart (or those named in ``only``) that has data, in ``pool`` when given;
+    returns them all, skipped ones with the reason."""
+    charts, pending = [], []
     for spec in (s for s in SPECS if only is None or s.name in only):
         chosen = [a for a in runs if spec.select(a)]
         chart = Chart(spec.name, spec.title, spec.caption, None if chosen else spec.absent)
-        if chosen:
-            _save(spec.draw(chosen, spec.title), chart, root)
-        else:
+        if not chosen:
             for path in chart.files(root).values():
                 path.unlink(missing_ok=True)  # a chart from an earlier report must not outlive its data
+        elif pool is None:
+            _draw(spec.name, chosen, root)
+        else:
+            pending.append(pool.submit(_draw, spec.name, chosen, root))
         charts.append(chart)
+    for future in pending:
+        future.result()
     return charts

@@ -24,14 +24,14 @@ def ideal_sliding_log(t: np.ndarray, keys: pd.Series | np.ndarray, cost: np.ndar
     bounds = np.flatnonzero(np.diff(sorted_codes)) + 1
     firsts, lasts = np.concatenate(([0], bounds)), np.concatenate((bounds, [len(order)]))
     allowed = np.ones(len(order), dtype=bool)
-    busy = _over_limit(t[order], cost[order], sorted_codes, firsts, limit, window_s)
-    times, costs = t[order].tolist(), cost[order].tolist()
+    t, cost = t[order], cost[order]
+    busy = _over_limit(t, cost, sorted_codes, firsts, limit, window_s)
     for first, last in zip(firsts[busy].tolist(), lasts[busy].tolist()):
+        times, costs = t[first:last].tolist(), cost[first:last].tolist()  # Python floats: a fast loop
         expiry: list[float] = []  # admitted entries hold their expiry t + W, as the reference does
         cum = [0.0]  # admitted cost prefix sums: the window total is cum[-1] - cum[head]
         head = 0
-        for i in range(first, last):
-            now, c = times[i], costs[i]
+        for i, (now, c) in enumerate(zip(times, costs), first):
             while head < len(expiry) and expiry[head] <= now:
                 head += 1
             if cum[-1] - cum[head] + c <= limit:

@@ -19,8 +19,10 @@ from .schema import STATUS_TOO_MANY
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 BASES = {"intended": "intended_t", "sent": "sent_t"}
 RECOVERY_FACTOR = 1.5
-"""Recovered once every later second's P99 is within this factor of the pre-degradation P99."""
-TIME_BIN_S = 1.0
+"""Recovered once every later bin's P99 is within this factor of the pre-degradation P99."""
+TARGET_BINS = 40
+MIN_BIN_S = 0.1
+NICE_STEPS = (1.0, 2.0, 2.5, 5.0)
 
 
 def nearest_rank(values: np.ndarray, q: float) -> float | None:
@@ -54,29 +56,52 @@ def latency_percentiles(lat: pd.DataFrame) -> dict[str, float | None]:
     return row
 
 
-def over_time(lat: pd.DataFrame, origin: float, bin_s: float = TIME_BIN_S) -> pd.DataFrame:
-    """Nearest-rank P50 and P99 (from the intended time) per bin of intended send time."""
+def time_bin(duration_s: float, phase_s: float | None = None) -> float:
+    """A round bin width giving 20-40 bins over a run (live runs last seconds, simulated ones
+    hours), never under MIN_BIN_S (finer bins hold too few requests for a P99). A width that
+    divides the degraded phase's length wins, so both ends of the phase are bin edges (bins are
+    laid from its start), even if that takes up to twice as many bins."""
+    raw = max(duration_s / TARGET_BINS, MIN_BIN_S)
+    decade = 10.0 ** np.floor(np.log10(raw))
+    widths = sorted(round(step * decade * scale, 9) for scale in (0.1, 1.0, 10.0) for step in NICE_STEPS)
+    usual = [b for b in widths if raw * (1 - 1e-9) <= b <= 2 * raw * (1 + 1e-9)]
+    if phase_s is not None and phase_s > 0:
+        wider = [b for b in widths if max(raw / 2, MIN_BIN_S) * (1 - 1e-9) <= b <= 2 * raw * (1 + 1e-9)]
+        whole = [b for b in (*usual, *reversed(wider)) if abs(phase_s / b - round(phase_s / b)) < 1e-6]
+        if whole:
+            return whole[0]
+    return usual[0]
+
+
+def over_time(lat: pd.DataFrame, origin: float, bin_s: float, anchor: float | None = None) -> pd.DataFrame:
+    """Nearest-rank P50 and P99 (from the intended time) per bin of intended send time; ``t`` is
+    each bin's start in seconds after ``origin``. Bins are laid from ``anchor`` (default: the
+    origin), so that a degraded phase's start is a bin edge."""
     if lat.empty:
         return pd.DataFrame(columns=["t", "p50", "p99"])
-    bins = np.floor((lat["t"].to_numpy() - origin) / bin_s).astype(np.int64)
-    frame = pd.DataFrame({"bin": bins, "ms": lat["intended"].to_numpy()}).sort_values(["bin", "ms"], kind="stable")
-    sizes = frame.groupby("bin", sort=True).size()
-    first = np.concatenate(([0], np.cumsum(sizes.to_numpy())[:-1]))
-    ms = frame["ms"].to_numpy()
-    out = {"t": sizes.index.to_numpy() * bin_s}
-    for name, q in (("p50", 50.0), ("p99", 99.0)):
-        k = np.maximum(1, np.ceil(np.round(q / 100.0 * sizes.to_numpy(), 9)).astype(np.int64))
-        out[name] = ms[first + k - 1]
-    return pd.DataFrame(out)
+    anchor = origin if anchor is None else anchor
+    bins = np.floor((lat["t"].to_numpy() - anchor) / bin_s).astype(np.int64)
+    ms = lat["intended"].to_numpy(dtype=np.float64)
+    order = np.argsort(bins, kind="stable")  # logs are in time order: an almost free merge sort
+    labels, first, sizes = np.unique(bins[order], return_index=True, return_counts=True)
+    rows = []
+    for lo, n in zip(first.tolist(), sizes.tolist()):  # a few dozen bins: nearest rank by partition in each
+        ranks = [max(1, int(np.ceil(round(q / 100.0 * n, 9)))) - 1 for q in (50.0, 99.0)]
+        rows.append(np.partition(ms[order[lo:lo + n]], ranks)[ranks])
+    p50, p99 = np.array(rows).T
+    return pd.DataFrame({"t": (anchor - origin) + labels * bin_s, "p50": p50, "p99": p99})
 
 
-def time_to_recover(series: pd.DataFrame, degraded: Phase, origin: float) -> float | None:
-    """Seconds from the end of the degraded phase until P99 stays within RECOVERY_FACTOR of its
-    pre-degradation value for the rest of the run (0 when it never left); None when it never
-    recovers or there is no baseline."""
+def time_to_recover(series: pd.DataFrame, degraded: Phase, origin: float, bin_s: float = 1.0) -> float | None:
+    """Seconds from the end of the degraded phase until the P99 of every later bin (``series``:
+    bins of ``bin_s`` starting at ``t`` s after ``origin``) stays within RECOVERY_FACTOR of the
+    median P99 of the whole bins before the phase (0 when it never left). None when there is
+    nothing to judge: no bin wholly before the phase (no baseline), no bin after it, or the
+    run's last bin is still out of the band (it had not recovered when the run ended)."""
     start, end = degraded.start_t - origin, degraded.end_t - origin
-    before = series.loc[series["t"] + TIME_BIN_S <= start, "p99"]
-    after = series.loc[series["t"] >= end]
+    tol = 1e-3 * bin_s  # bin starts come from epoch-second arithmetic: noise must not drop a bin
+    before = series.loc[series["t"] + bin_s <= start + tol, "p99"]
+    after = series.loc[series["t"] >= end - tol]
     if before.empty or after.empty:
         return None
     ok = after["p99"].to_numpy() <= RECOVERY_FACTOR * float(before.median())
@@ -85,7 +110,7 @@ def time_to_recover(series: pd.DataFrame, degraded: Phase, origin: float) -> flo
         return 0.0
     if bad[-1] == len(ok) - 1:
         return None
-    return round(float(after["t"].to_numpy()[bad[-1] + 1] - end), 3)
+    return round(max(0.0, float(after["t"].to_numpy()[bad[-1] + 1] - end)), 3)
 
 
 def cdf(values: np.ndarray, points: int = 2000) -> tuple[np.ndarray, np.ndarray]:

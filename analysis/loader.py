@@ -1,13 +1,14 @@
 """Read a results folder by schema: which runs are whole, what each one was, and its logs.
 
 Opening is cheap (file footers and headers only) so a folder of millions of rows lists fast; the
-logs are read run by run, on demand, so analysis holds one run in memory at a time. Anything that
+logs are read run by run, on demand, so each analysis worker holds one run in memory at a time. Anything that
 makes a run unusable (missing or truncated Parquet, a run marked failed or interrupted, a wrong
 column) leaves that run out with a reason; the others are analysed.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -71,9 +72,9 @@ class Run:
             p, columns=["t", "request_id", "retry_after_s"], filters=[("allowed", "==", False)]))
         return table.to_pandas()
 
-    def client(self) -> pd.DataFrame | None:
+    def client(self, columns: Sequence[str] = tuple(CLIENT_SCHEMA.names)) -> pd.DataFrame | None:
         path = self.path / CLIENT_FILE
-        return _read_parquet(path, CLIENT_SCHEMA.names, []) if path.is_file() else None
+        return _read_parquet(path, list(columns), []) if path.is_file() else None
 
     def cpu(self) -> pd.DataFrame | None:
         path = self.path / CPU_FILE

@@ -32,9 +32,10 @@ def max_window_cost(t: np.ndarray, cost: np.ndarray, window: float) -> float:
     return float((csum[end] - csum[start]).max())
 
 
-LOOP_KEYS = 32
-"""Keys searched one by one before all keys are swept together in one vectorised pass."""
 MAX_COMPOSITE = 2**62
+CHUNK_ROWS = 1 << 10
+"""Left ends searched per step: a short stretch of the axis to search (fewer bisection steps,
+all in the CPU cache) outweighs the cost of more numpy calls, down to about this size."""
 
 
 def time_order_by_key(t: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -57,67 +58,63 @@ def key_axis(t: np.ndarray, codes: np.ndarray) -> tuple[np.ndarray, int] | None:
     return codes.astype(np.int64) * (2 * span) + ns, span
 
 
+def chunked_maxima(axis: np.ndarray, cost: np.ndarray, lengths_ns: np.ndarray) -> np.ndarray:
+    """For each length d (ns), the max total cost in any [a_i, a_i + d) of the sorted ``axis``.
+
+    Left end i counts from row i rather than from the first row of its time: with costs >= 0 the
+    first of equal times holds the larger sum, so the maximum is the same. All lengths are searched
+    at once, chunk by chunk, in the stretch of the axis the chunk's windows can reach.
+    """
+    csum = np.concatenate(([0.0], np.cumsum(cost, dtype=np.float64)))
+    best = np.zeros(len(lengths_ns))
+    widest = int(lengths_ns.max()) if len(lengths_ns) else 0
+    for lo in range(0, len(axis), CHUNK_ROWS):
+        hi = min(lo + CHUNK_ROWS, len(axis))
+        reach = int(np.searchsorted(axis, axis[hi - 1] + widest, side="left"))
+        needles = axis[lo:hi][None, :] + lengths_ns[:, None]
+        ends = np.searchsorted(axis[lo:reach], needles.ravel(), side="left").reshape(needles.shape) + lo
+        best = np.maximum(best, (csum[ends] - csum[lo:hi][None, :]).max(axis=1))
+    return best
+
+
 class _KeyedTimes:
-    """Admitted (time, cost) per key, sorted, with per-key totals for pruning."""
+    """Admitted (time, cost) per key, sorted once: over-admission and the envelope both sweep it."""
 
     def __init__(self, t: np.ndarray, cost: np.ndarray, keys: np.ndarray | pd.Series) -> None:
-        codes, _ = pd.factorize(keys, sort=False)
+        is_codes = isinstance(keys, np.ndarray) and keys.dtype.kind == "i" and (len(keys) == 0 or keys.min() >= 0)
+        codes = keys if is_codes else pd.factorize(keys, sort=False)[0]  # codes already: no second hash pass
         order = time_order_by_key(t, codes)
         self.t, self.cost, self.codes = t[order], cost[order], codes[order]
         bounds = np.flatnonzero(np.diff(self.codes)) + 1
         self.starts = np.concatenate(([0], bounds))
         self.ends = np.concatenate((bounds, [len(self.codes)]))
-        self.totals = np.add.reduceat(self.cost, self.starts) if len(self.codes) else np.empty(0)
-        self.by_total = np.argsort(-self.totals, kind="stable")
-        self._keys: dict[int, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
-        self._all: tuple[np.ndarray, np.ndarray, np.ndarray, int] | None = None
 
-    def _prefix(self, g: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """Key g's times, cost prefix sums and left ends, kept: an envelope asks for many lengths."""
-        if g not in self._keys:
-            t = self.t[self.starts[g]:self.ends[g]]
-            csum = np.concatenate(([0.0], np.cumsum(self.cost[self.starts[g]:self.ends[g]], dtype=np.float64)))
-            self._keys[g] = (t, csum, np.searchsorted(t, t, side="left"))
-        return self._keys[g]
+    def _per_key(self, window: float) -> float:
+        """max_window_cost key by key, for logs too long to share one nanosecond axis (many keys
+        over a long run); a key whose whole cost cannot beat the best so far is skipped."""
+        totals = np.add.reduceat(self.cost, self.starts)
+        best = 0.0
+        for g in np.argsort(-totals, kind="stable").tolist():
+            if totals[g] <= best:
+                break
+            a, b = self.starts[g], self.ends[g]
+            best = max(best, max_window_cost(self.t[a:b], self.cost[a:b], window))
+        return best
 
-    def _one(self, g: int, window: float) -> float:
-        t, csum, start = self._prefix(g)
-        end = np.searchsorted(t, t + window, side="left")
-        return float((csum[end] - csum[start]).max())
-
-    def _composite(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
-        if self._all is None:
-            keyed = key_axis(self.t, self.codes)
-            if keyed is None:
-                return None
-            axis, span = keyed
-            csum = np.concatenate(([0.0], np.cumsum(self.cost, dtype=np.float64)))
-            self._all = (axis, csum, np.searchsorted(axis, axis, side="left"), span)
-        return self._all
-
-    def _together(self, window: float) -> float | None:
-        """max_window_cost of every key in one pass (times compared to the nanosecond)."""
-        composite = self._composite()
-        if composite is None:
-            return None
-        axis, csum, start, span = composite
-        end = np.searchsorted(axis, axis + min(round(window * 1e9), span), side="left")
-        return float((csum[end] - csum[start]).max())
+    def maxima(self, lengths: Iterable[float]) -> np.ndarray:
+        """Worst key's max admitted cost in any interval of each length (times to the nanosecond)."""
+        lengths = np.asarray(list(lengths), dtype=np.float64)
+        if len(self.t) == 0:
+            return np.zeros(len(lengths))
+        keyed = key_axis(self.t, self.codes)
+        if keyed is None:
+            return np.array([self._per_key(d) for d in lengths])
+        axis, span = keyed
+        return chunked_maxima(axis, self.cost, np.minimum(np.round(lengths * 1e9), span).astype(np.int64))
 
     def worst(self, window: float) -> float:
-        """Max over keys of max_window_cost; keys whose whole total cannot beat it are skipped,
-        and beyond LOOP_KEYS keys the rest are swept together."""
-        if len(self.totals) == 0:
-            return 0.0
-        best = self._one(self.by_total[0], window)
-        rivals = self.by_total[1:][self.totals[self.by_total[1:]] > best]
-        if len(rivals) > LOOP_KEYS and (together := self._together(window)) is not None:
-            return together
-        for g in rivals:
-            if self.totals[g] <= best:
-                break
-            best = max(best, self._one(g, window))
-        return best
+        """Max over keys of max_window_cost."""
+        return float(self.maxima([window])[0])
 
 
 def admitted_times(df: pd.DataFrame) -> _KeyedTimes:
@@ -142,8 +139,8 @@ def admitted_envelope(df: pd.DataFrame, lengths: Iterable[float]) -> pd.DataFram
 
 
 def envelope_of(keyed: _KeyedTimes, lengths: Iterable[float]) -> pd.DataFrame:
-    rows = [(d, keyed.worst(d)) for d in lengths]
-    return pd.DataFrame(rows, columns=["interval_s", "max_admitted_cost"])
+    lengths = np.asarray(list(lengths), dtype=np.float64)
+    return pd.DataFrame({"interval_s": lengths, "max_admitted_cost": keyed.maxima(lengths)})
 
 
 def envelope_lengths(window_s: float, points: int = 40) -> np.ndarray:

@@ -17,6 +17,7 @@ from .analyze import FolderAnalysis, analyze
 from .atomic import write_text
 from .charts import Chart, draw_all
 from .loader import load_results
+from .pool import worker_pool
 from .schema import CHARTS_DIR, REPORT_HTML, REPORT_MD
 from .summary import write_summary
 
@@ -132,9 +133,10 @@ def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = No
     Raises ResultsError when ``root`` is not a results folder; runs that are not whole are left
     out and named in the report's warnings."""
     root = Path(root)
-    analysis = analyze(load_results(root), on_run)
-    rows = write_summary(root, analysis.rows)
-    report = Report(root, analysis, draw_all(analysis.runs, root), rows)
+    with worker_pool() as pool:
+        analysis = analyze(load_results(root), on_run, pool)
+        rows = write_summary(root, analysis.rows)
+        report = Report(root, analysis, draw_all(analysis.runs, root, pool=pool), rows)
     write_text(root / REPORT_HTML, render_html(report))
     write_text(root / REPORT_MD, render_md(report))
     return report

@@ -28,6 +28,8 @@ DECISION_SCHEMA = pa.schema(
         ("route", pa.string()),
         ("delay_s", pa.float64()),  # admitted but held this long (queueing limiters)
         ("ideal_allowed", pa.bool_()),  # sliding_log's decision on the same arrivals
+        ("source", pa.string()),  # who decided: memory, redis, fallback, fail_closed (null: unknown)
+        ("adaptive_limit", pa.float64()),  # the adaptive limiter's current limit (null: not adaptive)
     ]
 )
 

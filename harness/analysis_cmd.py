@@ -36,7 +36,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     started = time.perf_counter()
 
     def progress(i: int, n: int, name: str) -> None:
-        print(f"run {i}/{n}: {name}", file=sys.stderr)
+        print(f"analysed {i}/{n}: {name}", file=sys.stderr)
 
     try:
         report = build_report(args.folder, progress)

@@ -17,6 +17,7 @@ from scenarios import SCENARIOS, ScenarioError
 from scenarios.trace_file import TraceFile
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, parse_param
 from targets.stores import STORES
+from targets.stores.redis import RedisConfigError
 
 from . import analysis_cmd, run_cmd, validate
 from .results import summary_json, utc_stamp, write_text
@@ -24,7 +25,7 @@ from .sim_campaign import ConfigError, load_sim_campaign
 from .sim_runner import execute, make_plan, plan_from_campaign
 
 EXIT_BAD_INPUT = 2
-BAD_INPUT = (PolicyError, ScenarioError, ConfigError)
+BAD_INPUT = (PolicyError, ScenarioError, ConfigError, RedisConfigError)
 
 
 class _Parser(argparse.ArgumentParser):

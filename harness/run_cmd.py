@@ -6,7 +6,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from rich.console import Console
 from rich.table import Table
@@ -14,7 +14,7 @@ from rich.table import Table
 from analysis.report import build_report
 from analysis.schema import RUN_OK
 
-from .campaign import load_campaign
+from .campaign import StoreName, load_campaign
 from .live_runner import Interrupted, LiveRun, LiveRunner, plan_runs
 from .results import utc_stamp
 from .sim_campaign import ConfigError
@@ -27,7 +27,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("campaign", nargs="?", type=Path, default=DEFAULT_CAMPAIGN, help="campaign YAML (default: %(default)s)")
     p.add_argument("--out", type=Path, help="results folder (default: results/<campaign>-<UTC time>)")
     p.add_argument("--workers", type=int, help="Locust worker processes (overrides the campaign)")
-    p.add_argument("--store", choices=["memory"], help="run every algorithm on this store only")
+    p.add_argument("--store", choices=list(get_args(StoreName)),
+                   help="run on this store only (redis: every redis mode a scenario lists, else the campaign's redis.mode)")
     p.add_argument("--only", action="append", metavar="SCENARIO|ALGORITHM", help="only these scenarios or algorithms")
     p.set_defaults(func=cmd_run)
 

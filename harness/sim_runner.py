@@ -9,9 +9,11 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from analysis.metrics import summarize
+from analysis.retries import retry_measures
 from analysis.schema import DECISIONS_FILE, run_dir_name
 from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
@@ -19,7 +21,7 @@ from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, ge
 from .machine import machine_facts
 from .results import ResultsFolder, utc_stamp, write_parquet, write_text
 from .sim_campaign import SimCampaign
-from .simulator import STORE, ideal_decisions, simulate
+from .simulator import STORE, Replay, ideal_decisions, simulate
 
 
 @dataclass
@@ -132,6 +134,16 @@ def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
     )
 
 
+def attempt_log(result: Replay) -> pd.DataFrame:
+    """A closed-loop replay as client-log attempts, sent and done at their virtual time, 200 if
+    admitted else 429. A client's attempt 1 starts a new logical request; its retries follow."""
+    a = result.arrivals
+    frame = pd.DataFrame({"client_id": a.client_id, "attempt": a.attempt, "sent_t": a.t, "done_t": a.t,
+                          "status": [200 if ok else 429 for ok in result.allowed]})
+    seq = (frame["attempt"] == 1).groupby(frame["client_id"]).cumsum()
+    return frame.assign(request_id=frame["client_id"] + "#" + seq.astype(str)).drop(columns="client_id")
+
+
 def execute(plan: SimPlan, out: Path | None, on_run: Callable[[int, int, dict], None] | None = None) -> list[dict]:
     """Run every planned run; with ``out``, write the results folder as it goes."""
     folder = ResultsFolder(out) if out is not None else None
@@ -155,6 +167,8 @@ def execute(plan: SimPlan, out: Path | None, on_run: Callable[[int, int, dict], 
             "params": asdict(run.params),
         }
         row.update(summarize(table.to_pandas(), plan.policy.limit, plan.policy.window_s))
+        if result.arrivals.attempt is not None:
+            row.update(retry_measures(attempt_log(result)))
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
         if folder is not None:

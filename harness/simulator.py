@@ -21,8 +21,12 @@ import pyarrow as pa
 
 from analysis.schema import DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
+from scenarios.fleet import Fleet, assign_nodes, fleet_of
 from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
 from targets.stores.memory import MemoryStore
+from targets.stores.redis.modes import local_params
+
+from .cluster_store import ClusterStore
 
 NODE, STORE = "sim", "memory"
 
@@ -46,7 +50,16 @@ class Replay:
         return [d[0] for d in self.decisions]
 
 
-def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: int = 1_000_000) -> Replay:
+def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: int = 1_000_000,
+           fleet: Fleet | None = None) -> Replay:
+    """``fleet`` (default: the model's own, if any) with a local virtual store: the requests are
+    dealt over N independent memory stores as the balancer would (local limits on N nodes)."""
+    fleet = fleet or fleet_of(model)
+    if fleet is not None and fleet.virtual_store != "shared":
+        arrivals = model.arrivals()
+        per_node = local_params(params, fleet.nodes) if fleet.virtual_store == "local_split" else params
+        cluster = ClusterStore(algorithm, per_node, fleet.nodes, assign_nodes(arrivals.t, arrivals.client_id, fleet))
+        return replay_on(cluster, model)  # type: ignore[arg-type]  # ClusterStore has the store interface
     return replay_on(MemoryStore(algorithm, params, max_keys=max_keys), model)
 
 
@@ -94,7 +107,7 @@ def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
     """Closed-loop traffic and concurrency limiters, one request at a time: planned arrivals are
     merged with each decision's follow-ups (a heap), and virtual completions release slots."""
     initial = model.arrivals()
-    planned = zip(initial.t, initial.client_id, initial.client_class, initial.key, initial.route, initial.cost)
+    planned = initial.requests()
     heap: list[tuple[float, int, Request]] = []
     seq = 0
     done: list[Request] = []
@@ -107,7 +120,7 @@ def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
         if heap and (nxt is None or heap[0][0] < nxt[0]):
             req = heapq.heappop(heap)[2]
         else:
-            req = Request(*nxt)
+            req = nxt
             nxt = next(planned, None)
         if releases.pending:
             releases.until(req.t)
@@ -185,16 +198,19 @@ def decision_table(result: Replay, algorithm: str, ideal: list[bool], limit_name
         "route": pa.array(a.route, pa.string()),
         "delay_s": pa.array(delay, pa.float64()),
         "ideal_allowed": pa.array(ideal, pa.bool_()),
+        "source": constant(STORE),
+        "adaptive_limit": pa.nulls(n, pa.float64()),
     }
     return pa.Table.from_pydict(columns, schema=DECISION_SCHEMA)
 
 
 def simulate(model: TrafficModel, algorithm_name: str, policy: Policy, params: Any,
-             *, max_keys: int = 1_000_000, ideal: list[bool] | None = None) -> tuple[pa.Table, Replay]:
+             *, max_keys: int = 1_000_000, ideal: list[bool] | None = None,
+             fleet: Fleet | None = None) -> tuple[pa.Table, Replay]:
     """One run: replay, the ideal replay (unless given: for an open-loop model it is the same
     for every algorithm), and the decision log."""
     algorithm = get_algorithm(algorithm_name)
-    result = replay(model, algorithm, params, max_keys=max_keys)
+    result = replay(model, algorithm, params, max_keys=max_keys, fleet=fleet)
     if ideal is None:
         is_reference = algorithm_name == "sliding_log" and params == build_params("sliding_log", policy)
         ideal = result.allowed if is_reference else ideal_decisions(result.arrivals, policy)

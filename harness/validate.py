@@ -1,7 +1,8 @@
-"""`run_bench.py validate POLICY`: a pre-rollout gate for a rate limit policy file.
+"""`run_bench.py validate POLICY [--live]`: a pre-rollout gate for a rate limit policy file.
 
 Lints the file for known pitfalls, replays the policy in virtual time with its own traffic
-expectations and checks the thresholds; exit 0 pass, 1 fail, 2 invalid policy.
+expectations and, with ``--live``, over HTTP against a real target, and checks the thresholds;
+exit 0 pass, 1 fail, 2 invalid policy, 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,22 +14,25 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .live_runner import Interrupted
 from .policy_file import PolicyFile, load_policy
 from .results import write_text
 from .sim_campaign import ConfigError
 from .validate_checks import Verdict, run_checks
 from .validate_lints import run_lints
+from .validate_live import LiveOutcome, check_out, run_live
+from .validate_live_checks import live_verdicts
 from .validate_report import suggestions, to_json, to_junit, verdict_table
 
-EXIT_PASS, EXIT_FAIL = 0, 1
-LIVE_UNAVAILABLE = ("--live: live validation needs the live campaign runner (`run_bench.py run`), which is not "
-                    "built yet; run without --live for the simulated checks")
+EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="gate a rate limit policy file before rollout (lints + simulated checks)")
     p.add_argument("policy", type=Path, help="policy YAML (see docs/validate.md, campaigns/policies/)")
-    p.add_argument("--live", action="store_true", help="also replay over HTTP against a live target (needs `run`)")
+    p.add_argument("--live", action="store_true",
+                   help="also replay the traffic over HTTP against a target built from the policy (P99, CPU, ...)")
+    p.add_argument("--out", type=Path, metavar="DIR", help="--live: keep the live results folder (and its report) here")
     p.add_argument("--json", metavar="PATH|-", help="write the verdict as JSON ('-' for stdout)")
     p.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML (one testcase per check)")
     p.set_defaults(func=cmd_validate)
@@ -40,21 +44,38 @@ def validate(policy: PolicyFile) -> list[Verdict]:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    if args.live:
-        raise ConfigError(LIVE_UNAVAILABLE)
     policy = load_policy(args.policy)
-    started = time.perf_counter()
-    verdicts = validate(policy)
-    seconds = time.perf_counter() - started
+    if args.out is not None and not args.live:
+        raise ConfigError("--out: only with --live (it keeps the live results folder)")
+    check_out(args.out)
     to_stdout = args.json == "-"
+    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
+    started = time.perf_counter()
+    if args.live:
+        console.print("lints and simulated checks", style="dim", highlight=False)
+    verdicts = validate(policy)
+    live: LiveOutcome | None = None
+    if args.live:
+        try:
+            live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False))
+        except Interrupted as exc:
+            kept = f"; partial results in {args.out}" if args.out else ""
+            console.print(f"interrupted ({exc}): the target and Locust are stopped{kept}", highlight=False)
+            return EXIT_INTERRUPTED
+        verdicts += live_verdicts(policy, live, verdicts)
+    seconds = time.perf_counter() - started
+    doc = to_json(policy.name, str(args.policy), verdicts, live)
     if to_stdout:
-        sys.stdout.write(to_json(policy.name, str(args.policy), verdicts))
+        sys.stdout.write(doc)
     elif args.json:
-        write_text(Path(args.json), to_json(policy.name, str(args.policy), verdicts))
+        write_text(Path(args.json), doc)
     if args.junit is not None:
         write_text(args.junit, to_junit(policy.name, verdicts, seconds))
-    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
     console.print(verdict_table(policy.name, verdicts))
     for text in suggestions(verdicts):
         console.print(text, highlight=False)
+    for note in live.plan.notes if live else ():
+        console.print(f"note: {note}", highlight=False)
+    if live and live.folder:
+        console.print(f"live results: {live.folder} (report.html)", highlight=False)
     return EXIT_PASS if all(v.passed for v in verdicts) else EXIT_FAIL

@@ -16,7 +16,7 @@ from targets.algorithms import get_algorithm
 
 from .policy_file import Limit, PolicyFile, params_of
 from .validate_sim import PageTraffic, attack_result, deployment, page_result
-from .validate_thresholds import METRICS, Threshold, effective
+from .validate_thresholds import SIM_METRICS, Threshold, effective
 
 RATIO_METRICS = ("over_admission", "abusive_admission")
 BURSTY = ("token_bucket", "gcra", "leaky_bucket")
@@ -31,7 +31,7 @@ class Verdict:
 
     name: str
     kind: str
-    """``lint`` or ``simulation``."""
+    """``lint``, ``simulation`` or ``live``."""
     limit: str | None
     metric: str
     value: float | None
@@ -112,7 +112,7 @@ def check(policy: PolicyFile, limit: Limit, metric: str) -> Verdict:
 
 
 def run_checks(policy: PolicyFile) -> list[Verdict]:
-    return [check(policy, limit, m) for limit in policy.limits for m in METRICS if applies(policy, limit, m)]
+    return [check(policy, limit, m) for limit in policy.limits for m in SIM_METRICS if applies(policy, limit, m)]
 
 
 def suggest(policy: PolicyFile, limit: Limit, metric: str, threshold: Threshold) -> str | None:

@@ -10,6 +10,7 @@ from dataclasses import asdict
 from rich.table import Table
 
 from .validate_checks import Verdict
+from .validate_live import LiveOutcome
 
 
 def verdict_table(policy_name: str, verdicts: list[Verdict]) -> Table:
@@ -35,14 +36,16 @@ def suggestions(verdicts: list[Verdict]) -> list[str]:
     return out
 
 
-def to_json(policy_name: str, source: str, verdicts: list[Verdict]) -> str:
-    doc = {
+def to_json(policy_name: str, source: str, verdicts: list[Verdict], live: LiveOutcome | None = None) -> str:
+    doc: dict = {
         "policy": policy_name,
         "file": source,
         "passed": all(v.passed for v in verdicts),
         "failures": sum(not v.passed for v in verdicts),
         "checks": [asdict(v) for v in verdicts],
     }
+    if live is not None:
+        doc["live"] = {"results": None if live.folder is None else str(live.folder), "notes": live.plan.notes}
     return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
 
 

@@ -21,9 +21,9 @@ import pandas as pd
 from analysis.metrics import max_window_cost, over_admission
 from analysis.schema import ABUSIVE, LEGIT
 from scenarios import Arrivals, TrafficModel, build_model
-from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
-from targets.stores.memory import MemoryStore
+from targets.algorithms import Policy, build_params, get_algorithm
 
+from .cluster_store import ClusterStore
 from .policy_file import Limit, PolicyFile, params_of
 from .simulator import replay_on
 
@@ -67,40 +67,6 @@ def deployment(policy: PolicyFile, limit: Limit, situation: str = "normal") -> D
         return Deployment(limit.algorithm, params_of(limit, n if store.divide_by_nodes else 1), nodes=up, **base)
     # shared and leased keep one state per key in the store (leases are modelled as shared)
     return Deployment(limit.algorithm, params_of(limit), **base)
-
-
-class ClusterStore:
-    """N independent memory stores behind a round-robin balancer: the store interface the
-    simulator's replay loops use (``decide``, ``decide_many``, ``algorithm``, ``evictions``)."""
-
-    def __init__(self, algorithm: Algorithm, params: Any, nodes: int) -> None:
-        self.algorithm, self.params = algorithm, params
-        self.stores = [MemoryStore(algorithm, params, max_keys=1_000_000) for _ in range(nodes)]
-        self._next = 0
-
-    @property
-    def evictions(self) -> int:
-        return sum(s.evictions for s in self.stores)
-
-    def decide(self, key: str, now: float, cost: float = 1.0) -> Decision:
-        store = self.stores[self._next]
-        self._next = (self._next + 1) % len(self.stores)
-        return store.decide(key, now, cost)
-
-    def decide_many(self, keys: list[str], times: list[float], costs: list[float]) -> list[Decision]:
-        """Deal the batch round-robin; each node decides its share in order (nodes are independent)."""
-        n = len(self.stores)
-        if n == 1:
-            return self.stores[0].decide_many(keys, times, costs)
-        out: list[Decision] = [None] * len(keys)  # type: ignore[list-item]
-        for node, store in enumerate(self.stores):
-            first = (node - self._next) % n
-            idx = range(first, len(keys), n)
-            for i, d in zip(idx, store.decide_many([keys[i] for i in idx], [times[i] for i in idx],
-                                                   [costs[i] for i in idx])):
-                out[i] = d
-        self._next = (self._next + len(keys)) % n
-        return out
 
 
 def run(dep: Deployment, traffic: Arrivals | TrafficModel) -> pd.DataFrame:

@@ -4,7 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from . import adversarial_drip, boundary_burst, cost_mix, page_load_burst, steady, unhealthy_downstream
+from . import (
+    adversarial_drip,
+    boundary_burst,
+    cost_mix,
+    key_evasion,
+    multi_node,
+    page_load_burst,
+    retry_storm,
+    steady,
+    store_failure,
+    unhealthy_downstream,
+)
 from .base import Arrivals, Request, ScenarioError, TrafficModel
 from .trace_file import TraceFile
 
@@ -30,6 +41,11 @@ SCENARIOS: dict[str, ScenarioSpec] = {
         ScenarioSpec("cost_mix", cost_mix.CostMix.summary, cost_mix.CostMix, cost_mix.Params),
         ScenarioSpec("unhealthy_downstream", unhealthy_downstream.UnhealthyDownstream.summary,
                      unhealthy_downstream.UnhealthyDownstream, unhealthy_downstream.Params),
+        ScenarioSpec("retry_storm", retry_storm.RetryStorm.summary, retry_storm.RetryStorm, retry_storm.Params),
+        ScenarioSpec("key_evasion", key_evasion.KeyEvasion.summary, key_evasion.KeyEvasion, key_evasion.Params),
+        ScenarioSpec("multi_node", multi_node.MultiNode.summary, multi_node.MultiNode, multi_node.Params),
+        ScenarioSpec("store_failure", store_failure.StoreFailure.summary, store_failure.StoreFailure,
+                     store_failure.Params),
     )
 }
 

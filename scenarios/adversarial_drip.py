@@ -67,6 +67,9 @@ class AdversarialDrip(TrafficModel):
         requests.append(Request(edge, DRIP_ID, ABUSIVE, KEY, ROUTE, 1.0))
         return Arrivals.from_requests(requests)
 
+    def horizon_s(self) -> float:
+        return self.end
+
     def react(self, request: Request, decision: DecisionLike) -> Iterable[Request]:
         if request.client_id != DRIP_ID:
             return ()
@@ -74,4 +77,5 @@ class AdversarialDrip(TrafficModel):
         t = request.t + wait
         if math.isinf(wait) or t >= self.end:
             return ()
-        return (request._replace(t=t),)
+        # a rejected request is tried again (its next attempt); an admitted one is followed by a new one
+        return (request._replace(t=t, attempt=1 if decision.allowed else request.attempt + 1),)

@@ -10,7 +10,7 @@ decision is anything with ``allowed`` and ``retry_after_s``.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields
 from typing import Any, NamedTuple, Protocol
 
@@ -30,6 +30,11 @@ class Request(NamedTuple):
     key: str
     route: str
     cost: float
+    attempt: int = 1
+    """1 for a first try; a retry of the same logical request (same ``client_id``) counts up."""
+    headers: Mapping[str, str] | None = None
+    """Explicit headers (X-Forwarded-For, an API key...) sent live instead of ``x-api-key: key``;
+    a model that sets them also derives ``key`` from them, as the target would."""
 
 
 class DecisionLike(Protocol):
@@ -47,6 +52,10 @@ class Arrivals:
     key: list[str]
     route: list[str]
     cost: list[float]
+    attempt: list[int] | None = None
+    """None: every request is a first try."""
+    headers: list[Mapping[str, str] | None] | None = None
+    """None: no request carries explicit headers."""
 
     def __len__(self) -> int:
         return len(self.t)
@@ -56,8 +65,17 @@ class Arrivals:
         rows = sorted(requests, key=lambda r: r.t)
         if not rows:
             return cls([], [], [], [], [], [])
-        cols = list(zip(*rows))
-        return cls(*(list(c) for c in cols))
+        cols = [list(c) for c in zip(*rows)]
+        attempt, headers = cols[6], cols[7]
+        return cls(*cols[:6], attempt if any(a != 1 for a in attempt) else None,
+                   headers if any(h is not None for h in headers) else None)
+
+    def requests(self) -> Iterator[Request]:
+        """Row by row (the closed-loop replay's input)."""
+        n = len(self)
+        attempt = self.attempt or [1] * n
+        headers = self.headers or [None] * n
+        return map(Request, self.t, self.client_id, self.client_class, self.key, self.route, self.cost, attempt, headers)
 
     @classmethod
     def from_columns(
@@ -102,6 +120,16 @@ class TrafficModel:
     def react(self, request: Request, decision: DecisionLike) -> Iterable[Request]:
         """Follow-up requests caused by a decision (closed-loop models only)."""
         return ()
+
+    def horizon_s(self) -> float:
+        """The model time by which a closed-loop model's follow-ups have all been sent (a live
+        run lasts until then); 0 for open-loop models, whose last arrival says it."""
+        return 0.0
+
+    def target_config(self) -> dict[str, Any]:
+        """Target config keys (targets.config.TargetConfig) a live run of this model needs, e.g.
+        the key policy it is run against or the cost of the route it calls."""
+        return {}
 
     @property
     def max_cost(self) -> float:

@@ -6,17 +6,23 @@ t = 0 maps to (a multiple of W, so the model's window edges are the target's). E
 rebuilds the same arrivals and takes every n-th request, so each burst is split across workers
 and fired by all of them at the same deadline. Requests within ``burst_gap_s`` of each other
 form one group: one deadline, one release.
+
+Closed-loop models (``reactive``) need the ``ReactiveUser`` instead: it fires the same share of
+planned arrivals, then turns each HTTP answer into a decision (``outcome``) and sends the
+model's follow-ups, each attempt in the client log with its attempt number.
 """
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from . import build_model
-from .base import Arrivals
+from .base import Arrivals, Request, TrafficModel
+from .fleet import Fleet, assign_nodes
 
 ROUTES: dict[str, tuple[str, str]] = {
     "GET /api/items": ("GET", "/api/items"),
@@ -41,6 +47,18 @@ class LivePlan:
     workers: int = 1
     params: dict[str, str] = field(default_factory=dict)
     burst_gap_s: float = 0.002
+    routing: str = "round_robin"
+    """How requests are dealt over ``hosts``: round_robin or sticky (hash of the client id)."""
+    joins_s: list[float] = field(default_factory=list)
+    """Per host: the model time from which it takes traffic (autoscale); empty: all from t = 0."""
+
+    def host_urls(self) -> list[str]:
+        """The host every planned request goes to, by arrival index (``scenarios.fleet``)."""
+        if len(self.hosts) == 1:
+            return [self.hosts[0]] * len(self.arrivals())
+        arrivals = self.arrivals()
+        fleet = Fleet(tuple(self.joins_s or [0.0] * len(self.hosts)), self.routing)
+        return [self.hosts[i] for i in assign_nodes(arrivals.t, arrivals.client_id, fleet)]
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
@@ -49,8 +67,16 @@ class LivePlan:
     def load(cls, path: Path) -> LivePlan:
         return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
 
+    def model(self) -> TrafficModel:
+        return build_model(self.scenario, self.limit, self.window_s, self.seed, self.params)
+
     def arrivals(self) -> Arrivals:
-        return build_model(self.scenario, self.limit, self.window_s, self.seed, self.params).arrivals()
+        return self.model().arrivals()
+
+    @property
+    def user_class(self) -> str:
+        """The Locust user class (scenarios/locustfile.py) that replays this plan."""
+        return "ReactiveUser" if self.model().reactive else "PlanUser"
 
 
 @dataclass(frozen=True)
@@ -64,19 +90,59 @@ class Shot:
     headers: dict[str, str]
 
 
+def request_headers(request: Request, request_id: str) -> dict[str, str]:
+    """What the target keys on and logs: the model's explicit headers, else ``x-api-key`` from
+    its key; the benchmark tags; an Idempotency-Key on POSTs (the same on every retry)."""
+    headers: dict[str, str] = dict(request.headers) if request.headers is not None else {"x-api-key": request.key}
+    headers.update({"x-client-id": request.client_id, "x-client-class": request.client_class, "x-request-id": request_id})
+    if ROUTES.get(request.route, ("GET", ""))[0] == "POST":
+        headers["idempotency-key"] = request_id
+    return headers
+
+
 def worker_share(arrivals: Arrivals, worker: int, workers: int) -> list[Shot]:
     """Every ``workers``-th request, starting at ``worker``, with the headers the target keys on."""
     shots = []
-    for i in range(worker, len(arrivals), workers):
-        method, path = ROUTES.get(arrivals.route[i], ("GET", "/api/items"))
-        headers = {
-            "x-api-key": arrivals.key[i],
-            "x-client-id": arrivals.client_id[i],
-            "x-client-class": arrivals.client_class[i],
-            "x-request-id": f"r{i}",
-        }
-        shots.append(Shot(i, arrivals.t[i], method, path, headers))
+    for i, request in enumerate(arrivals.requests()):
+        if i % workers != worker:
+            continue
+        method, path = ROUTES.get(request.route, ("GET", "/api/items"))
+        shots.append(Shot(i, request.t, method, path, request_headers(request, f"r{i}")))
     return shots
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """An HTTP answer as the decision a model reacts to."""
+
+    allowed: bool
+    retry_after_s: float
+
+
+def outcome(status: int, headers: Mapping[str, str]) -> Outcome | None:
+    """2xx/3xx: admitted; 429 and 5xx: refused, to be retried (Retry-After, else the RateLimit
+    field's ``t``, else no hint: infinity); anything else (4xx, no answer): None, not retried."""
+    if 200 <= status < 400:
+        return Outcome(True, 0.0)
+    if status != 429 and not 500 <= status < 600:
+        return None
+    return Outcome(False, retry_hint(headers))
+
+
+def retry_hint(headers: Mapping[str, str]) -> float:
+    """Seconds the answer asks the client to wait: Retry-After (delta-seconds), else the smallest
+    ``t=`` of the RateLimit field; infinity when neither is usable."""
+    try:
+        return max(0.0, float(headers.get("retry-after", "")))
+    except ValueError:
+        pass
+    waits = []
+    for member in headers.get("ratelimit", "").split(","):
+        for param in member.split(";")[1:]:
+            name, _, value = param.strip().partition("=")
+            if name == "t" and value.isdigit():
+                waits.append(float(value))
+    return min(waits) if waits else math.inf
 
 
 def groups(shots: list[Shot], gap_s: float) -> list[list[Shot]]:

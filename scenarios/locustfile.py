@@ -10,10 +10,15 @@ burst at an instant):
 - every request is logged raw (intended, sent and done times, status) and written as Parquet when
   the test stops; percentiles are computed afterwards, exactly;
 - a 429 is an expected answer, never a Locust failure.
+
+``PlanUser`` replays open-loop models; ``ReactiveUser`` closed-loop ones (retries, a drip paced by
+Retry-After): every answer goes back to the model, whose follow-ups are fired at their time.
+The harness names the class the plan needs (``LivePlan.user_class``) on Locust's command line.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import time
 from pathlib import Path
@@ -27,13 +32,15 @@ from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 
 from analysis.schema import CLIENT_SCHEMA
-from scenarios.live_plan import LivePlan, Shot, groups, worker_share
+from scenarios.base import Request
+from scenarios.live_plan import ROUTES, LivePlan, Shot, groups, outcome, request_headers, worker_share
 
 PREPARE_AHEAD_S = 0.05
 """Greenlets of a group are spawned this long before its deadline and then wait on its event."""
 LATE_S = 0.005
 """A group released this much after its deadline counts as late (the generator fell behind)."""
 EXPECTED = (200, 201, 429)
+RETRIED_EXPECTED = (*EXPECTED, 503)
 
 
 @events.init_command_line_parser.add_listener
@@ -46,19 +53,20 @@ class _ClientLog:
 
     def __init__(self) -> None:
         self.rows: dict[str, list] = {name: [] for name in CLIENT_SCHEMA.names}
-        self.in_flight: dict[str, tuple[float, float]] = {}
+        self.in_flight: dict[str, tuple] = {}
+        """request id -> (intended, sent[, attempt])"""
         self.late_groups = 0
         self.path: Path | None = None
 
-    def add(self, request_id: str, intended: float, sent: float, done: float, status: int) -> None:
-        for name, value in zip(CLIENT_SCHEMA.names, (request_id, intended, sent, done, status, 1)):
+    def add(self, request_id: str, intended: float, sent: float, done: float, status: int, attempt: int = 1) -> None:
+        for name, value in zip(CLIENT_SCHEMA.names, (request_id, intended, sent, done, status, attempt)):
             self.rows[name].append(value)
 
     def write(self) -> None:
         if self.path is None:
             return
-        for request_id, (intended, sent) in self.in_flight.items():  # cut off by the stop
-            self.add(request_id, intended, sent, float("nan"), 0)
+        for request_id, (intended, sent, *attempt) in self.in_flight.items():  # cut off by the stop
+            self.add(request_id, intended, sent, float("nan"), 0, *attempt)
         self.in_flight.clear()
         table = pa.Table.from_pydict(self.rows, schema=CLIENT_SCHEMA)
         tmp = self.path.with_suffix(".tmp")
@@ -75,6 +83,37 @@ def _flush(environment, **_kwargs) -> None:
     LOG.write()
 
 
+def _start(user: FastHttpUser) -> tuple[LivePlan, int]:
+    """Load the plan, point the user at the target, open this worker's client log."""
+    plan = LivePlan.load(Path(user.environment.parsed_options.plan))
+    worker = max(0, getattr(user.environment.runner, "worker_index", 0))
+    user.host = plan.hosts[0]
+    client_dir = Path(plan.client_dir)
+    client_dir.mkdir(parents=True, exist_ok=True)
+    LOG.path = client_dir / f"client-{worker}-{os.getpid()}.parquet"
+    return plan, worker
+
+
+def _warm_up(user: FastHttpUser, largest: int, client_dir: Path, worker: int) -> None:
+    """Wait for the target, warm the connections a burst will use (before the first deadline),
+    then say ready."""
+    _wait_for_target(user)
+    warm = [gevent.spawn(user.client.get, "/healthz", name="warm-up") for _ in range(min(largest, 200))]
+    gevent.joinall(warm, timeout=5)
+    (client_dir / f"ready-{worker}").write_text(f"{time.time():.6f}")
+
+
+def _wait_for_target(user: FastHttpUser, timeout_s: float = 30.0) -> None:
+    """The harness starts Locust and the target together; wait until the target answers."""
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        with user.client.get("/healthz", name="warm-up", catch_response=True) as response:
+            if response.status_code == 200:
+                return
+            response.success()  # not up yet: not a failure of the target under test
+        gevent.sleep(0.05)
+
+
 class PlanUser(FastHttpUser):
     """One per worker: replays this worker's share of the plan."""
 
@@ -82,32 +121,11 @@ class PlanUser(FastHttpUser):
     host = "http://127.0.0.1"
 
     def on_start(self) -> None:
-        options = self.environment.parsed_options
-        plan = LivePlan.load(Path(options.plan))
-        runner = self.environment.runner
-        worker = max(0, getattr(runner, "worker_index", 0))
+        plan, worker = _start(self)
         self.plan = plan
-        self.host = plan.hosts[0]
         self.batches = groups(worker_share(plan.arrivals(), worker, plan.workers), plan.burst_gap_s)
-        client_dir = Path(plan.client_dir)
-        client_dir.mkdir(parents=True, exist_ok=True)
-        LOG.path = client_dir / f"client-{worker}-{os.getpid()}.parquet"
-        self._wait_for_target()
-        largest = max((len(b) for b in self.batches), default=1)
-        # warm the connections a burst will use, before the first deadline
-        warm = [gevent.spawn(self.client.get, "/healthz", name="warm-up") for _ in range(min(largest, 200))]
-        gevent.joinall(warm, timeout=5)
-        (client_dir / f"ready-{worker}").write_text(f"{time.time():.6f}")
-
-    def _wait_for_target(self, timeout_s: float = 30.0) -> None:
-        """The harness starts Locust and the target together; wait until the target answers."""
-        deadline = time.time() + timeout_s
-        while time.time() < deadline:
-            with self.client.get("/healthz", name="warm-up", catch_response=True) as response:
-                if response.status_code == 200:
-                    return
-                response.success()  # not up yet: not a failure of the target under test
-            gevent.sleep(0.05)
+        self.urls = plan.host_urls()  # by arrival index: the plan's routing over its hosts
+        _warm_up(self, max((len(b) for b in self.batches), default=1), Path(plan.client_dir), worker)
 
     @task
     def replay(self) -> None:
@@ -131,8 +149,8 @@ class PlanUser(FastHttpUser):
         request_id = shot.headers["x-request-id"]
         sent = time.time()
         LOG.in_flight[request_id] = (deadline, sent)
-        with self.client.request(shot.method, shot.path, headers=shot.headers, name=f"{shot.method} {shot.path}",
-                                 catch_response=True) as response:
+        with self.client.request(shot.method, self.urls[shot.index] + shot.path, headers=shot.headers,
+                                 name=f"{shot.method} {shot.path}", catch_response=True) as response:
             status = response.status_code or 0
             if status in EXPECTED:
                 response.success()  # a 429 is an expected outcome, not a failure
@@ -140,6 +158,57 @@ class PlanUser(FastHttpUser):
                 response.failure(f"status {status}")
         LOG.in_flight.pop(request_id, None)
         LOG.add(request_id, deadline, sent, time.time(), status)
+
+
+class ReactiveUser(FastHttpUser):
+    """One per worker: fires its share of a closed-loop model's planned requests, and every
+    follow-up the model asks for in answer to what the target said (retries keep their request
+    id and count their attempt)."""
+
+    concurrency = 1000
+    host = "http://127.0.0.1"
+
+    def on_start(self) -> None:
+        plan, worker = _start(self)
+        self.plan = plan
+        self.model = plan.model()
+        self.worker = worker
+        arrivals = self.model.arrivals()
+        self.initial = [(f"r{i}", r) for i, r in enumerate(arrivals.requests()) if i % plan.workers == worker]
+        self.ids = itertools.count(1)
+        self.in_flight = Group()
+        _warm_up(self, len(self.initial), Path(plan.client_dir), worker)
+
+    @task
+    def replay(self) -> None:
+        for request_id, request in self.initial:
+            self.in_flight.spawn(self._fire, request, request_id)
+        self.in_flight.join()  # follow-ups join the group before their cause leaves it
+        raise StopUser()
+
+    def _fire(self, request: Request, request_id: str) -> None:
+        start_at = self.plan.start_at
+        deadline = start_at + request.t
+        _sleep_until(deadline)
+        method, path = ROUTES.get(request.route, ("GET", "/api/items"))
+        sent = time.time()
+        LOG.in_flight[request_id] = (deadline, sent, request.attempt)
+        with self.client.request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",
+                                 catch_response=True) as response:
+            status = response.status_code or 0
+            answer = outcome(status, {k.lower(): v for k, v in (response.headers or {}).items()})
+            if status in RETRIED_EXPECTED:
+                response.success()  # a refusal the model answers is an expected outcome
+            else:
+                response.failure(f"status {status}")
+        done = time.time()
+        LOG.in_flight.pop(request_id, None)
+        LOG.add(request_id, deadline, sent, done, status, request.attempt)
+        if answer is None:
+            return
+        for follow in self.model.react(request._replace(t=done - start_at), answer):
+            follow_id = request_id if follow.attempt > request.attempt else f"w{self.worker}.{next(self.ids)}"
+            self.in_flight.spawn(self._fire, follow, follow_id)
 
 
 def _sleep_until(t: float) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import errno
+import logging
 import socket
 import sys
 from pathlib import Path
@@ -44,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", type=_kv, default=[], metavar="KEY=VALUE", help="algorithm parameter")
     p.add_argument("--cost", action="append", type=_kv, default=[], metavar="ROUTE=COST",
                    help="route cost (items 1, search 2, reports 20, login 1 by default)")
-    p.add_argument("--store", choices=["memory"], help="where limiter state lives (default memory)")
+    p.add_argument("--store", choices=["memory", "redis"], help="where limiter state lives (default memory)")
+    p.add_argument("--redis-url", help="the redis store's URL (default: $REDIS_URL)")
+    p.add_argument("--redis-mode", choices=["shared", "local", "leased", "naive"], help="redis store mode (default shared)")
+    p.add_argument("--nodes", type=int, help="target nodes sharing the redis store's limit (default 1)")
     p.add_argument("--max-keys", type=int, help="memory store bound (default 100000)")
     p.add_argument("--trusted-proxies", type=int, help="X-Forwarded-For hops to trust (default 0)")
     p.add_argument("--concurrency", type=int, help="downstream concurrency (default 32)")
@@ -62,7 +66,8 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     given = {
         "algorithm": args.algorithm, "limit": args.limit, "window_s": args.window, "burst": args.burst,
         "node": args.node,
-        "store": {"name": args.store, "max_keys": args.max_keys},
+        "store": {"name": args.store, "max_keys": args.max_keys, "url": args.redis_url, "mode": args.redis_mode,
+                  "nodes": args.nodes},
         "keys": {"trusted_proxies": args.trusted_proxies},
         "downstream": {"concurrency": args.concurrency, "schedule": args.schedule, "start_at": args.start_at,
                        "service_time": {"median_ms": args.service_ms, "sigma": args.service_sigma}},
@@ -104,16 +109,22 @@ class PortInUse(OSError):
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .config import ConfigError, load
+    from .layer_store import probe
+    from .stores.redis import RedisConfigError
 
     try:
         if not 0 < args.port < 65536:
             raise ConfigError(f"--port: must be 1..65535, got {args.port}")
         config = load(args.config, overrides(args))
+        probe(config.store)
         sock = bind(args.port)
-    except (ConfigError, PortInUse) as exc:
+    except (ConfigError, RedisConfigError, PortInUse) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     import uvicorn
+
+    # the Redis store's outage lines (one when an outage starts, one when it ends) go to stderr
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from .app import create_app
 

@@ -21,8 +21,9 @@ from pydantic import BaseModel, ConfigDict, Field
 from .config import TargetConfig
 from .decision_log import DecisionLog
 from .downstream import Downstream
+from .idempotency import IdempotencyMiddleware
 from .keys import KeyPolicy
-from .limits import Layer, build_layers
+from .limits import Layer, build_layers, remote_stores
 from .metrics import Metrics
 from .middleware import RateLimitMiddleware
 
@@ -67,6 +68,8 @@ def create_app(config: TargetConfig) -> FastAPI:
         try:
             yield
         finally:
+            for _, store in remote_stores(layers):
+                await store.aclose()
             if log is not None:
                 log.close()  # uvicorn runs this on SIGTERM: every buffered row reaches the file
 
@@ -102,6 +105,7 @@ def create_app(config: TargetConfig) -> FastAPI:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     app.include_router(_admin(target))
+    app.add_middleware(IdempotencyMiddleware)  # inside the limiter: every retry is counted, executed once
     app.add_middleware(RateLimitMiddleware, routes=routes, keys=KeyPolicy(config.keys), log=log, metrics=metrics,
                        node=config.node, store=config.store.name)
     return app
@@ -129,10 +133,11 @@ def _admin(target: Target) -> APIRouter:
             limits[layer.name] = {
                 "algorithm": layer.algorithm.name, "scope": layer.scope,
                 "decisions": int(decided), "rejections": int(rejected),
-                "keys": {tier or "default": len(v.store) for tier, v in layer.variants.items()},
+                "keys": {tier or "default": None if v.remote else len(v.store) for tier, v in layer.variants.items()},
                 "max_keys": target.config.store.max_keys,
-                "evictions": sum(v.store.evictions for v in layer.variants.values()),
+                "evictions": sum(v.store.evictions for v in layer.variants.values() if not v.remote),
                 **({"current_limit": layer.current_limit} if layer.observes else {}),
+                **({"redis": _redis_counters(target, layer)} if layer.remote else {}),
             }
         log = target.log
         return {
@@ -148,6 +153,8 @@ def _admin(target: Target) -> APIRouter:
             variant = target.layer(limit).variant(tier)
         except KeyError:
             raise HTTPException(status_code=404, detail=f"no limit {limit!r}") from None
+        if variant.remote:
+            raise HTTPException(status_code=409, detail=f"limit {limit!r} keeps its state in Redis")
         return {"limit": limit, "key": key, "state": _plain(variant.store.state(key))}
 
     @router.post("/health")
@@ -160,6 +167,18 @@ def _admin(target: Target) -> APIRouter:
         return {"health": health, "factor": factor}
 
     return router
+
+
+def _redis_counters(target: Target, layer: Layer) -> dict[str, Any]:
+    """A Redis layer's failover counters (summed over its tiers) and its decisions by source."""
+    store = target.config.store
+    totals: dict[str, float] = {}
+    for variant in layer.variants.values():
+        for name, value in variant.store.metrics().items():
+            totals[name.removeprefix("redis_")] = totals.get(name.removeprefix("redis_"), 0) + value
+    return {"mode": store.mode, "fail_open": store.fail_open, "errors": int(totals["errors"]),
+            "outages": int(totals["outages"]), "degraded_decisions": int(totals["degraded_decisions"]),
+            "down": bool(totals["down"]), "by_source": target.metrics.by_source(layer.name)}
 
 
 def _plain(state: Any) -> Any:

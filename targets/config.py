@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import time
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -150,11 +151,52 @@ class KeyConfig(_Strict):
         return name.lower()
 
 
+class FallbackPolicy(_Strict):
+    """The local limit a node applies while Redis is unavailable (fail-open)."""
+
+    limit: PositiveFloat
+    window_s: PositiveFloat | None = None
+    """Default: the layer's window."""
+    burst: PositiveFloat | None = None
+
+
 class StoreConfig(_Strict):
-    name: Literal["memory"] = "memory"
+    name: Literal["memory", "redis"] = "memory"
     max_keys: Annotated[int, Field(ge=1)] = 100_000
     idle_ttl_s: NonNegativeFloat | None = None
     """Default: each algorithm's own state lifetime (expiry never changes a decision)."""
+    # -- redis only (docs/redis.md) --
+    url: str | None = None
+    """Default: the REDIS_URL environment variable."""
+    mode: Literal["shared", "local", "leased", "naive"] = "shared"
+    cluster: bool = False
+    namespace: Name = "rl"
+    """Key prefix; each layer and tier adds its own name below it."""
+    nodes: Annotated[int, Field(ge=1)] = 1
+    """Target nodes sharing the limit: ``split`` and the default fallback give each L/N."""
+    split: bool = False
+    """``local`` mode: each node enforces L/N instead of L."""
+    batch: Annotated[int, Field(ge=1)] = 100
+    lease_ttl_s: PositiveFloat = 1.0
+    timeout_s: PositiveFloat = 0.05
+    retry_s: PositiveFloat = 1.0
+    """Probe interval during an outage (and Retry-After when failing closed)."""
+    fail_open: bool = True
+    fallback: FallbackPolicy | None = None
+    """Fail-open limit; default: the shared limit split over ``nodes``."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _url_from_env(cls, data: Any) -> Any:
+        if isinstance(data, dict) and data.get("name") == "redis" and not data.get("url"):
+            data = {**data, "url": os.environ.get("REDIS_URL") or None}
+        return data
+
+    @model_validator(mode="after")
+    def _redis_needs_url(self) -> StoreConfig:
+        if self.name == "redis" and self.mode != "local" and not self.url:
+            raise ValueError("url: the redis store needs a URL (store.url, --redis-url or REDIS_URL)")
+        return self
 
 
 class DecisionLogConfig(_Strict):
@@ -248,6 +290,8 @@ def check(config: TargetConfig) -> None:
                 algorithm, _, params = resolve_params(config, layer, tier)
             except PolicyError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+            if config.store.name == "redis" and config.store.mode == "naive" and algorithm not in ("fixed_window", "none"):
+                raise ConfigError(f"store.mode: naive is a fixed window (INCR then EXPIRE); {layer.name} uses {algorithm}")
             most = get_algorithm(algorithm).max_cost(params)
             for route in layer.routes or API_ROUTES:
                 if config.cost(route) > most and not math.isinf(most):

@@ -5,6 +5,10 @@ layer is asked; the first that rejects decides and nothing is consumed anywhere 
 peeked, then committed only when all admit). One layer (the common case) takes the store's
 single ``decide`` call. A layer whose scope is absent from the request (no tenant header, say)
 does not apply. Tiers (free, VIP...) select a layer's own policy and store by the tier header.
+
+Layers on Redis (``remote``) are awaited (``check_remote``): Redis has no peek, so they decide
+and spend in turn, and a request rejected by a later layer has spent quota in the earlier
+Redis layers. Memory layers keep the synchronous path: no await, nothing added.
 """
 
 from __future__ import annotations
@@ -19,15 +23,24 @@ from .algorithms import adaptive as adaptive_algorithm
 from .config import API_ROUTES, ROUTE_PATHS, LimitConfig, TargetConfig, resolve_params
 from .headers import QuotaText
 from .keys import Identity
+from .layer_store import open_layer_store
 from .stores.memory import MemoryStore
+from .stores.redis import decision_source
 
 
 @dataclass
 class Variant:
     """A layer's policy for one tier: its own store, quota and header item."""
 
-    store: MemoryStore
+    store: Any
+    """A MemoryStore, or (``remote``) an async Redis store."""
     text: QuotaText
+    remote: bool = False
+    source: str | None = "memory"
+    """The decision log's ``source`` for a local store; None: each decision says its own."""
+
+    def source_of(self, decision: Decision) -> str:
+        return self.source or decision_source(decision)
 
 
 @dataclass
@@ -43,6 +56,8 @@ class Layer:
     """Latency-driven (adaptive): each completed request's latency is fed back."""
     current_limit: float = math.nan
     """Adaptive only: the limit after the last decision or sample (for headers and metrics)."""
+    remote: bool = False
+    """Its stores are on Redis (every tier alike)."""
 
     def variant(self, tier: str | None) -> Variant:
         return self.variants.get(tier) or self.variants[None]
@@ -75,6 +90,10 @@ class RoutePlan:
     cost: float
     layers: list[Layer]
     needs_account: bool
+    remote: bool = False
+    """Some layer is on Redis: the middleware awaits ``check_remote``."""
+    holds: bool = False
+    """Some layer holds a slot until the response completes (or samples its latency)."""
 
 
 def build_layers(config: TargetConfig) -> tuple[list[Layer], dict[tuple[str, str], RoutePlan]]:
@@ -85,21 +104,27 @@ def build_layers(config: TargetConfig) -> tuple[list[Layer], dict[tuple[str, str
         for tier_name, tier in [(None, None), *lc.tiers.items()]:
             name, policy, params = resolve_params(config, lc, tier)
             algorithm = get_algorithm(name)
-            store = MemoryStore(algorithm, params, max_keys=config.store.max_keys, idle_ttl_s=config.store.idle_ttl_s)
+            opened = open_layer_store(config.store, lc.name, tier_name, algorithm, policy, params)
             window = None if algorithm.release is not None else policy.window_s
             quota = algorithm.max_cost(params) if algorithm.release is not None else policy.limit
-            variants[tier_name] = Variant(store, QuotaText.of(lc.name, quota, window))
-        algorithm = variants[None].store.algorithm
+            variants[tier_name] = Variant(opened.store, QuotaText.of(lc.name, quota, window), opened.remote, opened.source)
+        algorithm = get_algorithm(resolve_params(config, lc)[0])
         layer = Layer(lc.name, lc.scope, algorithm, variants, holds=algorithm.release is not None,
-                      observes=algorithm.observe is not None)
+                      observes=algorithm.observe is not None, remote=variants[None].remote)
         if layer.observes:
             layer.current_limit = adaptive_algorithm.current_limit(None, variants[None].store.params)
         layers.append((lc, layer))
     routes = {}
     for route, method_path in ROUTE_PATHS.items():
         chosen = [layer for lc, layer in layers if route in (lc.routes or API_ROUTES)]
-        routes[method_path] = RoutePlan(route, config.cost(route), chosen, any(la.scope == "account" for la in chosen))
+        routes[method_path] = RoutePlan(route, config.cost(route), chosen, any(la.scope == "account" for la in chosen),
+                                        any(la.remote for la in chosen), any(la.holds or la.observes for la in chosen))
     return [layer for _, layer in layers], routes
+
+
+def remote_stores(layers: list[Layer]) -> list[tuple[str, Any]]:
+    """(layer name, store) of every Redis store, for metrics and shutdown."""
+    return [(layer.name, v.store) for layer in layers for v in layer.variants.values() if v.remote]
 
 
 def check(plan: RoutePlan, who: Identity, now: float) -> Verdict:
@@ -135,6 +160,39 @@ def check(plan: RoutePlan, who: Identity, now: float) -> Verdict:
         if applied.layer.observes:
             applied.layer.refresh_limit(applied.variant.store, applied.key)
     return Verdict(True, [a for a, _ in pending])
+
+
+async def check_remote(plan: RoutePlan, who: Identity) -> Verdict:
+    """The layered check when some layer is on Redis: Redis layers decide (and spend) in turn,
+    then the memory layers are checked synchronously, so their peek + commit stays atomic."""
+    cost, clock = plan.cost, time.perf_counter_ns
+    spent: list[Applied] = []
+    for layer in plan.layers:
+        if not layer.remote:
+            continue
+        key = who.key(layer.scope)
+        if key is None:
+            continue
+        variant = layer.variant(who.tier)
+        start = clock()
+        decision = await variant.store.decide(key, None, cost)
+        applied = Applied(layer, key, variant, decision, (clock() - start) / 1000.0)
+        if not decision[0]:
+            return Verdict(False, [applied])
+        spent.append(applied)
+    local = [layer for layer in plan.layers if not layer.remote]
+    if not local:
+        return Verdict(True, spent)
+    verdict = check(RoutePlan(plan.name, cost, local, plan.needs_account), who, time.time())
+    return Verdict(True, spent + verdict.applied) if verdict.allowed else verdict
+
+
+async def complete_remote(verdict: Verdict, cost: float, rtt_s: float) -> None:
+    """``complete`` for a verdict with Redis layers: their slots are given back in Redis."""
+    complete(Verdict(True, [a for a in verdict.applied if not a.layer.remote]), cost, rtt_s)
+    for a in verdict.applied:
+        if a.layer.remote and a.layer.holds:
+            await a.variant.store.release(a.key, None, cost)
 
 
 def complete(verdict: Verdict, cost: float, rtt_s: float) -> None:

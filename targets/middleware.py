@@ -22,8 +22,9 @@ from typing import Any
 from .decision_log import DecisionLog
 from .headers import Header, quota_headers, rejection
 from .keys import KeyPolicy, token
-from .limits import RoutePlan, Verdict, check, complete
+from .limits import RoutePlan, Verdict, check, check_remote, complete, complete_remote
 from .metrics import Metrics
+from .stores.redis import decision_source
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -55,8 +56,12 @@ class RateLimitMiddleware:
         who = self.keys.identify(scope)
         if plan.needs_account:
             who.account, receive = await _read_account(receive)
-        now = time.time()
-        verdict = check(plan, who, now)
+        if plan.remote:
+            verdict = await check_remote(plan, who)
+            now = time.time()  # logged at the decision, not the arrival: the order Redis decided in
+        else:
+            now = time.time()
+            verdict = check(plan, who, now)
         self._record(plan, who, verdict, now)
         fields = _fields(verdict)
         if not verdict.allowed:
@@ -76,7 +81,10 @@ class RateLimitMiddleware:
         try:
             await self.app(scope, receive, send)
         finally:
-            complete(verdict, plan.cost, time.perf_counter() - start)
+            if plan.remote:
+                await complete_remote(verdict, plan.cost, time.perf_counter() - start)
+            else:
+                complete(verdict, plan.cost, time.perf_counter() - start)
 
     def _record(self, plan: RoutePlan, who: Any, verdict: Verdict, now: float) -> None:
         rows = self.log.rows if self.log is not None else None
@@ -87,9 +95,13 @@ class RateLimitMiddleware:
             self.metrics.decided[name].inc()
             if not d[0]:
                 self.metrics.rejected[name].inc()
+            source = a.variant.source or decision_source(d)
+            if a.variant.remote:
+                self.metrics.sourced[name, source].inc()
             if rows is not None:
                 rows.append((now, self.node, a.layer.algorithm.name, self.store, name, a.key, plan.cost, d[0], d[1],
-                             d[2], a.decision_us, who.client_class, request_id, who.client_id, plan.name, d[4], None))
+                             d[2], a.decision_us, who.client_class, request_id, who.client_id, plan.name, d[4], None,
+                             source, a.layer.current_limit if a.layer.observes else None))
 
 
 def _fields(verdict: Verdict) -> list[Header]:

@@ -95,6 +95,9 @@ def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None,
             if process.returncode == EXIT_PORT_IN_USE and "in use" in target.stderr() and attempt + 1 < PORT_ATTEMPTS:
                 continue
             raise
+        except BaseException:  # Ctrl-C or SIGTERM while it starts: never leave it behind
+            target.stop()
+            raise
     raise AssertionError("unreachable")
 
 

@@ -49,14 +49,23 @@ def test_envelope_at_the_window_is_over_admission() -> None:
     assert env["max_admitted_cost"].tolist() == [1.0, 3.0, 6.0]
 
 
-def test_many_keys_are_swept_together_exactly() -> None:
+def test_envelope_of_many_keys_matches_the_sweep_key_by_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Chunks of 64 rows: windows reach across chunks and keys; ties and weighted costs included.
+    monkeypatch.setattr(metrics, "CHUNK_ROWS", 64)
     rng = np.random.default_rng(3)
-    n_keys = metrics.LOOP_KEYS * 3
-    t = rng.uniform(0, 10, 5000)
-    keys = rng.integers(0, n_keys, 5000).astype(str)
-    df = pd.DataFrame({"t": t, "key": keys, "cost": np.ones(5000), "allowed": True})
-    expected = max(metrics.max_window_cost(np.sort(t[keys == k]), np.ones((keys == k).sum()), 0.5) for k in set(keys))
-    assert metrics.over_admission(df, 1.0, 0.5) == expected
+    t = rng.uniform(0, 10, 3000)
+    t[::7] = t[1::7][: len(t[::7])]  # equal times
+    keys = rng.integers(0, 90, 3000).astype(str)
+    cost = rng.integers(0, 4, 3000).astype(float)
+    df = pd.DataFrame({"t": t, "key": keys, "cost": cost, "allowed": rng.random(3000) < 0.9})
+    lengths = [0.013, 0.1, 0.5, 2.0, 20.0]
+    admitted = df[df["allowed"]].sort_values("t", kind="stable")
+    expected = [max(metrics.max_window_cost(g["t"].to_numpy(), g["cost"].to_numpy(), d) for _, g in admitted.groupby("key"))
+                for d in lengths]
+    assert metrics.admitted_envelope(df, lengths)["max_admitted_cost"].tolist() == expected
+    assert metrics.over_admission(df, 2.0, 0.5) == expected[2] / 2.0
+    monkeypatch.setattr(metrics, "MAX_COMPOSITE", 1)  # too long for one axis: swept key by key
+    assert metrics.admitted_envelope(df, lengths)["max_admitted_cost"].tolist() == expected
 
 
 @pytest.mark.parametrize(("q", "expected"), [(50, 5), (90, 9), (99, 10), (99.9, 10), (0, 1), (100, 10)])

@@ -1,0 +1,39 @@
+"""Worker processes for analysis: runs and charts are independent of each other, and a report
+of ten million rows is CPU-bound on every core it gets.
+
+Workers are forked, so they inherit the modules already imported (numpy, pandas, pyarrow and
+matplotlib take seconds to import afresh). A worker holds one task at a time, so peak memory
+is about ``WORKERS`` times the largest run, plus the parent's small results.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from typing import Any
+
+WORKERS = 2
+"""This machine has two cores; more workers would only multiply the memory."""
+
+
+class InlineExecutor(Executor):
+    """Runs each task at once in this process: one core, or no ``fork`` on this platform."""
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        future: Future = Future()
+        try:
+            future.set_result(fn(*args, **kwargs))
+        except Exception as exc:  # the caller sees it from result(), as with a process pool
+            future.set_exception(exc)
+        return future
+
+
+def worker_pool(workers: int | None = None) -> Executor:
+    """A pool of up to ``workers`` (default WORKERS) forked processes, never more than the
+    cores; inline when that is one."""
+    n = min(WORKERS if workers is None else workers, os.cpu_count() or 1)
+    if n <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return InlineExecutor()
+    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))

@@ -1,0 +1,71 @@
+"""What a multi-node or store-failure run measures, from its merged logs, for run.json.
+
+- ``fleet``: the limit the fleet really enforced on the key under test (the skewed client of
+  ``multi_node``, else the busiest key): its max admitted cost in any window W, against the
+  advertised L; before and after a node joins (autoscale), and the decisions per node.
+- ``store_failure``: requests and admissions while the store was down against the fallback
+  limit, decisions by source, answers that were not a decision (errors, no answer), and the time
+  from the restart to the first shared decision again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.metrics import max_window_cost
+from scenarios.multi_node import SKEWED
+
+ANSWERS = (200, 201, 429)
+"""A status that is a decision; anything else (5xx, 0 = no answer) is an error shown to a client."""
+
+
+def _worst(admitted: pd.DataFrame, window_s: float) -> float:
+    """Max admitted cost in any window over the keys of ``admitted`` (sorted by t)."""
+    if admitted.empty:
+        return 0.0
+    return max(max_window_cost(g["t"].to_numpy(), g["cost"].to_numpy(), window_s) for _, g in admitted.groupby("key"))
+
+
+def fleet_measures(decisions: pd.DataFrame, limit: float, window_s: float, joins_at: list[float],
+                   routing: str) -> dict[str, Any]:
+    """``joins_at``: epoch seconds each node starts taking traffic."""
+    df = decisions.sort_values("t", kind="stable")
+    key = SKEWED if (df["key"] == SKEWED).any() else (df.groupby("key")["cost"].sum().idxmax() if len(df) else None)
+    admitted = df[df["allowed"] & (df["key"] == key)]
+    enforced = _worst(admitted, window_s)
+    out: dict[str, Any] = {
+        "nodes": len(joins_at), "routing": routing, "key": key, "advertised_limit": limit,
+        "enforced_limit": enforced, "enforced_ratio": round(enforced / limit, 4),
+        "decisions_by_node": {str(k): int(v) for k, v in df.groupby("node").size().items()},
+    }
+    join = max(joins_at, default=0.0)
+    if join > min(joins_at, default=0.0):
+        before, after = admitted[admitted["t"] < join], admitted[admitted["t"] >= join]
+        out["autoscale"] = {"join_t": join, "enforced_before": _worst(before, window_s),
+                            "enforced_after": _worst(after, window_s)}
+    return out
+
+
+def store_failure_measures(decisions: pd.DataFrame, client: pd.DataFrame, start_t: float, end_t: float,
+                           fallback_limit: float, window_s: float) -> dict[str, Any]:
+    """``fallback_limit``: the local limit per node while Redis is down."""
+    df = decisions.sort_values("t", kind="stable")
+    down = df[(df["t"] >= start_t) & (df["t"] < end_t)]
+    after = df[(df["t"] >= end_t) & (df["source"] == "redis")]
+    fallback = down[down["allowed"] & (down["source"] == "fallback")]
+    per_node = [_worst(g, window_s) for _, g in fallback.groupby("node")]
+    status = client["status"].to_numpy()
+    return {
+        "outage": {"start_t": start_t, "end_t": end_t, "duration_s": round(end_t - start_t, 3)},
+        "requests_during_outage": len(down),
+        "admitted_during_outage": int(down["allowed"].sum()),
+        "fallback_limit_per_node": fallback_limit,
+        "fallback_max_window_per_node": max(per_node, default=0.0),
+        "sources_during_outage": {str(k): int(v) for k, v in down.groupby("source").size().items()},
+        "client_errors": int((~np.isin(status, ANSWERS)).sum()),
+        "unanswered": int((status == 0).sum()),
+        "recovery_s": round(float(after["t"].iloc[0]) - end_t, 3) if len(after) else None,
+    }

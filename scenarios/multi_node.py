@@ -1,0 +1,81 @@
+"""K target nodes behind a balancer, one skewed client well above the limit plus background
+clients: what limit does the fleet really enforce, against the advertised L?
+
+The skewed client (class ``abusive``: it is the key under test) sends ``skew`` x L/W; with
+``local`` limits and round-robin routing each node sees 1/K of it, so the fleet admits about
+K x L (min(skew, K) x L); sticky routing puts it on one node, where ``local`` limit/N cuts it to
+L/N. ``add_node_at_s`` adds a node mid-run (autoscale): with local limits, one more L.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .base import ABUSIVE, LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, non_negative, positive
+from .fleet import ROUTINGS, VIRTUAL_STORES, Fleet
+
+SKEWED = "skewed"
+
+
+@dataclass(frozen=True)
+class Params(ModelParams):
+    nodes: int = 3
+    """K: target nodes from the start."""
+    routing: str = "round_robin"
+    """round_robin or sticky (hash of the client id)."""
+    skew: float = 4.0
+    """The skewed client's rate as a multiple of L/W."""
+    clients: int = 4
+    """Background clients, each at ``load`` x L/W on its own key."""
+    load: float = 0.3
+    duration_s: float | None = None
+    """Defaults to 4 windows."""
+    add_node_at_s: float = 0.0
+    """0: no autoscale; else one more node takes traffic from this time on."""
+    virtual_store: str = "local"
+    """``simulate`` only: local, local_split or shared (live runs use the campaign's store)."""
+
+    def check(self) -> None:
+        if not (isinstance(self.nodes, int) and self.nodes >= 1):
+            raise ScenarioError(f"nodes must be >= 1, got {self.nodes}")
+        if self.routing not in ROUTINGS:
+            raise ScenarioError(f"routing must be one of {', '.join(ROUTINGS)}, got {self.routing!r}")
+        if self.virtual_store not in VIRTUAL_STORES:
+            raise ScenarioError(f"virtual_store must be one of {', '.join(VIRTUAL_STORES)}, got {self.virtual_store!r}")
+        positive("skew", self.skew)
+        non_negative("clients", self.clients)
+        positive("load", self.load)
+        positive("duration_s", self.duration_s)
+        non_negative("add_node_at_s", self.add_node_at_s)
+
+
+class MultiNode(TrafficModel):
+    name = "multi_node"
+    summary = "K nodes, round-robin or sticky routing, a skewed client, optional autoscale: the limit the fleet enforces"
+
+    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
+        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+        if params.add_node_at_s >= self.duration_s:
+            raise ScenarioError(f"add_node_at_s must be before the end ({self.duration_s:g} s), got {params.add_node_at_s:g}")
+
+    @property
+    def duration_s(self) -> float:
+        return self.p.duration_s or 4 * self.window_s
+
+    def fleet(self) -> Fleet:
+        joins = (0.0,) * self.p.nodes + ((self.p.add_node_at_s,) if self.p.add_node_at_s > 0 else ())
+        return Fleet(joins, self.p.routing, self.p.virtual_store)
+
+    def generate(self) -> Arrivals:
+        p, rng, d = self.p, np.random.default_rng(self.seed), self.duration_s
+        rate = self.limit / self.window_s
+        n_skew = rng.poisson(p.skew * rate * d)
+        counts = rng.poisson(p.load * rate * d, p.clients)
+        times = np.concatenate([rng.uniform(0.0, d, n_skew), rng.uniform(0.0, d, int(counts.sum()))])
+        ids = np.concatenate([np.full(n_skew, SKEWED, dtype=object),
+                              np.repeat(np.array([f"client-{i}" for i in range(p.clients)], dtype=object), counts)])
+        classes = np.where(ids == SKEWED, ABUSIVE, LEGIT).astype(object)
+        n = len(times)
+        return Arrivals.from_columns(times, ids, classes, np.full(n, "GET /api/items", dtype=object), np.ones(n))
