@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import heapq
 import time
+from collections import deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -68,11 +69,12 @@ def replay_on(store: MemoryStore, traffic: TrafficModel | Arrivals) -> Replay:
     ``decide``/``decide_many``/``release``/``algorithm``/``params``/``evictions`` will do, e.g.
     several nodes behind a balancer."""
     with _no_gc():
-        if isinstance(traffic, Arrivals):
-            return _replay_open(traffic, store)
-        if traffic.reactive or store.algorithm.release is not None:
+        if not isinstance(traffic, Arrivals) and traffic.reactive:
             return _replay_general(traffic, store)
-        return _replay_open(traffic.arrivals(), store)
+        arrivals = traffic if isinstance(traffic, Arrivals) else traffic.arrivals()
+        if store.algorithm.release is not None:
+            return _replay_open_releasing(arrivals, store)
+        return _replay_open(arrivals, store)
 
 
 @contextmanager
@@ -103,9 +105,33 @@ def _replay_open(arrivals: Arrivals, store: MemoryStore) -> Replay:
     return Replay(arrivals, decisions, micros, store.evictions)
 
 
+def _replay_open_releasing(arrivals: Arrivals, store: MemoryStore) -> Replay:
+    """Open-loop traffic through a concurrency limiter: the arrivals stay columns; the virtual
+    completions that give the slots back wait in a FIFO."""
+    decide, releases, clock = store.decide, _Releases(store), time.perf_counter_ns
+    due, schedule, until = releases.due, releases.schedule, releases.until
+    ts, keys, costs = arrivals.t, arrivals.key, arrivals.cost
+    decisions: list[Decision] = []
+    append = decisions.append
+    micros: list[float] = []
+    for first in range(0, len(ts), TIMING_BLOCK):
+        last = first + TIMING_BLOCK
+        start = clock()
+        for t, key, cost in zip(ts[first:last], keys[first:last], costs[first:last]):
+            if due and due[0][0] <= t:
+                until(t)
+            d = decide(key, t, cost)
+            if d[0]:
+                schedule(t + d[4], key, cost)
+            append(d)
+        count = len(ts[first:last])
+        micros.extend([(clock() - start) / 1000.0 / count] * count)  # block mean, releases included
+    return Replay(arrivals, decisions, micros, store.evictions)
+
+
 def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
-    """Closed-loop traffic and concurrency limiters, one request at a time: planned arrivals are
-    merged with each decision's follow-ups (a heap), and virtual completions release slots."""
+    """Closed-loop traffic, one request at a time: planned arrivals are merged with each
+    decision's follow-ups (a heap), and virtual completions release slots."""
     initial = model.arrivals()
     planned = initial.requests()
     heap: list[tuple[float, int, Request]] = []
@@ -139,28 +165,27 @@ def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
 
 class _Releases:
     """Virtual completions for concurrency limiters: each admitted request holds its slots for
-    the algorithm's ``hold_s`` (a stand-in for service time)."""
+    the algorithm's ``hold_s`` (a stand-in for service time). Decisions come in time order and
+    the hold is constant, so completions are due in admission order: a FIFO, not a heap."""
 
     def __init__(self, store: MemoryStore) -> None:
         self.store = store
         self.enabled = store.algorithm.release is not None
         self.hold_s = getattr(store.params, "hold_s", 0.0)
-        self.heap: list[tuple[float, int, str, float]] = []
-        self.seq = 0
+        self.due: deque[tuple[float, str, float]] = deque()
 
     @property
     def pending(self) -> bool:
-        return bool(self.heap)
+        return bool(self.due)
 
     def schedule(self, t: float, key: str, cost: float) -> None:
-        heapq.heappush(self.heap, (t + self.hold_s, self.seq, key, cost))
-        self.seq += 1
+        self.due.append((t + self.hold_s, key, cost))
 
     def until(self, now: float) -> None:
-        heap = self.heap
-        while heap and heap[0][0] <= now:
-            t, _, key, cost = heapq.heappop(heap)
-            self.store.release(key, t, cost)
+        due, release = self.due, self.store.release
+        while due and due[0][0] <= now:
+            t, key, cost = due.popleft()
+            release(key, t, cost)
 
 
 def ideal_decisions(arrivals: Arrivals, policy: Policy) -> list[bool]:
