@@ -7,14 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from scenarios import SCENARIOS, ScenarioError, build_model
 from scenarios.fleet import fleet_of
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
-from .sim_campaign import ConfigError, PolicyConfig
+from .sim_campaign import PolicyConfig, read_yaml, validate_model
 
 ParamValue = str | int | float
 StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
@@ -176,17 +175,4 @@ class Campaign(_Strict):
 
 
 def load_campaign(path: Path) -> Campaign:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    try:
-        return Campaign.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = err["msg"].removeprefix("Value error, ")
-        raise ConfigError(f"{path}: {where}: {msg}" if where != "(top level)" or ":" not in msg
-                          else f"{path}: {msg}") from None
+    return validate_model(Campaign, read_yaml(path), str(path))

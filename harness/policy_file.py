@@ -10,12 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from targets.algorithms import Policy, PolicyError, build_params
 
-from .sim_campaign import ConfigError
+from .sim_campaign import ConfigError, read_yaml, validate_model
 from .validate_thresholds import Threshold, parse_threshold
 
 RateAlgorithm = Literal[
@@ -175,13 +174,7 @@ class _Bad(Exception):
 
 
 def parse_policy(raw: Any, source: str) -> PolicyFile:
-    try:
-        policy = PolicyFile.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        msg = str(err["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"{source}: {where}: {msg}") from None
+    policy = validate_model(PolicyFile, raw, source)
     try:
         _cross_check(policy)
     except _Bad as exc:
@@ -190,10 +183,4 @@ def parse_policy(raw: Any, source: str) -> PolicyFile:
 
 
 def load_policy(path: Path) -> PolicyFile:
-    try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
-    return parse_policy(raw, str(path))
+    return parse_policy(read_yaml(path), str(path))

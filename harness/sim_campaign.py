@@ -4,9 +4,12 @@ algorithms under which policy. The live campaign format comes with the campaign 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+M = TypeVar("M", bound=BaseModel)
 
 
 class ConfigError(ValueError):
@@ -48,16 +51,26 @@ class SimCampaign(_Strict):
         return value
 
 
-def load_sim_campaign(path: Path) -> SimCampaign:
+def read_yaml(path: Path) -> Any:
+    """A YAML file's content; a missing or malformed file is a ConfigError naming it."""
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise ConfigError(f"{path}: no such file") from None
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+
+
+def validate_model(model: type[M], raw: Any, source: str) -> M:
+    """``model.model_validate(raw)``; the first error becomes one ConfigError with the field's path."""
     try:
-        return SimCampaign.model_validate(raw)
+        return model.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"]) or "(top level)"
-        raise ConfigError(f"{path}: {where}: {err['msg']}") from None
+        where = ".".join(str(p) for p in err["loc"])
+        msg = str(err["msg"]).removeprefix("Value error, ")
+        raise ConfigError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
+
+
+def load_sim_campaign(path: Path) -> SimCampaign:
+    return validate_model(SimCampaign, read_yaml(path), str(path))
