@@ -1,4 +1,6 @@
-"""What a multi-node or store-failure run measures, from its merged logs, for run.json.
+"""What a live run measures beyond the raw logs, for run.json: how well the plan was kept
+(send lag, burst spread, the CPU samples of the measured window) and, for multi-node and
+store-failure runs, what the fleet enforced.
 
 - ``fleet``: the limit the fleet really enforced on the key under test (the skewed client of
   ``multi_node``, else the busiest key): its max admitted cost in any window W, against the
@@ -10,12 +12,16 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from analysis.metrics import max_window_cost
+from analysis.schema import DECISIONS_FILE
+from scenarios.live_plan import LivePlan, groups, worker_share
 from scenarios.multi_node import SKEWED
 
 ANSWERS = (200, 201, 429)
@@ -69,3 +75,37 @@ def store_failure_measures(decisions: pd.DataFrame, client: pd.DataFrame, start_
         "unanswered": int((status == 0).sum()),
         "recovery_s": round(float(after["t"].iloc[0]) - end_t, 3) if len(after) else None,
     }
+
+
+def measured_window(rows: list[tuple], info: dict[str, Any], interval_s: float) -> list[tuple]:
+    """The samples of the measured window (plan start to end, one sample either side): start-up
+    (imports, warm-up) is not what a run measures. A run that failed early keeps everything."""
+    if "start_at" not in info or "end_at" not in info:
+        return rows
+    first, last = info["start_at"] - interval_s, info["end_at"] + interval_s
+    return [r for r in rows if first <= r[0] <= last]
+
+
+def pct_ms(values: np.ndarray, q: float) -> float | None:
+    values = values[np.isfinite(values)]
+    return round(float(np.percentile(values, q)) * 1000.0, 3) if len(values) else None
+
+
+def burst_spread(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
+    """For every planned group of 10+ simultaneous requests: how spread their arrivals at the
+    target were (decision times, ms) and how far from the deadline they were sent."""
+    shots = worker_share(plan.arrivals(), 0, 1)
+    big = [g for g in groups(shots, plan.burst_gap_s) if len(g) >= 10]
+    if not big:
+        return {}
+    decisions = pq.read_table(run_dir / DECISIONS_FILE, columns=["t", "request_id"]).to_pandas()
+    t_by_id = decisions.groupby("request_id")["t"].min()
+    spreads = []
+    for g in big:
+        ts = t_by_id.reindex([s.headers["x-request-id"] for s in g]).dropna()
+        if len(ts) > 1:
+            spreads.append((ts.max() - ts.min()) * 1000.0)
+    if not spreads:
+        return {}
+    return {"burst_groups": len(spreads), "burst_size": max(len(g) for g in big),
+            "burst_spread_ms": {"median": round(float(np.median(spreads)), 3), "max": round(float(np.max(spreads)), 3)}}

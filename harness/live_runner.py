@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -50,15 +49,15 @@ from analysis.schema import (
 )
 from scenarios import SCENARIOS, build_model
 from scenarios.fleet import Fleet, fleet_of
-from scenarios.live_plan import ROUTES, LivePlan, aligned_start, groups, worker_share
+from scenarios.live_plan import LivePlan, aligned_start, groups, worker_share
 from scenarios.unhealthy_downstream import Params as UnhealthyParams
 from targets.algorithms import Policy
-from targets.config import ROUTE_PATHS
 from targets.process import HOST, TargetError, TargetProcess, free_port, start_target
 
 from .campaign import Campaign, LiveScenario
 from .cpu_sampler import CpuSampler, cpu_csv
-from .live_measures import fleet_measures, store_failure_measures
+from .live_config import str_params, target_config
+from .live_measures import burst_spread, fleet_measures, measured_window, pct_ms, store_failure_measures
 from .machine import machine_facts
 from .redis_server import RedisServer
 from .results import ResultsFolder, utc_stamp, write_parquet, write_text
@@ -115,7 +114,7 @@ def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | No
     runs = []
     for sc in campaign.scenarios:
         policy = campaign.policy_for(sc)
-        fleet = fleet_of(build_model(sc.name, policy.limit, policy.window_s, campaign.seed, _str(sc.params)))
+        fleet = fleet_of(build_model(sc.name, policy.limit, policy.window_s, campaign.seed, str_params(sc.params)))
         joins = list(fleet.joins_s) if fleet is not None else [0.0] * campaign.nodes
         routing = fleet.routing if fleet is not None else campaign.routing
         stores = [campaign.store_label(st) for st in campaign.stores_for(sc)]
@@ -141,63 +140,6 @@ def signals_interrupt() -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
-
-
-def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Path) -> dict[str, Any]:
-    """The target's config file for one run (targets.config.TargetConfig)."""
-    downstream: dict[str, Any] = {
-        "concurrency": campaign.downstream.concurrency,
-        "service_time": {"median_ms": campaign.downstream.median_ms, "sigma": campaign.downstream.sigma},
-        "start_at": start_at,
-        "seed": campaign.seed,
-    }
-    model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, campaign.seed, _str(run.scenario.params))
-    if isinstance(getattr(model, "p", None), UnhealthyParams):
-        downstream["schedule"] = model.p.schedule()
-    # one limit on exactly the routes the scenario calls (a route it never calls must not make
-    # the config invalid, e.g. a cost-20 report under a burst of 10); adaptive guards the
-    # downstream as a whole, every other algorithm limits per client key
-    by_path = {method_path: name for name, method_path in ROUTE_PATHS.items()}
-    routes = sorted({by_path[ROUTES[r]] for r in set(model.arrivals().route) if r in ROUTES})
-    adaptive = run.algorithm == "adaptive"
-    limit = {
-        "name": "adaptive" if adaptive else "per-client",
-        "scope": "global" if adaptive else "client",
-        "routes": routes or ["items"],
-        "algorithm": run.algorithm,
-        "limit": run.policy.limit,
-        "window_s": run.policy.window_s,
-        "burst": run.policy.burst,
-        "params": asdict(run.params),
-    }
-    config = {
-        "algorithm": run.algorithm,
-        "limit": run.policy.limit,
-        "window_s": run.policy.window_s,
-        "limits": [limit],
-        "downstream": downstream,
-        "store": store_config(run, campaign, start_at),
-        "decision_log": {"path": str(run_dir / DECISIONS_FILE)},
-        "node": "node-1",
-    }
-    return {**config, **model.target_config(), **run.scenario.target}
-
-
-def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str, Any]:
-    """The target's ``store``: memory, or redis in the run's mode with its keys under a namespace
-    of this run's own (runs never see each other's state, even on a Redis that is not ours).
-    The URL reaches the targets as REDIS_URL."""
-    mode = campaign.redis_mode(run.store)
-    if mode is None:
-        return {"name": "memory"}
-    r = campaign.redis
-    return {"name": "redis", "mode": mode, "split": run.store.endswith("-split"), "nodes": len(run.joins_s),
-            "batch": r.batch, "timeout_s": r.timeout_s, "retry_s": r.retry_s, "fail_open": r.fail_open,
-            "namespace": f"rb{start_at * 1000:.0f}"}
-
-
-def _str(params: dict[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in params.items()}
 
 
 class RunFailed(Exception):
@@ -269,7 +211,7 @@ class LiveRunner:
             ports = [free_port() for _ in nodes]
             hosts = [f"http://{HOST}:{port}" for port in ports]
             model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed,
-                                _str(run.scenario.params))
+                                str_params(run.scenario.params))
             outage = getattr(model, "outage", None)
             if outage is not None and self.redis_url() and self.redis is None:  # not ours: cannot stop it
                 raise RunFailed(f"{run.scenario.name} stops Redis mid-run: it needs the runner's own redis-server "
@@ -280,7 +222,7 @@ class LiveRunner:
             config = target_config(run, self.campaign, start_at, run_dir)
             configs = self._node_configs(config, nodes, run_dir)
             plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
-                            hosts, str(run_dir / "client"), self.workers, _str(run.scenario.params),
+                            hosts, str(run_dir / "client"), self.workers, str_params(run.scenario.params),
                             routing=run.routing, joins_s=list(run.joins_s))
             plan.save(run_dir / "plan.json")
             arrivals = plan.arrivals()
@@ -314,7 +256,7 @@ class LiveRunner:
             raise
         finally:
             self._stop_children()
-            rows = _measured(sampler.stop(), info, sampler.interval_s)
+            rows = measured_window(sampler.stop(), info, sampler.interval_s)
             write_text(run_dir / CPU_FILE, cpu_csv(rows))
             info["generator_bound"] = self._generator_bound(rows, info)
             write_text(run_dir / RUN_FILE, json.dumps(info, indent=2, default=float) + "\n")
@@ -386,7 +328,7 @@ class LiveRunner:
 
     def _phases(self, run: LiveRun, start_at: float) -> list[dict[str, Any]]:
         model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed,
-                            _str(run.scenario.params))
+                            str_params(run.scenario.params))
         p = getattr(model, "p", None)
         if isinstance(p, UnhealthyParams):
             return [{"name": "degraded", "start_t": start_at + p.degrade_at_s, "end_t": start_at + p.recover_at_s}]
@@ -464,9 +406,9 @@ class LiveRunner:
             "unanswered": int((df["status"] == 0).sum()),
             "late_groups": late,
             "late_share": late / max(1, n_groups),
-            "send_lag_ms": {"p50": _pct(lag, 50), "p99": _pct(lag, 99), "max": _pct(lag, 100)},
+            "send_lag_ms": {"p50": pct_ms(lag, 50), "p99": pct_ms(lag, 99), "max": pct_ms(lag, 100)},
         }
-        info.update(_burst_spread(run_dir, plan))
+        info.update(burst_spread(run_dir, plan))
         return info
 
     def _generator_bound(self, rows: list[tuple], info: dict[str, Any]) -> bool | None:
@@ -515,42 +457,8 @@ class LiveRunner:
         from analysis.metrics import over_admission
 
         model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed,
-                            _str(run.scenario.params))
+                            str_params(run.scenario.params))
         local = {"redis-local": "local", "redis-local-split": "local_split"}.get(run.store, "shared")
         fleet = Fleet(tuple(run.joins_s), run.routing, local) if len(run.joins_s) > 1 else None
         table, _ = simulate(model, run.algorithm, run.policy, run.params, fleet=fleet)
         return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
-
-
-def _measured(rows: list[tuple], info: dict[str, Any], interval_s: float) -> list[tuple]:
-    """The samples of the measured window (plan start to end, one sample either side): start-up
-    (imports, warm-up) is not what a run measures. A run that failed early keeps everything."""
-    if "start_at" not in info or "end_at" not in info:
-        return rows
-    first, last = info["start_at"] - interval_s, info["end_at"] + interval_s
-    return [r for r in rows if first <= r[0] <= last]
-
-
-def _pct(values: np.ndarray, q: float) -> float | None:
-    values = values[np.isfinite(values)]
-    return round(float(np.percentile(values, q)) * 1000.0, 3) if len(values) else None
-
-
-def _burst_spread(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
-    """For every planned group of 10+ simultaneous requests: how spread their arrivals at the
-    target were (decision times, ms) and how far from the deadline they were sent."""
-    shots = worker_share(plan.arrivals(), 0, 1)
-    big = [g for g in groups(shots, plan.burst_gap_s) if len(g) >= 10]
-    if not big:
-        return {}
-    decisions = pq.read_table(run_dir / DECISIONS_FILE, columns=["t", "request_id"]).to_pandas()
-    t_by_id = decisions.groupby("request_id")["t"].min()
-    spreads = []
-    for g in big:
-        ts = t_by_id.reindex([s.headers["x-request-id"] for s in g]).dropna()
-        if len(ts) > 1:
-            spreads.append((ts.max() - ts.min()) * 1000.0)
-    if not spreads:
-        return {}
-    return {"burst_groups": len(spreads), "burst_size": max(len(g) for g in big),
-            "burst_spread_ms": {"median": round(float(np.median(spreads)), 3), "max": round(float(np.max(spreads)), 3)}}

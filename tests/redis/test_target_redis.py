@@ -62,7 +62,7 @@ def statuses(urls: list[str], n: int, key: str = "k") -> list[int]:
 
 
 def test_two_nodes_sharing_redis_admit_exactly_the_limit(own_redis, targets, tmp_path):
-    nodes = targets(config(own_redis.url, nodes=2), n=2)
+    nodes = targets(config(own_redis.url, nodes=2, timeout_s=1.0), n=2)  # generous: a slow machine, not a fallback
     got = statuses([t.url for t in nodes], 100)
     assert got.count(200) == 40 and got.count(429) == 60
     for t in nodes:

@@ -1,8 +1,11 @@
 """Clients from a REDIS_URL, checked once at start so that a bad URL fails with one clear
 message (``RedisConfigError``) instead of a fallback to the local limit on every request.
 
-Decision clients get short socket timeouts (the failover's budget) and no retries of their own:
-the failover decides what a slow or failed call means. The start-up check uses a longer timeout.
+Decision clients get short socket timeouts (the failover's budget) and retry nothing but a
+broken connection, once: after Redis restarts, every pooled connection is dead, and the first use
+of each must reconnect rather than count as a new outage. A timeout is never retried (that would
+double the budget); the failover decides what a slow or failed call means. The start-up check
+uses a longer timeout.
 """
 
 from __future__ import annotations
@@ -42,6 +45,10 @@ def check(url: str, *, cluster: bool = False, timeout_s: float = CHECK_TIMEOUT_S
         client.close()
 
 
+RECONNECT_ONCE = (NoBackoff(), 1)
+RECONNECT_ERRORS = (redis.exceptions.ConnectionError,)
+
+
 def _options(timeout_s: float) -> dict[str, Any]:
     return {"socket_timeout": timeout_s, "socket_connect_timeout": timeout_s}
 
@@ -49,10 +56,11 @@ def _options(timeout_s: float) -> dict[str, Any]:
 def sync_client(url: str, *, cluster: bool = False, timeout_s: float = CHECK_TIMEOUT_S) -> Any:
     if cluster:
         return redis.cluster.RedisCluster.from_url(url, **_options(timeout_s))
-    return redis.Redis.from_url(url, retry=Retry(NoBackoff(), 0), **_options(timeout_s))
+    return redis.Redis.from_url(url, retry=Retry(*RECONNECT_ONCE, supported_errors=RECONNECT_ERRORS), **_options(timeout_s))
 
 
 def async_client(url: str, *, cluster: bool = False, timeout_s: float = 0.05, max_connections: int = 64) -> Any:
     if cluster:
         return redis.asyncio.cluster.RedisCluster.from_url(url, max_connections=max_connections, **_options(timeout_s))
-    return redis.asyncio.Redis.from_url(url, max_connections=max_connections, retry=AsyncRetry(NoBackoff(), 0), **_options(timeout_s))
+    retry = AsyncRetry(*RECONNECT_ONCE, supported_errors=RECONNECT_ERRORS)
+    return redis.asyncio.Redis.from_url(url, max_connections=max_connections, retry=retry, **_options(timeout_s))
