@@ -13,7 +13,7 @@ from scenarios import SCENARIOS, ScenarioError, build_model
 from scenarios.fleet import fleet_of
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
-from .sim_campaign import PolicyConfig, read_yaml, validate_model
+from .sim_campaign import CampaignHeader, PolicyConfig, read_yaml, validate_model
 
 ParamValue = str | int | float
 StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
@@ -77,16 +77,11 @@ class RedisOptions(_Strict):
     fail_open: bool = True
 
 
-class Campaign(_Strict):
-    name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
-    description: str = ""
-    seed: int = 1
-    policy: PolicyConfig
-    algorithms: list[str] = Field(min_length=1)
-    stores: list[StoreName] = ["memory"]
+class Campaign(CampaignHeader):
+    stores: list[StoreName] = Field(default_factory=lambda: ["memory"])
     redis: RedisOptions = RedisOptions()
     scenarios: list[LiveScenario] = Field(min_length=1)
-    params: dict[str, dict[str, ParamValue]] = {}
+    params: dict[str, dict[str, ParamValue]] = Field(default_factory=dict)
     """Per-algorithm parameter overrides."""
     nodes: int = Field(default=1, ge=1)
     """Target nodes per run; more than one needs a shared store (the Redis store). A scenario
@@ -95,13 +90,6 @@ class Campaign(_Strict):
     """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
     scale: Scale = Scale()
     downstream: Downstream = Downstream()
-
-    @field_validator("scenarios", mode="before")
-    @classmethod
-    def _names_alone(cls, value: object) -> object:
-        if isinstance(value, list):
-            return [{"name": v} if isinstance(v, str) else v for v in value]
-        return value
 
     @field_validator("algorithms")
     @classmethod

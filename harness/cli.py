@@ -8,14 +8,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import NoReturn
 
 from rich.console import Console
 from rich.table import Table
 
 from scenarios import SCENARIOS, ScenarioError
 from scenarios.trace_file import TraceFile
-from targets.algorithms import ALGORITHMS, Policy, PolicyError, parse_param
+from targets.algorithms import ALGORITHMS, Policy, PolicyError
+from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
 from targets.stores import STORES
 from targets.stores.redis import RedisConfigError
 
@@ -24,26 +24,12 @@ from .results import summary_json, utc_stamp, write_text
 from .sim_campaign import ConfigError, load_sim_campaign
 from .sim_runner import execute, make_plan, plan_from_campaign
 
-EXIT_BAD_INPUT = 2
 BAD_INPUT = (PolicyError, ScenarioError, ConfigError, RedisConfigError)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(EXIT_BAD_INPUT)
-
-
-def _kv(text: str) -> tuple[str, str]:
-    try:
-        return parse_param(text)
-    except PolicyError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="run_bench.py", description="ratelimit-bench: measure rate limiters.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    parser = Parser(prog="run_bench.py", description="ratelimit-bench: measure rate limiters.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
     sub.add_parser("list", help="algorithms, scenarios and stores").set_defaults(func=cmd_list)
 
@@ -56,9 +42,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--limit", type=float, default=100.0, help="L: cost units per window (default 100)")
     sim.add_argument("--window", type=float, default=60.0, help="W: window in seconds (default 60)")
     sim.add_argument("--burst", type=float, default=None, help="explicit burst allowance (default L)")
-    sim.add_argument("--param", action="append", type=_kv, default=[], metavar="KEY=VALUE",
+    sim.add_argument("--param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="algorithm parameter; ALGORITHM.KEY=VALUE for one algorithm only")
-    sim.add_argument("--scenario-param", action="append", type=_kv, default=[], metavar="KEY=VALUE",
+    sim.add_argument("--scenario-param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="scenario parameter; SCENARIO.KEY=VALUE for one scenario only")
     sim.add_argument("--seed", type=int, default=None)
     sim.add_argument("--json", metavar="PATH|-", help="write the summary as JSON ('-' for stdout)")

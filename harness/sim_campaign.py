@@ -31,24 +31,30 @@ class ScenarioConfig(_Strict):
     params: dict[str, str | int | float] = {}
 
 
-class SimCampaign(_Strict):
+class CampaignHeader(_Strict):
+    """What every campaign file starts with (simulation and live); ``scenarios`` may list bare
+    names."""
+
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     seed: int = 1
     policy: PolicyConfig
     algorithms: list[str] = Field(min_length=1)
     """Algorithm names, or ``all``."""
-    scenarios: list[ScenarioConfig] = Field(min_length=1)
-    params: dict[str, dict[str, str | int | float]] = {}
-    """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
 
-    @field_validator("scenarios", mode="before")
+    @field_validator("scenarios", mode="before", check_fields=False)
     @classmethod
     def _names_alone(cls, value: object) -> object:
         """Allow a bare scenario name in the list."""
         if isinstance(value, list):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
+
+
+class SimCampaign(CampaignHeader):
+    scenarios: list[ScenarioConfig] = Field(min_length=1)
+    params: dict[str, dict[str, str | int | float]] = {}
+    """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
 
 
 def read_yaml(path: Path) -> Any:

@@ -13,37 +13,23 @@ import logging
 import socket
 import sys
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
-from .algorithms import PolicyError, parse_param
+from .cli_args import EXIT_BAD_INPUT, Parser, key_value
 
 HOST = "127.0.0.1"
-EXIT_BAD_INPUT = 2
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> NoReturn:
-        print(f"error: {message} (see {self.prog} --help)", file=sys.stderr)
-        raise SystemExit(EXIT_BAD_INPUT)
-
-
-def _kv(text: str) -> tuple[str, str]:
-    try:
-        return parse_param(text)
-    except PolicyError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="python -m targets", description="Serve one rate-limited target on 127.0.0.1.")
+    p = Parser(prog="python -m targets", description="Serve one rate-limited target on 127.0.0.1.")
     p.add_argument("--port", type=int, required=True, help="TCP port on 127.0.0.1")
     p.add_argument("--config", type=Path, help="target config (YAML or JSON); flags below override it")
     p.add_argument("--algorithm", help="algorithm name (see run_bench.py list); default token_bucket")
     p.add_argument("--limit", type=float, help="L: cost units per window (default 100)")
     p.add_argument("--window", type=float, help="W: window in seconds (default 60)")
     p.add_argument("--burst", type=float, help="explicit burst allowance (default L)")
-    p.add_argument("--param", action="append", type=_kv, default=[], metavar="KEY=VALUE", help="algorithm parameter")
-    p.add_argument("--cost", action="append", type=_kv, default=[], metavar="ROUTE=COST",
+    p.add_argument("--param", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="algorithm parameter")
+    p.add_argument("--cost", action="append", type=key_value, default=[], metavar="ROUTE=COST",
                    help="route cost (items 1, search 2, reports 20, login 1 by default)")
     p.add_argument("--store", choices=["memory", "redis"], help="where limiter state lives (default memory)")
     p.add_argument("--redis-url", help="the redis store's URL (default: $REDIS_URL)")
