@@ -268,15 +268,22 @@ def retry_storm(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     fig = Figure(figsize=(10, 5), layout="constrained")
     ax = fig.subplots()
     styles = ("-", "--", ":", "-.")
-    backoffs = sorted({str(a.run.info.scenario_params.get("backoff", a.run.info.scenario)) for a in runs})
+
+    def policy(a: RunAnalysis) -> str:
+        """The backoff policy, and the trigger when it is not the default burst."""
+        params = a.run.info.scenario_params
+        backoff = str(params.get("backoff", a.run.info.scenario))
+        return f"{backoff}, {params['trigger']}" if params.get("trigger", "burst") != "burst" else backoff
+
+    backoffs = sorted({policy(a) for a in runs})
     for a in _order(runs):
-        backoff = str(a.run.info.scenario_params.get("backoff", a.run.info.scenario))
+        backoff = policy(a)
         ax.plot(a.calls["t"], a.calls["calls_per_s"], color=colour(a.run.info.algorithm),
                 linestyle=styles[backoffs.index(backoff) % len(styles)], label=f"{backoff} ({_label(a)})")
     ax.set_xlabel("time since the run started (s)")
     ax.set_ylabel("calls reaching the target (per second)")
     ax.set_title(fig_title, fontweight="bold")
-    ax.legend(fontsize=7, title="backoff policy (algorithm)", title_fontsize=7)
+    ax.legend(fontsize=7, title="backoff policy[, trigger] (algorithm)", title_fontsize=7)
     return fig
 
 
@@ -318,7 +325,7 @@ SPECS = (
          "Share of each client class's requests rejected (solid: legit, hatched: abusive).",
          lambda a: bool(a.row["legit_requests"] or a.row["abusive_requests"]), rejections, "no classified clients"),
     Spec("retry_storm", "Retry storm: calls over time per backoff policy",
-         "Calls reaching the target per second; one line style per backoff policy.",
+         "Calls reaching the target per second; one line style per backoff policy (and trigger: a burst, or a 503 outage).",
          lambda a: a.calls is not None, retry_storm, f"no {RETRY_STORM_PREFIX}* runs"),
 )
 

@@ -30,6 +30,7 @@ DECISION_SCHEMA = pa.schema(
         ("ideal_allowed", pa.bool_()),  # sliding_log's decision on the same arrivals
         ("source", pa.string()),  # who decided: memory, redis, fallback, fail_closed (null: unknown)
         ("adaptive_limit", pa.float64()),  # the adaptive limiter's current limit (null: not adaptive)
+        ("arrived_t", pa.float64()),  # when the target read the request (live; = t in virtual time)
     ]
 )
 
@@ -88,10 +89,12 @@ RUN_REQUIRED = ("status", "scenario", "algorithm", "store", "policy")
 """Required keys of run.json. Optional: ``schema`` (RUN_SCHEMA_VERSION), ``params`` (the
 algorithm's parameters), ``scenario_params`` (e.g. ``backoff`` of a retry storm), ``phases``
 (list of ``{"name", "start_t", "end_t"}`` in epoch seconds, on the logs' clock; the phase named
-``degraded`` drives recovery time and shading), ``generator_bound`` (bool, the runner's own
+``degraded`` drives recovery time and shading; ``downstream_outage``: a retry storm's 503 window;
+``outage``: store_failure's Redis stop), ``generator_bound`` (bool, the runner's own
 verdict) and ``error`` (why a run failed: the log's tail). ``policy`` is ``{"limit",
 "window_s", "burst"}`` with ``burst`` null for the default (= limit)."""
 DEGRADED_PHASE = "degraded"
+DOWNSTREAM_OUTAGE_PHASE = "downstream_outage"
 STATUS_TOO_MANY = 429
 
 

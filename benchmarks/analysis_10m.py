@@ -57,7 +57,7 @@ def decisions(rng: np.random.Generator, n: int, algorithm: str, t0: float, live:
         "decision_us": rng.gamma(2.0, 10.0, n), "client_class": _strings(abusive, ["legit", "abusive"]),
         "request_id": pa.array(np.arange(n)).cast(pa.string()), "client_id": _strings(keys, [f"c-{i}" for i in range(1000)]),
         "route": _strings(np.zeros(n), ["GET /api/items"]), "delay_s": np.zeros(n), "ideal_allowed": ideal,
-        "source": _strings(np.zeros(n), ["memory"]), "adaptive_limit": pa.nulls(n, pa.float64()),
+        "source": _strings(np.zeros(n), ["memory"]), "adaptive_limit": pa.nulls(n, pa.float64()), "arrived_t": t,
     }
     return pa.Table.from_pydict(cols, schema=DECISION_SCHEMA)
 

@@ -1,7 +1,7 @@
 """The config a live run's targets start from (targets.config.TargetConfig): the run's algorithm
 and policy on exactly the routes its scenario calls, the downstream and its health schedule, the
-store (memory, or Redis in the run's mode), the decision log; then the model's and the campaign
-entry's own target settings on top."""
+store (memory, or Redis in the run's mode), the decision log; then the model's own target
+settings merged in (e.g. its downstream schedule) and the campaign entry's on top."""
 
 from __future__ import annotations
 
@@ -58,7 +58,16 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
         "decision_log": {"path": str(run_dir / DECISIONS_FILE)},
         "node": "node-1",
     }
-    return {**config, **model.target_config(), **run.scenario.target}
+    return {**_merged(config, model.target_config()), **run.scenario.target}
+
+
+def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, mappings merged key by key (a model's downstream schedule keeps the
+    campaign's concurrency and the shared start time)."""
+    out = dict(base)
+    for key, value in top.items():
+        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
+    return out
 
 
 def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str, Any]:

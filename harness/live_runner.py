@@ -38,6 +38,8 @@ from analysis.schema import (
     CLIENT_SCHEMA,
     CPU_FILE,
     DECISIONS_FILE,
+    DEGRADED_PHASE,
+    DOWNSTREAM_OUTAGE_PHASE,
     LOCUST_DIR,
     ROLE_GENERATOR,
     ROLE_TARGET,
@@ -50,7 +52,6 @@ from analysis.schema import (
 from scenarios import SCENARIOS, build_model
 from scenarios.fleet import Fleet, fleet_of
 from scenarios.live_plan import LivePlan, aligned_start, groups, worker_share
-from scenarios.unhealthy_downstream import Params as UnhealthyParams
 from targets.algorithms import Policy
 from targets.process import HOST, TargetError, TargetProcess, free_port, start_target
 
@@ -229,7 +230,7 @@ class LiveRunner:
             last_t = max(arrivals.t[-1] if len(arrivals) else 0.0, plan.model().horizon_s())  # follow-ups too
             end_at = start_at + last_t + scale.drain_s
             events = [] if outage is None else [(start_at + t, name) for t, name in zip(outage(), ("stop", "start"))]
-            info.update(planned_requests=len(arrivals), end_at=end_at, phases=self._phases(run, start_at),
+            info.update(planned_requests=len(arrivals), end_at=end_at, phases=self._phases(run, start_at, end_at),
                         nodes=nodes, routing=run.routing, joins_s=list(run.joins_s))
             # Locust imports for seconds: start it first, the targets meanwhile; all are
             # ready before start_at, or the late groups say so
@@ -326,13 +327,19 @@ class LiveRunner:
                                                           run.policy.window_s)
         return out
 
-    def _phases(self, run: LiveRun, start_at: float) -> list[dict[str, Any]]:
+    def _phases(self, run: LiveRun, start_at: float, end_at: float) -> list[dict[str, Any]]:
+        """The downstream's unhealthy phases of the model's health schedule, in epoch seconds:
+        ``degraded`` (unhealthy_downstream) and ``downstream_outage`` (a retry storm's 503s)."""
         model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed,
                             str_params(run.scenario.params))
-        p = getattr(model, "p", None)
-        if isinstance(p, UnhealthyParams):
-            return [{"name": "degraded", "start_t": start_at + p.degrade_at_s, "end_t": start_at + p.recover_at_s}]
-        return []
+        schedule = (model.target_config().get("downstream") or {}).get("schedule") or []
+        names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
+        phases = []
+        for phase, following in zip(schedule, [*schedule[1:], None]):
+            if phase["health"] in names:
+                end = end_at if following is None else start_at + following["at_s"]
+                phases.append({"name": names[phase["health"]], "start_t": start_at + phase["at_s"], "end_t": end})
+        return phases
 
     def _start_locust(self, plan: LivePlan, run_dir: Path, run_time: int) -> subprocess.Popen:
         locust_dir = run_dir / LOCUST_DIR

@@ -21,7 +21,7 @@ from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, ge
 from .machine import machine_facts
 from .results import ResultsFolder, utc_stamp, write_parquet, write_text
 from .sim_campaign import SimCampaign
-from .simulator import STORE, Replay, ideal_decisions, simulate
+from .simulator import STORE, Replay, ideal_decisions, simulate, virtual_arrivals
 
 
 @dataclass
@@ -136,10 +136,13 @@ def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
 
 def attempt_log(result: Replay) -> pd.DataFrame:
     """A closed-loop replay as client-log attempts, sent and done at their virtual time, 200 if
-    admitted else 429. A client's attempt 1 starts a new logical request; its retries follow."""
+    admitted (503 if admitted during a downstream outage) else 429. A client's attempt 1 starts
+    a new logical request; its retries follow."""
     a = result.arrivals
+    failed = result.unavailable or [False] * len(a)
+    status = [(503 if down else 200) if ok else 429 for ok, down in zip(result.allowed, failed)]
     frame = pd.DataFrame({"client_id": a.client_id, "attempt": a.attempt, "sent_t": a.t, "done_t": a.t,
-                          "status": [200 if ok else 429 for ok in result.allowed]})
+                          "status": status})
     seq = (frame["attempt"] == 1).groupby(frame["client_id"]).cumsum()
     return frame.assign(request_id=frame["client_id"] + "#" + seq.astype(str)).drop(columns="client_id")
 
@@ -155,7 +158,7 @@ def execute(plan: SimPlan, out: Path | None, on_run: Callable[[int, int, dict], 
     for i, run in enumerate(plan.runs, 1):
         started = time.perf_counter()
         if not run.model.reactive and id(run.model) not in ideals:
-            ideals[id(run.model)] = ideal_decisions(run.model.arrivals(), plan.policy)
+            ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), plan.policy)
         table, result = simulate(run.model, run.algorithm, plan.policy, run.params, ideal=ideals.get(id(run.model)))
         row: dict[str, Any] = {
             "scenario": run.scenario,

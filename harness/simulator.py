@@ -8,14 +8,18 @@ through ``sliding_log`` on the same arrivals to fill ``ideal_allowed``.
 
 from __future__ import annotations
 
+import bisect
+import dataclasses
 import gc
 import heapq
+import math
 import time
+import weakref
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
@@ -24,12 +28,17 @@ from analysis.schema import DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
 from scenarios.fleet import Fleet, assign_nodes, fleet_of
 from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
+from targets.config import DownstreamConfig, KeyConfig
+from targets.downstream import OUTAGE
+from targets.keys import KeyPolicy
 from targets.stores.memory import MemoryStore
 from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
 
 NODE, STORE = "sim", "memory"
+LIVE_PEER = "127.0.0.1"
+"""The peer address every request reaches a live target from (the load generator on loopback)."""
 
 
 TIMING_BLOCK = 64
@@ -45,10 +54,77 @@ class Replay:
     decisions: list[Decision]
     decision_us: list[float]
     evictions: int
+    unavailable: list[bool] | None = None
+    """Per request: admitted, but answered 503 by the downstream (an outage phase of the
+    model's schedule); None: no outage was scheduled."""
 
     @property
     def allowed(self) -> list[bool]:
         return [d[0] for d in self.decisions]
+
+
+KeyOf = Callable[[Mapping[str, str]], str]
+
+
+def header_keys(model: TrafficModel) -> KeyOf:
+    """``headers -> key``: the ``client`` key a live target derives from a request's explicit
+    headers (targets.keys, under the model's ``target_config()["keys"]``), from LIVE_PEER."""
+    policy = KeyPolicy(KeyConfig.model_validate(model.target_config().get("keys", {})))
+    peer = (LIVE_PEER, 0)
+
+    def key_of(headers: Mapping[str, str]) -> str:
+        scope = {"headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+                 "client": peer}
+        return policy.identify(scope).client
+
+    return key_of
+
+
+_keyed: weakref.WeakKeyDictionary[TrafficModel, Arrivals] = weakref.WeakKeyDictionary()
+
+
+def virtual_arrivals(model: TrafficModel) -> Arrivals:
+    """The model's arrivals as the simulator replays them: a request with explicit headers gets
+    the key the target would count it by (``header_keys``). Computed once per model."""
+    arrivals = model.arrivals()
+    if arrivals.headers is None:
+        return arrivals
+    keyed = _keyed.get(model)
+    if keyed is None:
+        key_of = header_keys(model)
+        keys = [k if h is None else key_of(h) for k, h in zip(arrivals.key, arrivals.headers)]
+        keyed = _keyed[model] = dataclasses.replace(arrivals, key=keys)
+    return keyed
+
+
+class Answer(NamedTuple):
+    """What a closed-loop model is told instead of its admission when the downstream is down."""
+
+    allowed: bool
+    retry_after_s: float
+
+
+def outage_windows(model: TrafficModel) -> list[tuple[float, float]]:
+    """[start, end) of each ``outage`` phase of the downstream schedule the model's target
+    config sets, in model time (live, the schedule counts from the plan's t = 0 too)."""
+    schedule = model.target_config().get("downstream", {}).get("schedule")
+    if not schedule:
+        return []
+    phases = DownstreamConfig.model_validate({"schedule": schedule}).schedule
+    ends = [p.at_s for p in phases[1:]] + [math.inf]
+    return [(p.at_s, end) for p, end in zip(phases, ends) if p.health == OUTAGE]
+
+
+class _Outages:
+    """``t -> True`` while the downstream is in an outage phase."""
+
+    def __init__(self, windows: list[tuple[float, float]]) -> None:
+        self.starts = [a for a, _ in windows]
+        self.ends = [b for _, b in windows]
+
+    def __call__(self, t: float) -> bool:
+        i = bisect.bisect_right(self.starts, t) - 1
+        return i >= 0 and t < self.ends[i]
 
 
 def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: int = 1_000_000,
@@ -57,7 +133,7 @@ def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: 
     dealt over N independent memory stores as the balancer would (local limits on N nodes)."""
     fleet = fleet or fleet_of(model)
     if fleet is not None and fleet.virtual_store != "shared":
-        arrivals = model.arrivals()
+        arrivals = virtual_arrivals(model)
         per_node = local_params(params, fleet.nodes) if fleet.virtual_store == "local_split" else params
         cluster = ClusterStore(algorithm, per_node, fleet.nodes, assign_nodes(arrivals.t, arrivals.client_id, fleet))
         return replay_on(cluster, model)  # type: ignore[arg-type]  # ClusterStore has the store interface
@@ -65,13 +141,13 @@ def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: 
 
 
 def replay_on(store: MemoryStore, traffic: TrafficModel | Arrivals) -> Replay:
-    """Replay a model (or bare open-loop arrivals) through a store; anything with the store's
-    ``decide``/``decide_many``/``release``/``algorithm``/``params``/``evictions`` will do, e.g.
-    several nodes behind a balancer."""
+    """Replay a model (or bare open-loop arrivals, keys as given) through a store; anything with
+    the store's ``decide``/``decide_many``/``release``/``algorithm``/``params``/``evictions`` will
+    do, e.g. several nodes behind a balancer."""
     with _no_gc():
         if not isinstance(traffic, Arrivals) and traffic.reactive:
             return _replay_general(traffic, store)
-        arrivals = traffic if isinstance(traffic, Arrivals) else traffic.arrivals()
+        arrivals = traffic if isinstance(traffic, Arrivals) else virtual_arrivals(traffic)
         if store.algorithm.release is not None:
             return _replay_open_releasing(arrivals, store)
         return _replay_open(arrivals, store)
@@ -131,9 +207,14 @@ def _replay_open_releasing(arrivals: Arrivals, store: MemoryStore) -> Replay:
 
 def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
     """Closed-loop traffic, one request at a time: planned arrivals are merged with each
-    decision's follow-ups (a heap), and virtual completions release slots."""
-    initial = model.arrivals()
-    planned = initial.requests()
+    decision's follow-ups (a heap), and virtual completions release slots. A request admitted
+    during a scheduled downstream outage is answered 503: the model reacts to a refusal whose
+    hint is the RateLimit field's ``t`` of that answer (a 503 has no Retry-After)."""
+    planned = virtual_arrivals(model).requests()
+    key_of = header_keys(model) if model.arrivals().headers is not None else None
+    windows = outage_windows(model)
+    down = _Outages(windows) if windows else None
+    unavailable: list[bool] = []
     heap: list[tuple[float, int, Request]] = []
     seq = 0
     done: list[Request] = []
@@ -157,10 +238,19 @@ def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
         decisions.append(d)
         if d.allowed and releases.enabled:
             releases.schedule(req.t + d.delay_s, req.key, req.cost)
-        for follow in model.react(req, d):
+        answer: Decision | Answer = d
+        if down is not None:
+            failed = d.allowed and down(req.t)
+            unavailable.append(failed)
+            if failed:
+                answer = Answer(False, float(math.ceil(d.reset_s)) if 0 < d.reset_s < math.inf else 0.0)
+        for follow in model.react(req, answer):
+            if key_of is not None and follow.headers is not None and follow.headers is not req.headers:
+                follow = follow._replace(key=key_of(follow.headers))
             heapq.heappush(heap, (follow.t, seq, follow))
             seq += 1
-    return Replay(Arrivals.from_requests(done), decisions, micros, store.evictions)
+    return Replay(Arrivals.from_requests(done), decisions, micros, store.evictions,
+                  unavailable if down is not None else None)
 
 
 class _Releases:
@@ -225,6 +315,7 @@ def decision_table(result: Replay, algorithm: str, ideal: list[bool], limit_name
         "ideal_allowed": pa.array(ideal, pa.bool_()),
         "source": constant(STORE),
         "adaptive_limit": pa.nulls(n, pa.float64()),
+        "arrived_t": pa.array(a.t, pa.float64()),
     }
     return pa.Table.from_pydict(columns, schema=DECISION_SCHEMA)
 

@@ -33,8 +33,10 @@ class Request(NamedTuple):
     attempt: int = 1
     """1 for a first try; a retry of the same logical request (same ``client_id``) counts up."""
     headers: Mapping[str, str] | None = None
-    """Explicit headers (X-Forwarded-For, an API key...) sent live instead of ``x-api-key: key``;
-    a model that sets them also derives ``key`` from them, as the target would."""
+    """Explicit headers (X-Forwarded-For, an API key...) sent live instead of ``x-api-key: key``.
+    Such a request is counted by the key the target derives from them under the model's
+    ``target_config()["keys"]``, from the peer 127.0.0.1: live by the target itself, in virtual
+    time by the harness with the target's code. Its ``key`` is then ignored (models leave it "")."""
 
 
 class DecisionLike(Protocol):
@@ -128,7 +130,10 @@ class TrafficModel:
 
     def target_config(self) -> dict[str, Any]:
         """Target config keys (targets.config.TargetConfig) a live run of this model needs, e.g.
-        the key policy it is run against or the cost of the route it calls."""
+        the key policy it is run against, the cost of the route it calls, or a downstream health
+        schedule (merged into the runner's downstream). The simulator reads the same config: the
+        key policy keys requests that carry headers, and while an ``outage`` phase lasts a
+        closed-loop model is told that an admitted request failed (a 503)."""
         return {}
 
     @property

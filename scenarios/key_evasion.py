@@ -3,8 +3,9 @@ one rotating addresses inside one IPv6 /64, and legitimate users, some behind on
 
 Every request reaches the target through one proxy (the peer address, 127.0.0.1 live) that
 appends the address it saw to X-Forwarded-For; the forger writes a fresh fake address in front
-of it. ``key_policy`` picks what the target trusts (its ``keys`` config live) and, in virtual
-time, the key each request is counted by, derived from the same headers by the target's code:
+of it. ``key_policy`` picks what the target trusts: its ``keys`` config (``target_config``), live
+and in virtual time alike, where the harness derives each request's key from its headers with the
+target's own code (the model imports nothing of the target):
 
 - ``ip_only``: the peer address: everyone is the proxy, so the attackers starve everybody;
 - ``leftmost_xff``: the first X-Forwarded-For entry: the forger gets a new key per request;
@@ -21,13 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from targets.ip_keys import client_key, forwarded_ip, ip_key_function
-
 from .base import ABUSIVE, LEGIT, Arrivals, ModelParams, Request, ScenarioError, TrafficModel, poisson_times, positive
 
 ROUTE = "GET /api/items"
-PEER = "127.0.0.1"
-"""The proxy in front of the target (live: the load generator on loopback)."""
 NAT_ADDRESS = "198.51.100.7"
 ATTACKER_V4 = "192.0.2.66"
 ATTACKER_V6_NET = "2001:db8:66:"
@@ -80,13 +77,6 @@ class KeyEvasion(TrafficModel):
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
         self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
         self.trusted, self.ipv6_prefix = KEY_POLICIES[params.key_policy]
-        self._ip_key = ip_key_function(32, self.ipv6_prefix)
-
-    def key_of(self, headers: dict[str, str]) -> str:
-        """The ``client`` key the target derives from these headers under the key policy."""
-        forwarded = headers.get("x-forwarded-for")
-        ip = forwarded_ip(PEER, forwarded.encode() if forwarded else None, self.trusted, self._ip_key)
-        return client_key(headers.get("x-api-key"), None, ip)
 
     def generate(self) -> Arrivals:
         p = self.p
@@ -101,7 +91,8 @@ class KeyEvasion(TrafficModel):
                 headers = {"x-forwarded-for": xff}
                 if keyed and klass == LEGIT:
                     headers["x-api-key"] = f"key-{client}"
-                requests.append(Request(t, client, klass, self.key_of(headers), ROUTE, 1.0, 1, headers))
+                # the key is the target's business: derived from the headers under target_config()
+                requests.append(Request(t, client, klass, "", ROUTE, 1.0, 1, headers))
 
         for i in range(p.users):
             t = poisson_times(rng, p.user_load * rate, 0.0, duration)

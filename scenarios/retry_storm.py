@@ -2,10 +2,17 @@
 the load and how long the herd takes to drain.
 
 ``clients`` clients of one application share one key (one API key, as a fleet of app installs
-does) and each sends one POST at nearly the same instant: far above the limiter's burst, so most
-are rejected together. Each rejection schedules that client's retry by ``backoff`` (optionally
-no earlier than Retry-After), until it is admitted, ``max_attempts`` is spent or its
-``deadline_s`` would pass. Without jitter the rejected clients retry in lockstep and collide
+does) and each sends one POST at nearly the same instant. What rejects them together is the
+``trigger``:
+
+- ``burst``: the herd is far above the limiter's burst: most get 429 at once;
+- ``outage``: the downstream is down from ``outage_at_s`` for ``outage_s`` (a health phase of
+  the target's schedule, ``target_config``): whatever the limiter admits then is answered 503 at
+  once, and every failed call still spent its token.
+
+Each refusal (429 or 503) schedules that client's retry by ``backoff`` (optionally no earlier
+than the answer's hint), until it is admitted and served, ``max_attempts`` is spent or its
+``deadline_s`` would pass. Without jitter the refused clients retry in lockstep and collide
 again; with jitter they spread over the refill (the AWS backoff study's result).
 """
 
@@ -23,6 +30,7 @@ from .base import LEGIT, Arrivals, DecisionLike, ModelParams, Request, ScenarioE
 
 ROUTE = "POST /api/reports"
 KEY = "storm-app"
+TRIGGERS = ("burst", "outage")
 
 
 @dataclass(frozen=True)
@@ -43,6 +51,12 @@ class Params(ModelParams):
     """First sends land uniformly within this many seconds (0: one instant)."""
     cost: float = 1.0
     """Cost of the POST (a live target is configured to charge the same)."""
+    trigger: str = "burst"
+    """burst: the herd alone exceeds the limiter; outage: the downstream answers 503 for a while."""
+    outage_at_s: float | None = None
+    """trigger=outage: when the downstream goes down (model time; the first sends are at 0). Default 0."""
+    outage_s: float | None = None
+    """trigger=outage: how long it stays down. Default 1."""
 
     def check(self) -> None:
         positive("clients", self.clients)
@@ -58,11 +72,28 @@ class Params(ModelParams):
             raise ScenarioError(f"honour_retry_after must be 0 or 1, got {self.honour_retry_after}")
         non_negative("spread_s", self.spread_s)
         positive("cost", self.cost)
+        if self.trigger not in TRIGGERS:
+            raise ScenarioError(f"trigger must be one of {', '.join(TRIGGERS)}, got {self.trigger!r}")
+        if self.outage_at_s is not None:
+            non_negative("outage_at_s", self.outage_at_s)
+        positive("outage_s", self.outage_s)
+        for name in ("outage_at_s", "outage_s"):
+            if self.trigger != "outage" and getattr(self, name) is not None:
+                raise ScenarioError(f"{name} needs trigger=outage (the trigger is {self.trigger})")
+
+    @property
+    def outage_window(self) -> tuple[float, float] | None:
+        """trigger=outage: (start, end) of the outage in model time."""
+        if self.trigger != "outage":
+            return None
+        start = self.outage_at_s or 0.0
+        return start, start + (self.outage_s or 1.0)
 
 
 class RetryStorm(TrafficModel):
     name = "retry_storm"
-    summary = "N clients of one key rejected at once, retrying by a backoff policy (none ... decorrelated jitter)"
+    summary = ("N clients of one key rejected at once (trigger=burst: over the limit; trigger=outage: a downstream "
+               "outage's 503s), retrying by a backoff policy (none ... decorrelated jitter)")
     reactive = True
 
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
@@ -97,5 +128,18 @@ class RetryStorm(TrafficModel):
     def horizon_s(self) -> float:
         return float(self._first[-1]) + self.p.deadline_s
 
+    def outage_schedule(self) -> list[dict[str, Any]]:
+        """trigger=outage: the downstream health phases, in the target's config format (empty
+        for a burst)."""
+        window = self.p.outage_window
+        if window is None:
+            return []
+        start, end = window
+        down = [{"at_s": start, "health": "outage"}, {"at_s": end, "health": "recovered"}]
+        return down if start == 0 else [{"at_s": 0.0, "health": "healthy"}, *down]
+
     def target_config(self) -> dict[str, Any]:
-        return {"routes": {"reports": {"cost": self.p.cost}}}
+        config: dict[str, Any] = {"routes": {"reports": {"cost": self.p.cost}}}
+        if self.p.trigger == "outage":
+            config["downstream"] = {"schedule": self.outage_schedule()}
+        return config

@@ -113,9 +113,10 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from .app import create_app
+    from .arrival import StampingHttpToolsProtocol
 
     server = uvicorn.Server(uvicorn.Config(
-        create_app(config), loop="uvloop", http="httptools", access_log=False, log_level="warning",
+        create_app(config), loop="uvloop", http=StampingHttpToolsProtocol, access_log=False, log_level="warning",
         lifespan="on", timeout_graceful_shutdown=5,
     ))
     try:

@@ -12,13 +12,13 @@ import ipaddress
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, Field
 
-from .config import TargetConfig
+from .config import Health, TargetConfig
 from .decision_log import DecisionLog
 from .downstream import Downstream
 from .idempotency import IdempotencyMiddleware
@@ -49,7 +49,7 @@ class Target:
 
 class HealthUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    health: Literal["healthy", "degraded", "recovered"] | None
+    health: Health | None
     """None: back to the configured schedule."""
     factor: float = Field(1.0, ge=1, allow_inf_nan=False)
 

@@ -22,7 +22,9 @@ from .algorithms.policy import Policy
 
 Scope = Literal["client", "ip", "user", "api_key", "tenant", "account", "global"]
 """Which identity a limit counts by. ``client`` is API key > authenticated user > client IP."""
-Health = Literal["healthy", "degraded", "recovered"]
+Health = Literal["healthy", "degraded", "recovered", "outage"]
+"""Downstream phases: ``degraded`` multiplies the service time by its factor; during an
+``outage`` every admitted request is answered 503 at once."""
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -99,7 +101,8 @@ class Phase(_Strict):
 
 
 def parse_schedule(text: str) -> list[dict[str, Any]]:
-    """``"0:healthy,30:degraded:5,60:recovered"`` -> phases (the CLI's compact form)."""
+    """``"0:healthy,30:degraded:5,60:recovered,90:outage,95:recovered"`` -> phases (the CLI's
+    compact form)."""
     phases = []
     for item in filter(None, (part.strip() for part in text.split(","))):
         at, _, rest = item.partition(":")

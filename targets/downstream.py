@@ -1,8 +1,10 @@
 """The simulated service behind the limiter: finite concurrency and a lognormal service time
 whose scale follows a health schedule, so overload shows up as queueing latency (not errors).
 
-The schedule is a list of phases (``healthy``, ``degraded`` by a factor, ``recovered``) in
-seconds after a start time shared by every node; ``/_bench/health`` can override it at run time.
+The schedule is a list of phases (``healthy``, ``degraded`` by a factor, ``recovered``,
+``outage``) in seconds after a start time shared by every node; ``/_bench/health`` can override
+it at run time. During an ``outage`` every admitted request fails fast: the route answers 503
+at once, without a slot or any service time (a crashed dependency whose client errors at once).
 """
 
 from __future__ import annotations
@@ -14,7 +16,19 @@ import random
 import time
 from dataclasses import dataclass
 
+from starlette.exceptions import HTTPException
+
 from .config import DownstreamConfig
+
+OUTAGE = "outage"
+
+
+class Unavailable(HTTPException):
+    """The downstream is in an outage phase: the route answers 503 (no Retry-After: nobody
+    knows when it is back). Raised from ``Downstream.call``; FastAPI turns it into the answer."""
+
+    def __init__(self) -> None:
+        super().__init__(503, "downstream unavailable (outage)")
 
 
 @dataclass
@@ -25,6 +39,8 @@ class Counters:
     """Being served (holding a slot)."""
     waiting: int = 0
     """Queued for a slot."""
+    failed: int = 0
+    """Answered 503 at once during an outage (not in ``calls``: no work was done)."""
 
 
 class Downstream:
@@ -60,8 +76,12 @@ class Downstream:
         return base * self.health()[1]
 
     async def call(self) -> None:
-        """One unit of downstream work: wait for a slot, then the service time."""
+        """One unit of downstream work: wait for a slot, then the service time; during an
+        outage, raise ``Unavailable`` (a 503) at once."""
         c = self.counters
+        if self.health()[0] == OUTAGE:
+            c.failed += 1
+            raise Unavailable()
         c.calls += 1
         c.waiting += 1
         try:

@@ -1,6 +1,7 @@
 """The pure part of the key policy: which address a request is counted by, from the peer address
-and X-Forwarded-For, with IPv4/IPv6 prefix aggregation. Standard library only, so the target
-(``targets.keys``) and the key-evasion traffic model derive keys with the same code.
+and X-Forwarded-For, with IPv4/IPv6 prefix aggregation. Standard library only: the target
+(``targets.keys``) uses it per request, and the simulator keys header-carrying requests (the
+key-evasion model) through ``targets.keys`` too, so virtual and live runs count alike.
 """
 
 from __future__ import annotations

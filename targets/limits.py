@@ -199,8 +199,7 @@ def complete(verdict: Verdict, cost: float, rtt_s: float) -> None:
     """After an admitted request finished: latency samples, then slots given back."""
     now = time.time()
     for a in verdict.applied:
-        if a.layer.observes:
-            a.variant.store.observe(a.key, now, rtt_s)
-            a.layer.refresh_limit(a.variant.store, a.key)
-        if a.layer.holds:
-            a.variant.store.release(a.key, now, cost)
+        if a.layer.holds or a.layer.observes:
+            state = a.variant.store.finish(a.key, now, cost, rtt_s)
+            if a.layer.observes and state is not None:
+                a.layer.current_limit = adaptive_algorithm.current_limit(state, a.variant.store.params)

@@ -19,6 +19,7 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from .arrival import ARRIVED
 from .decision_log import DecisionLog
 from .headers import Header, quota_headers, rejection
 from .keys import KeyPolicy, token
@@ -62,19 +63,20 @@ class RateLimitMiddleware:
         else:
             now = time.time()
             verdict = check(plan, who, now)
-        self._record(plan, who, verdict, now)
+        self._record(plan, who, verdict, now, scope.get(ARRIVED))
         fields = _fields(verdict)
         if not verdict.allowed:
             headers, body = rejection(verdict.applied[0].layer.name, verdict.applied[0].decision, fields)
             await send({"type": "http.response.start", "status": 429, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
-        delay = max((a.decision[4] for a in verdict.applied), default=0.0)
+        applied = verdict.applied
+        delay = applied[0].decision[4] if len(applied) == 1 else max((a.decision[4] for a in applied), default=0.0)
         if delay > 0:
             await asyncio.sleep(delay)
         if fields:
             send = _adding(send, fields)
-        if not any(a.layer.holds for a in verdict.applied):
+        if not plan.holds:
             await self.app(scope, receive, send)
             return
         start = time.perf_counter()
@@ -86,7 +88,7 @@ class RateLimitMiddleware:
             else:
                 complete(verdict, plan.cost, time.perf_counter() - start)
 
-    def _record(self, plan: RoutePlan, who: Any, verdict: Verdict, now: float) -> None:
+    def _record(self, plan: RoutePlan, who: Any, verdict: Verdict, now: float, arrived: float | None) -> None:
         rows = self.log.rows if self.log is not None else None
         request_id = who.request_id or f"{self.node}-{next(self._seq)}"
         for a in verdict.applied:
@@ -101,7 +103,7 @@ class RateLimitMiddleware:
             if rows is not None:
                 rows.append((now, self.node, a.layer.algorithm.name, self.store, name, a.key, plan.cost, d[0], d[1],
                              d[2], a.decision_us, who.client_class, request_id, who.client_id, plan.name, d[4], None,
-                             source, a.layer.current_limit if a.layer.observes else None))
+                             source, a.layer.current_limit if a.layer.observes else None, arrived))
 
 
 def _fields(verdict: Verdict) -> list[Header]:

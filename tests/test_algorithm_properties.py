@@ -159,3 +159,25 @@ def test_max_window_cost_matches_brute_force(events, window_ticks):
     c = np.array([events[i][1] for i in order], dtype=float)
     brute = max(c[(t >= s) & (t < s + window_ticks)].sum() for s in t)
     assert max_window_cost(t, c, window_ticks) == brute
+
+
+@given(policies, traces(), st.lists(st.booleans(), min_size=200, max_size=200), st.sampled_from([1, 64]))
+def test_sliding_log_states_are_values(policy, trace, peeks, compact_min):
+    """The sliding log appends in place to buffers its states share; a decision taken from a
+    state and then dropped (a layered peek that is not committed) must not change any later
+    decision, whether or not the expired prefix is compacted away."""
+    from targets.algorithms import sliding_log
+
+    saved, sliding_log.COMPACT_MIN = sliding_log.COMPACT_MIN, compact_min
+    try:
+        params = build_params("sliding_log", policy)
+        state, out = None, []
+        for (t, cost), peek in zip(trace, peeks):
+            if peek:
+                sliding_log.decide(state, t, cost, params)  # dropped
+            d, state = sliding_log.decide(state, t, cost, params)
+            out.append(d)
+    finally:
+        sliding_log.COMPACT_MIN = saved
+    assert out == replay("sliding_log", policy, trace)
+    assert admitted_max(trace, out, policy.window_s) <= policy.limit

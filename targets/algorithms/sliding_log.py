@@ -14,15 +14,21 @@ from dataclasses import dataclass
 from .base import INF, Algorithm, Decision, new_decision
 from .policy import Policy, require_positive
 
-# (expiry times, running cost sums, base): one entry per admitted request, oldest first.
+# (expiries, cums, head, end, base): the live entries, oldest first, are [head, end) of two
+# append-only buffers of doubles; base is the running cost sum before index 0.
 # - expiry (t + W) rather than t keeps "waits exactly retry_after" exact: the comparison is
 #   against the very float that retry_after came from;
 # - running sums (cums[i] = base + cost of entries 0..i) give the window total without a sum;
-# - arrays of doubles, not tuples: an admit copies the live entries once (a memcpy), where a
-#   tuple copy would touch the reference count of every float in the log. Arrays are never
-#   mutated after they are returned, so the transition stays pure.
-State = tuple[array, array, float]
-_EMPTY = array("d")
+# - a state is a view: an admit appends in place when the buffer ends where the view ends, so it
+#   costs O(1), not a copy of the whole log (at thousands of entries per key that copy was the
+#   target's biggest per-request cost). Entries inside a view are never changed, so every state
+#   ever returned stays valid and the transition stays pure: deciding again from an older state
+#   (a peek that was not committed, a test replaying) finds the buffer longer than its view and
+#   copies the live part instead. The expired prefix is dropped by the same copy once it is at
+#   least as long as the live part, so memory stays within 2x the live log.
+State = tuple[array, array, int, int, float]
+COMPACT_MIN = 64
+"""Expired entries kept before a compaction is considered (a copy per admit would be O(L))."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,27 +44,29 @@ def from_policy(policy: Policy) -> Params:
     return Params(policy.limit, policy.window_s)
 
 
-def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
+def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State | None]:
     if state is None:
-        expiries, cums, base = _EMPTY, _EMPTY, 0.0
-    else:
-        expiries, cums, base = state
-    n = len(expiries)
-    head = bisect_right(expiries, now) if n and expiries[0] <= now else 0  # expired entries
-    if head:
-        base = cums[head - 1]
-    total = cums[-1] - base if head < n else 0.0
+        if cost > p.limit:
+            return new_decision(Decision, (False, p.limit, INF, 0.0, 0.0)), None
+        expiries, cums = array("d", (now + p.window_s,)), array("d", (cost,))
+        return new_decision(Decision, (True, p.limit - cost, 0.0, p.window_s, 0.0)), (expiries, cums, 0, 1, 0.0)
+    expiries, cums, head, end, base = state
+    if head < end and expiries[head] <= now:
+        head = bisect_right(expiries, now, head, end)  # drop the expired entries
+    before = cums[head - 1] if head else base
+    total = cums[end - 1] - before if head < end else 0.0
     if total + cost <= p.limit:
-        live_expiries, live_cums = expiries[head:], cums[head:]
-        live_expiries.append(now + p.window_s)
-        live_cums.append(base + total + cost)
+        if len(expiries) != end or (head >= COMPACT_MIN and 2 * head >= end):
+            expiries, cums, base, end, head = expiries[head:end], cums[head:end], before, end - head, 0
+        expiries.append(now + p.window_s)
+        cums.append(before + total + cost)
         decision = new_decision(Decision, (True, p.limit - total - cost, 0.0, p.window_s, 0.0))
-        return decision, (live_expiries, live_cums, base)
+        return decision, (expiries, cums, head, end + 1, base)
     retry = INF
     if cost <= p.limit:
         # the oldest entries that must expire before total + cost fits under the limit
-        retry = expiries[bisect_left(cums, base + total + cost - p.limit, head)] - now
-    reset = expiries[-1] - now if head < n else 0.0
+        retry = expiries[bisect_left(cums, before + total + cost - p.limit, head, end)] - now
+    reset = expiries[end - 1] - now if head < end else 0.0
     return new_decision(Decision, (False, max(0.0, p.limit - total), retry, reset, 0.0)), state
 
 

@@ -41,7 +41,7 @@ def decisions_table(t, key, allowed, cls, request_id, algorithm, retry_after=Non
         "decision_us": np.full(n, 20.0), "client_class": cls.tolist(), "request_id": request_id,
         "client_id": key.tolist(), "route": ["GET /api/items"] * n, "delay_s": np.zeros(n),
         "ideal_allowed": pa.nulls(n, pa.bool_()),  # as live targets write it
-        "source": ["memory"] * n, "adaptive_limit": pa.nulls(n, pa.float64()),
+        "source": ["memory"] * n, "adaptive_limit": pa.nulls(n, pa.float64()), "arrived_t": t,
     }
     return pa.Table.from_pydict(cols, schema=DECISION_SCHEMA)
 

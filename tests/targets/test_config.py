@@ -18,6 +18,8 @@ def write(tmp_path, text: str):
     ("routes: {search: {cost: -2}}\n", "routes.search.cost"),
     ("downstream: {schedule: 'soon:degraded'}\n", "downstream.schedule"),
     ("downstream: {schedule: [{at_s: 0, health: sick}]}\n", "downstream.schedule.0.health"),
+    ("downstream: {schedule: '0:healthy,5:outtage'}\n", "downstream.schedule.1.health"),
+    ("downstream: {schedule: '0:outage,0:recovered'}\n", "downstream.schedule"),
     ("downstream: {schedule: [{at_s: 5, health: healthy}, {at_s: 1, health: degraded}]}\n", "downstream.schedule"),
     ("limits: [{name: a, scope: planet}]\n", "limits.0.scope"),
     ("limits: [{name: a, routes: [nowhere]}]\n", "limits.0.routes"),
@@ -42,11 +44,12 @@ limits:
   - {name: per-user, scope: user, tiers: {vip: {limit: 1000}}}
   - {name: per-tenant, scope: tenant, limit: 5000, algorithm: token_bucket}
 routes: {reports: {cost: 5}}
-downstream: {schedule: "0:healthy,30:degraded:4,60:recovered"}
+downstream: {schedule: "0:healthy,30:degraded:4,60:recovered,90:outage,95:recovered"}
 """), {"node": "n2"})
     assert [lim.name for lim in config.layers()] == ["per-user", "per-tenant"]
     assert config.cost("reports") == 5 and config.cost("items") == 1 and config.node == "n2"
-    assert [(p.health, p.factor) for p in config.downstream.schedule] == [("healthy", 1), ("degraded", 4), ("recovered", 1)]
+    assert [(p.health, p.factor) for p in config.downstream.schedule] == [
+        ("healthy", 1), ("degraded", 4), ("recovered", 1), ("outage", 1), ("recovered", 1)]
 
 
 def test_default_layers():

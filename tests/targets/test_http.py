@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -234,6 +235,11 @@ def test_admin_sets_downstream_health(targets):
     assert r.json() == {"health": "degraded", "factor": 3.0}
     assert counters(target)["downstream"]["health"] == "degraded"
     assert httpx.post(target.url + "/_bench/health", json={"health": "ill"}, timeout=10).status_code == 422
+    failed = counters(target)["downstream"]["failed"]
+    httpx.post(target.url + "/_bench/health", json={"health": "outage"}, timeout=10)
+    r = httpx.get(target.url + "/api/items", headers={"x-api-key": "outage-probe"}, timeout=10)
+    assert r.status_code == 503 and "retry-after" not in r.headers  # admitted, then failed fast
+    assert counters(target)["downstream"]["failed"] == failed + 1
     httpx.post(target.url + "/_bench/health", json={"health": None}, timeout=10)
     assert counters(target)["downstream"]["health"] == "healthy"
 
@@ -258,3 +264,8 @@ def test_decision_log_has_one_row_per_request_after_sigterm(start, tmp_path):
     assert sum(r["allowed"] for r in rows) == 20
     assert {r["route"] for r in rows} == {"items", "reports"} and {r["client_class"] for r in rows} == {"legit", "abusive"}
     assert all(r["ideal_allowed"] is None and r["decision_us"] > 0 for r in rows)
+    # requests sent one after the other: each was read off the connection before it was decided,
+    # and after the previous one was decided
+    ordered = sorted(rows, key=lambda r: int(r["request_id"].split("-")[1]))
+    assert all(r["arrived_t"] <= r["t"] for r in ordered)
+    assert all(a["t"] <= b["arrived_t"] for a, b in itertools.pairwise(ordered))
