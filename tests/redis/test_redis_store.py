@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 import pytest
 import redis
@@ -58,6 +59,13 @@ def test_script_reloaded_after_script_flush(client: redis.Redis, namespace: str)
     assert not store.decide("k", 10.0).allowed
 
 
+def test_a_decoding_client_is_refused(redis_server: RedisServer) -> None:
+    client = redis.Redis.from_url(redis_server.url, decode_responses=True)
+    with pytest.raises(RedisConfigError, match="decode_responses=False"):
+        RedisStore(client, ALGORITHMS["gcra"], ALGORITHMS["gcra"].params_type(1.0, 2.0))
+    client.close()
+
+
 def test_unreachable_url_is_one_clear_error() -> None:
     server = RedisServer()
     server.close()  # its port is free: nothing listens there
@@ -78,3 +86,42 @@ def test_cluster_mode_against_a_plain_redis_is_refused(redis_server: RedisServer
 
 def test_no_ttl_override_means_no_expiry() -> None:
     assert ttl_ms(math.inf) == 0 and ttl_ms(0.0001) == 1 and ttl_ms(2.0) == 2000
+
+
+def test_a_window_keeps_the_ttl_of_its_first_write(client: redis.Redis, namespace: str) -> None:
+    """Fixed window and counter: rewrites within a window keep the TTL set by its first write
+    (SET ... KEEPTTL), which outlasts the window; a new window sets it afresh."""
+    for name in ("fixed_window", "sliding_window_counter"):
+        algorithm = ALGORITHMS[name]
+        store = RedisStore(client, algorithm, algorithm.params_type(100.0, 60.0), namespace=namespace)
+        key = store.codec.keys(name)[0]
+        expected = ttl_ms(algorithm.state_ttl(store.params))
+        assert store.decide(name, 600.0).allowed
+        first = client.pttl(key)
+        assert expected - 1000 < first <= expected
+        time.sleep(0.05)
+        assert store.decide(name, 630.0).allowed  # the same window
+        assert client.pttl(key) < first
+        assert store.decide(name, 660.0).allowed  # the next window
+        assert client.pttl(key) > first - 40
+
+
+def test_sliding_log_meta_never_outlives_its_log(client: redis.Redis, namespace: str) -> None:
+    """A rejection that drops expired entries rewrites the meta with KEEPTTL: meta and log keep
+    one expiry (set by the last admit), so the meta never points at an expired log."""
+    algorithm = ALGORITHMS["sliding_log"]
+    store = RedisStore(client, algorithm, algorithm.params_type(2.0, 1.0), namespace=namespace)
+    log, meta = store.codec.keys("k")
+    assert store.decide("k", 100.0).allowed and store.decide("k", 100.5).allowed
+    time.sleep(0.2)
+    rejected = store.decide("k", 101.2, cost=2.0)  # drops the entry of t=100, still too much
+    assert not rejected.allowed and rejected.retry_after_s == pytest.approx(0.3)
+    assert abs(client.pttl(meta) - client.pttl(log)) <= 5 and client.pttl(meta) < 850
+
+
+def test_sliding_log_lease_takes_whole_amounts(client: redis.Redis, namespace: str) -> None:
+    algorithm = ALGORITHMS["sliding_log"]
+    store = RedisStore(client, algorithm, algorithm.params_type(12.0, 10.0), namespace=namespace, ttl_s=60)
+    grants = [store.lease("k", 50.0 + i, 1.0, 5.0) for i in range(4)]
+    assert [(d.allowed, granted) for d, granted in grants] == [(True, 5.0), (True, 5.0), (True, 2.0), (False, 1.0)]
+    assert grants[2][0].remaining == 0.0 and grants[3][0].retry_after_s == 7.0  # the first lease expires at 60

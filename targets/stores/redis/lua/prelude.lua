@@ -1,46 +1,34 @@
--- Shared head of every decision script (prepended by scripts.py; Redis has no include).
--- ARGV: now ('' = server TIME), cost, want (a lease's largest grant; = cost otherwise),
--- ttl_ms (0 = no expiry), then the algorithm's params in dataclass field order.
--- Numbers travel as strings both ways: Redis turns a Lua number reply into an integer and
--- redis.call() formats a Lua number with %.14g, so every number goes through fmt().
-local now
-if ARGV[1] == '' then
+-- Shared head of every decision script (Redis has no include). scripts.py puts one line before
+-- it, e.g. for the fixed window:
+--   local now, cost, want, limit, window_s = struct.unpack('<ddddd', ARGV[1])
+-- ARGV[1] packs now (NaN = server TIME), cost, want (a lease's largest grant; = cost otherwise)
+-- and the numeric params, named after the params' dataclass fields, as little-endian doubles:
+-- exact both ways, one unpack, no %.17g formatting or parsing on either side. ARGV[2] is ttl_ms
+-- as a decimal string ('0' = no expiry); text params (leaky_bucket's mode) follow from ARGV[3].
+-- Anything handed to redis.call is a string: a Lua number would be formatted with %.14g (lossy,
+-- and slow) on every call.
+if now ~= now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) + tonumber(t[2]) / 1000000
-else
-  now = tonumber(ARGV[1])
 end
-local cost = tonumber(ARGV[2])
-local want = tonumber(ARGV[3])
-local ttl_ms = tonumber(ARGV[4])
+local ttl_ms = ARGV[2]
 local INF = math.huge
 
-local function fmt(x)
-  return string.format('%.17g', x)
-end
+-- the reply: struct.pack(REPLY, allowed (1/0), remaining, retry, reset, delay, granted), one
+-- bulk string (a format rather than a helper: one closure less to build on every call)
+local REPLY = '<Bddddd'
 
--- one bulk string "allowed remaining retry reset delay granted": one format, one reply item
-local function reply(allowed, remaining, retry, reset, delay, granted)
-  return string.format('%d %.17g %.17g %.17g %.17g %.17g', allowed and 1 or 0, remaining, retry, reset, delay or 0,
-    granted or cost)
-end
-
--- write a state and its TTL in one command (never SET then EXPIRE)
-local function save(key, value)
-  if ttl_ms > 0 then
-    redis.call('SET', key, value, 'PX', ttl_ms)
-  else
+-- write a state and its TTL in one command (never SET then EXPIRE); keep_ttl: a windowed state
+-- rewritten within the window whose first write set the TTL (that TTL already outlasts the
+-- state's use, and KEEPTTL spares SET's PX work, a good part of a whole script's cost)
+local function save(key, value, keep_ttl)
+  if ttl_ms == '0' then
     redis.call('SET', key, value)
+  elseif keep_ttl then
+    redis.call('SET', key, value, 'KEEPTTL')
+  else
+    redis.call('SET', key, value, 'PX', ttl_ms)
   end
-end
-
--- space-separated numbers of a stored state
-local function fields(value)
-  local out = {}
-  for word in string.gmatch(value, '%S+') do
-    out[#out + 1] = tonumber(word)
-  end
-  return out
 end
 
 -- the cost to try: a lease takes the largest whole amount <= want that fits in room,

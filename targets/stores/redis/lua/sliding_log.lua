@@ -1,34 +1,52 @@
--- sliding_log: KEYS[1] a sorted set of admitted requests, score = expiry (t + W), member =
--- "<seq as 16 hex digits>:<running cost sum>"; KEYS[2] the meta "seq base last n oldest":
+-- sliding_log: KEYS[1] a list of the admitted requests, oldest first, each struct '<dd'
+-- (expiry = t + W, running cost sum); KEYS[2] the meta struct '<dddd' (base, last, n, oldest):
 -- last is the running sum of the newest entry and base that of the newest expired one, so the
 -- admitted cost in (t - W, t] is last - base, exactly the pure transition's arithmetic; n and
 -- oldest (count and first expiry of the live entries) let the common call, where nothing
--- expired, skip the sorted-set range reads. The hex seq keeps equal expiries in arrival order
--- and members unique. Params limit, window_s.
-local limit, w = tonumber(ARGV[5]), tonumber(ARGV[6])
+-- expired, skip reading the list. A list, not a sorted set: entries arrive in expiry order
+-- (server time does not step back), so RPUSH appends and LPOP drops the expired head, with no
+-- score to format or parse. Params limit, window_s.
+local w = window_s
 local log, meta = KEYS[1], KEYS[2]
-local seq, base, last, n, oldest = 0, 0.0, 0.0, 0, INF
+local base, last, n, oldest = 0.0, 0.0, 0, INF
 local stored = redis.call('GET', meta)
 local changed = false
+
+local function entry(i)
+  return struct.unpack('<dd', redis.call('LINDEX', log, i))
+end
+
 if stored then
-  local s = fields(stored)
-  seq, base, last, n, oldest = s[1], s[2], s[3], s[4], s[5]
+  base, last, n, oldest = struct.unpack('<dddd', stored)
   if n > 0 and oldest <= now then
-    local expired = redis.call('ZREVRANGEBYSCORE', log, fmt(now), '-inf', 'LIMIT', 0, 1)
-    base = tonumber(string.sub(expired[1], 18))
-    n = n - redis.call('ZREMRANGEBYSCORE', log, '-inf', fmt(now))
+    -- entries 0 .. k-1 have expired (0 has: oldest <= now): k by doubling, then bisection,
+    -- O(log k) reads; lo is an expired index, hi the first live one (or n)
+    local lo, hi, step = 0, n, 1
     oldest = INF
-    if n > 0 then
-      oldest = tonumber(redis.call('ZRANGE', log, 0, 0, 'WITHSCORES')[2])
+    while lo + step < n do
+      local e = entry(lo + step)
+      if e > now then
+        hi, oldest = lo + step, e
+        break
+      end
+      lo, step = lo + step, step * 2
     end
+    while hi - lo > 1 do
+      local mid = math.floor((lo + hi) / 2)
+      local e = entry(mid)
+      if e > now then
+        hi, oldest = mid, e
+      else
+        lo = mid
+      end
+    end
+    local expired = redis.call('LPOP', log, hi)
+    base = select(2, struct.unpack('<dd', expired[#expired])) -- the newest expired entry's sum
+    n = n - hi
     changed = true
   end
 else
   redis.call('DEL', log) -- a log must never outlive its meta (both get the same TTL)
-end
-
-local function save_meta()
-  save(meta, string.format('%.17g %.17g %.17g %.17g %.17g', seq, base, last, n, oldest))
 end
 
 local total = 0.0
@@ -37,39 +55,41 @@ if n > 0 then
 end
 local c = take(limit - total)
 if total + c <= limit then
-  seq, last, n = seq + 1, base + total + c, n + 1
+  last, n = base + total + c, n + 1
   if oldest == INF then
     oldest = now + w
   end
-  redis.call('ZADD', log, fmt(now + w), string.format('%016x:%.17g', seq, last))
-  if ttl_ms > 0 then
+  redis.call('RPUSH', log, struct.pack('<dd', now + w, last))
+  if ttl_ms ~= '0' then
     redis.call('PEXPIRE', log, ttl_ms)
   end
-  save_meta()
-  return reply(true, limit - total - c, 0, w, 0, c)
+  save(meta, struct.pack('<dddd', base, last, n, oldest))
+  return struct.pack(REPLY, 1, limit - total - c, 0, w, 0, c)
 end
 if changed then
-  save_meta() -- the pruned log's new base, count and oldest expiry
+  -- the pruned log's new base, count and oldest expiry; KEEPTTL: the meta must expire with the
+  -- log, whose TTL only an admit extends
+  redis.call('SET', meta, struct.pack('<dddd', base, last, n, oldest), 'KEEPTTL')
 end
 local retry = INF
 if c <= limit then
   -- the first entry whose running sum reaches base + total + c - limit must expire:
-  -- binary search by rank, O(log^2 n), on a rejection only
+  -- bisection by index, O(log n) reads, on a rejection only
   local target = base + total + c - limit
   local lo, hi = 0, n - 1
   while lo < hi do
     local mid = math.floor((lo + hi) / 2)
-    local m = redis.call('ZRANGE', log, mid, mid)[1]
-    if tonumber(string.sub(m, 18)) >= target then
+    local _, sum = entry(mid)
+    if sum >= target then
       hi = mid
     else
       lo = mid + 1
     end
   end
-  retry = tonumber(redis.call('ZRANGE', log, lo, lo, 'WITHSCORES')[2]) - now
+  retry = entry(lo) - now
 end
 local reset = 0.0
 if n > 0 then
-  reset = tonumber(redis.call('ZRANGE', log, -1, -1, 'WITHSCORES')[2]) - now
+  reset = entry(-1) - now
 end
-return reply(false, math.max(0.0, limit - total), retry, reset)
+return struct.pack(REPLY, 0, math.max(0.0, limit - total), retry, reset, 0, cost)

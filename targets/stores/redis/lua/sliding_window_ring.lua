@@ -1,21 +1,21 @@
--- sliding_window_ring: state "total id1 cost1 id2 cost2 ..." (live sub-windows, oldest
--- first); params limit, window_s, buckets
-local limit, w, n = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
+-- sliding_window_ring: state struct '<d' total, then '<dd' (id, cost) per live sub-window,
+-- oldest first; params limit, window_s, buckets
+local w, n = window_s, buckets
 local width = w / n
 local sub = math.floor(now / width)
 local ids, costs, total = {}, {}, 0.0
 local pruned = false
 local stored = redis.call('GET', KEYS[1])
 if stored then
-  local s = fields(stored)
-  total = s[1]
+  total = struct.unpack('<d', stored)
   local oldest_alive = sub - n + 1
-  for i = 2, #s, 2 do
-    if s[i] < oldest_alive and #ids == 0 then
-      total = total - s[i + 1] -- same subtractions, same order, as the pure transition
+  for pos = 9, #stored, 16 do
+    local id, cost_i = struct.unpack('<dd', stored, pos)
+    if id < oldest_alive and #ids == 0 then
+      total = total - cost_i -- same subtractions, same order, as the pure transition
       pruned = true
     else
-      ids[#ids + 1], costs[#costs + 1] = s[i], s[i + 1]
+      ids[#ids + 1], costs[#costs + 1] = id, cost_i
     end
   end
   if pruned and #ids == 0 then
@@ -24,11 +24,11 @@ if stored then
 end
 
 local function encode()
-  local parts = {fmt(total)}
+  local parts = {struct.pack('<d', total)}
   for i = 1, #ids do
-    parts[#parts + 1] = fmt(ids[i]) .. ' ' .. fmt(costs[i])
+    parts[#parts + 1] = struct.pack('<dd', ids[i], costs[i])
   end
-  return table.concat(parts, ' ')
+  return table.concat(parts)
 end
 
 local c = take(limit - total)
@@ -40,7 +40,7 @@ if total + c <= limit then
   end
   total = total + c
   save(KEYS[1], encode())
-  return reply(true, limit - total, 0, (ids[#ids] + n) * width - now, 0, c)
+  return struct.pack(REPLY, 1, limit - total, 0, (ids[#ids] + n) * width - now, 0, c)
 end
 if pruned then
   save(KEYS[1], encode())
@@ -61,4 +61,4 @@ local reset = 0.0
 if #ids > 0 then
   reset = (ids[#ids] + n) * width - now
 end
-return reply(false, math.max(0.0, limit - total), retry, reset)
+return struct.pack(REPLY, 0, math.max(0.0, limit - total), retry, reset, 0, cost)

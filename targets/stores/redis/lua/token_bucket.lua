@@ -1,28 +1,28 @@
--- token_bucket: state "tokens updated_at" (plus "ramp_start" with warm-up); params capacity,
--- rate, warmup_s, cold_factor. Like the pure transition, a rejection also stores (tokens, now):
--- the refill is re-based on every call, so later float roundings match the memory store.
-local capacity, rate = tonumber(ARGV[5]), tonumber(ARGV[6])
-local warmup, cold_factor = tonumber(ARGV[7]), tonumber(ARGV[8])
+-- token_bucket: state struct '<ddd' (tokens, updated_at, ramp_start: unused without warm-up);
+-- params capacity, rate, warmup_s, cold_factor. Like the pure transition, a rejection also
+-- stores (tokens, now): the refill is re-based on every call, so later float roundings match
+-- the memory store.
+local warmup = warmup_s
 local stored = redis.call('GET', KEYS[1])
 
 if warmup <= 0 then
   local tokens = capacity
   if stored then
-    local s = fields(stored)
-    tokens = math.min(capacity, s[1] + math.max(0.0, now - s[2]) * rate)
+    local stored_tokens, updated = struct.unpack('<dd', stored)
+    tokens = math.min(capacity, stored_tokens + math.max(0.0, now - updated) * rate)
   end
   local c = take(tokens)
   if tokens >= c then
     tokens = tokens - c
-    save(KEYS[1], fmt(tokens) .. ' ' .. fmt(now))
-    return reply(true, tokens, 0, (capacity - tokens) / rate, 0, c)
+    save(KEYS[1], struct.pack('<ddd', tokens, now, now))
+    return struct.pack(REPLY, 1, tokens, 0, (capacity - tokens) / rate, 0, c)
   end
-  save(KEYS[1], fmt(tokens) .. ' ' .. fmt(now))
+  save(KEYS[1], struct.pack('<ddd', tokens, now, now))
   local retry = INF
   if c <= capacity then
     retry = (c - tokens) / rate
   end
-  return reply(false, tokens, retry, (capacity - tokens) / rate)
+  return struct.pack(REPLY, 0, tokens, retry, (capacity - tokens) / rate, 0, cost)
 end
 
 -- warm-up: the refill rate ramps from rate / cold_factor to rate over warmup seconds
@@ -50,9 +50,8 @@ end
 
 local tokens, start = capacity, now
 if stored then
-  local s = fields(stored)
   local updated
-  tokens, updated, start = s[1], s[2], s[3]
+  tokens, updated, start = struct.unpack('<ddd', stored)
   local elapsed = math.max(now, updated) - start
   tokens = tokens + (filled(elapsed) - filled(math.max(0.0, updated - start)))
   if tokens >= capacity then
@@ -68,12 +67,12 @@ end
 local c = take(tokens)
 if tokens >= c then
   tokens = tokens - c
-  save(KEYS[1], fmt(tokens) .. ' ' .. fmt(now) .. ' ' .. fmt(start))
-  return reply(true, tokens, 0, time_to_fill(done + capacity - tokens) - into, 0, c)
+  save(KEYS[1], struct.pack('<ddd', tokens, now, start))
+  return struct.pack(REPLY, 1, tokens, 0, time_to_fill(done + capacity - tokens) - into, 0, c)
 end
-save(KEYS[1], fmt(tokens) .. ' ' .. fmt(now) .. ' ' .. fmt(start))
+save(KEYS[1], struct.pack('<ddd', tokens, now, start))
 local retry = INF
 if c <= capacity then
   retry = time_to_fill(done + c - tokens) - into
 end
-return reply(false, tokens, retry, reset)
+return struct.pack(REPLY, 0, tokens, retry, reset, 0, cost)
