@@ -63,6 +63,10 @@ def _wrk(url: str) -> tuple[float, str]:
     return (float(match.group(1)) if match else float("nan")), "wrk -t1 -c50"
 
 
+def _median_max(spread: dict[str, float]) -> str:
+    return f"{spread.get('median', float('nan')):.1f} ({spread.get('max', float('nan')):.1f})"
+
+
 def run_live_bench(console: Console, seconds: float = 4.0) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         root = Path(tmp)
@@ -86,14 +90,16 @@ def run_live_bench(console: Console, seconds: float = 4.0) -> None:
                     break  # this many workers cannot keep up: a higher offer only measures the pile-up
         console.print(rates)
 
-        bursts = Table(title="burst precision: N requests released at one deadline (1 Locust worker)")
-        for col in ("burst", "landed within ms", "decided within ms", "send lag p50 ms", "send lag max ms"):
+        bursts = Table(title="burst precision: N requests released at one deadline, 6 bursts a run (1 Locust worker)")
+        for col in ("burst", "landed within ms: median (max)", "decided within ms: median (max)", "send lag p50 ms",
+                    "send lag max ms"):
             bursts.add_column(col, justify="right")
         for size in (100, 1000):
-            burst = {"name": "boundary_burst", "params": {"instant": 1, "boundaries": 1, "size": size, "delta_s": 0.5}}
+            # 3 boundaries: 6 bursts a run; the first meets a cold target, the median shows the rest
+            burst = {"name": "boundary_burst", "params": {"instant": 1, "boundaries": 3, "size": size, "delta_s": 0.5}}
             info, _ = _live(root / f"burst-{size}", burst, size, 1)
             landed, decided = info.get("burst_spread_ms") or {}, info.get("burst_decision_spread_ms") or {}
             lag = info.get("send_lag_ms") or {}
-            bursts.add_row(f"{size:,}", f"{landed.get('median', float('nan')):.1f}", f"{decided.get('median', float('nan')):.1f}",
-                           f"{lag.get('p50', float('nan')):.1f}", f"{lag.get('max', float('nan')):.1f}")
+            bursts.add_row(f"{size:,}", _median_max(landed), _median_max(decided), f"{lag.get('p50', float('nan')):.1f}",
+                           f"{lag.get('max', float('nan')):.1f}")
         console.print(bursts)

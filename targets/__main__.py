@@ -44,6 +44,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-at", type=float, help="epoch seconds the schedule counts from (default: now)")
     p.add_argument("--decision-log", type=Path, help="write the decision log to this Parquet file")
     p.add_argument("--node", help="node name in logs (default node-1)")
+    p.add_argument("--admitted-headers", choices=["full", "draft", "none"],
+                   help="quota headers on admitted responses: full (default), draft (RateLimit-Policy and RateLimit only) "
+                        "or none; a 429 always carries all")
     return p
 
 
@@ -51,7 +54,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The config fields the command line sets (only flags actually given)."""
     given = {
         "algorithm": args.algorithm, "limit": args.limit, "window_s": args.window, "burst": args.burst,
-        "node": args.node,
+        "node": args.node, "admitted_headers": args.admitted_headers,
         "store": {"name": args.store, "max_keys": args.max_keys, "url": args.redis_url, "mode": args.redis_mode,
                   "nodes": args.nodes},
         "keys": {"trusted_proxies": args.trusted_proxies},

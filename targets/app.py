@@ -107,7 +107,7 @@ def create_app(config: TargetConfig) -> FastAPI:
     app.include_router(_admin(target))
     app.add_middleware(IdempotencyMiddleware)  # inside the limiter: every retry is counted, executed once
     app.add_middleware(RateLimitMiddleware, routes=routes, keys=KeyPolicy(config.keys), log=log, metrics=metrics,
-                       node=config.node, store=config.store.name)
+                       node=config.node, store=config.store.name, admitted_headers=config.admitted_headers)
     return app
 
 

@@ -6,7 +6,9 @@ measured, not cheap 429s), a downstream with no service time (so the stack is me
 sleep), and its decision log on. wrk and the target share this machine's cores, so requests/s
 also moves with whatever else runs; the target's own CPU time per request (psutil) does not,
 and its ratio to ``none`` is the throughput ratio at equal CPU. Rounds are interleaved (none,
-a, b, ..., none, a, b, ...) so drift hits every target alike; medians are reported.
+a, b, ..., none, a, b, ...) so drift hits every target alike; medians are reported. The first
+limiter runs again with fewer quota headers on admitted responses (``draft``, ``none``): on this
+stack the headers, not the decision, are most of what a limiter adds to a request.
 """
 
 from __future__ import annotations
@@ -75,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1, help="wrk threads")
+    parser.add_argument("--admitted-headers", choices=["full", "draft", "none"], default="full",
+                        help="quota headers on the limiters' admitted responses (see python -m targets --help)")
     args = parser.parse_args(argv)
     # SIGTERM unwinds like Ctrl-C, so every running target is stopped on the way out
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
@@ -86,21 +90,26 @@ def main(argv: list[str] | None = None) -> int:
     if unknown:
         print(f"error: unknown algorithm(s) {', '.join(unknown)}", file=sys.stderr)
         return 2
-    results: dict[str, list[Sample]] = {name: [] for name in names}
+    # each target: label -> its command line; the first limiter again with the other header
+    # modes shows what the quota headers on admitted responses cost, apart from the decision
+    argvs = {name: ["--algorithm", name, *NEVER_REJECT, "--admitted-headers", args.admitted_headers] for name in names}
+    if len(names) > 1:
+        for mode in ("full", "draft", "none"):
+            if mode != args.admitted_headers:
+                argvs[f"{names[1]} [{mode} headers]"] = ["--algorithm", names[1], *NEVER_REJECT, "--admitted-headers", mode]
+    results: dict[str, list[Sample]] = {label: [] for label in argvs}
     with tempfile.TemporaryDirectory(prefix="targets-bench-") as tmp:
         for r in range(args.rounds):
-            for name in names:
-                log = Path(tmp) / f"{name}-{r}.parquet"
-                with running_target(["--algorithm", name, *NEVER_REJECT, "--decision-log", str(log)],
-                                    log_dir=Path(tmp)) as target:
+            for i, (label, argv) in enumerate(argvs.items()):
+                log = Path(tmp) / f"{i}-{r}.parquet"
+                with running_target([*argv, "--decision-log", str(log)], log_dir=Path(tmp)) as target:
                     s = measure(target.pid, f"{target.url}/api/items", args)
-                results[name].append(s)
-                print(f"round {r + 1}/{args.rounds} {name:24s} {s.rps:7.0f} req/s  P99 {s.p99_ms:7.2f} ms  "
+                results[label].append(s)
+                print(f"round {r + 1}/{args.rounds} {label:30s} {s.rps:7.0f} req/s  P99 {s.p99_ms:7.2f} ms  "
                       f"{s.cpu_us:6.1f} us CPU/request", file=sys.stderr)
         print("in-process rounds (no network)...", file=sys.stderr)
-        configs = {name: overrides(build_parser().parse_args(["--algorithm", name, "--port", "1", *NEVER_REJECT]))
-                   for name in names}
-        in_process = in_process_us(names, configs, Path(tmp))
+        configs = {label: overrides(build_parser().parse_args([*argv, "--port", "1"])) for label, argv in argvs.items()}
+        in_process = in_process_us(list(argvs), configs, Path(tmp))
     report(results, in_process, args)
     return 0
 
@@ -115,19 +124,22 @@ def report(results: dict[str, list[Sample]], in_process: dict[str, float], args:
     def paired(name: str, ratio: Callable[[Sample, Sample], float]) -> float:
         return statistics.median(ratio(s, b) for s, b in zip(results[name], results["none"]))
 
-    print(f"\nGET /api/items, memory store, wrk -t{args.threads} -c{args.connections}, {args.seconds} s x "
+    print(f"\nGET /api/items, memory store, admitted responses with {args.admitted_headers} quota headers (unless named), "
+          f"wrk -t{args.threads} -c{args.connections}, {args.seconds} s x "
           f"{args.rounds} rounds (medians); {os.cpu_count()} cores shared by wrk, the target and anything else running")
-    print(f"{'target':24s} {'req/s':>7s} {'P99 ms':>8s} {'vs none':>8s} {'CPU us/req':>11s} {'vs none at equal CPU':>21s} "
+    print(f"{'target':32s} {'req/s':>7s} {'P99 ms':>8s} {'vs none':>8s} {'CPU us/req':>11s} {'vs none at equal CPU':>21s} "
           f"{'in-process us/req':>18s} {'added':>6s}")
     worst = 1.0
     for name in results:
         at_equal_cpu = paired(name, lambda s, b: b.cpu_us / s.cpu_us)
-        worst = min(worst, at_equal_cpu)
+        if " [" not in name:  # the header-mode rows are the price list, not the verdict
+            worst = min(worst, at_equal_cpu)
         flag = "" if at_equal_cpu >= GOAL or name == "none" else f"  below the {GOAL:.0%} goal"
-        print(f"{name:24s} {med(name, 'rps'):7.0f} {med(name, 'p99_ms'):8.2f} {paired(name, lambda s, b: s.rps / b.rps):8.1%} "
+        print(f"{name:32s} {med(name, 'rps'):7.0f} {med(name, 'p99_ms'):8.2f} {paired(name, lambda s, b: s.rps / b.rps):8.1%} "
               f"{med(name, 'cpu_us'):11.1f} {at_equal_cpu:21.1%} {in_process[name]:18.1f} {in_process[name] - in_process['none']:+6.1f}"
               f"{flag}")
-    print(f"\nworst limiter at equal CPU: {worst:.1%} of none (goal >= {GOAL:.0%}); in-process: the app called "
+    print(f"\nworst limiter at equal CPU ({args.admitted_headers} headers): {worst:.1%} of none (goal >= {GOAL:.0%}); "
+          f"[... headers]: the first limiter with other quota headers on admitted responses; in-process: the app called "
           f"directly, no network (median of 5 x 5,000 requests): 'added' is what the limiter adds to a request")
 
 

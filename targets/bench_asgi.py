@@ -47,12 +47,14 @@ def in_process_us(names: list[str], overrides: dict[str, dict[str, Any]], log_di
                   rounds: int = 5, requests: int = 5000) -> dict[str, float]:
     """Median wall time per request (us) of each target's app, called in-process."""
     apps = {}
-    for name in names:
-        config = load(None, {**overrides[name], "decision_log": {"path": str(log_dir / f"asgi-{name}.parquet")}})
+    for i, name in enumerate(names):
+        config = load(None, {**overrides[name], "decision_log": {"path": str(log_dir / f"asgi-{i}.parquet")}})
         apps[name] = create_app(config)
     loop = asyncio.new_event_loop()
     try:
         samples: dict[str, list[float]] = {name: [] for name in names}
+        for app in apps.values():  # warm-up, unmeasured: first calls pay imports and caches
+            loop.run_until_complete(_per_request_us(app, requests // 5))
         for _ in range(rounds):
             for name, app in apps.items():
                 samples[name].append(loop.run_until_complete(_per_request_us(app, requests)))

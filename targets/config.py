@@ -22,6 +22,7 @@ from .algorithms.policy import Policy
 
 Scope = Literal["client", "ip", "user", "api_key", "tenant", "account", "global"]
 """Which identity a limit counts by. ``client`` is API key > authenticated user > client IP."""
+AdmittedHeaders = Literal["full", "draft", "none"]
 Health = Literal["healthy", "degraded", "recovered", "outage"]
 """Downstream phases: ``degraded`` multiplies the service time by its factor; during an
 ``outage`` every admitted request is answered 503 at once."""
@@ -224,6 +225,10 @@ class TargetConfig(_Strict):
     downstream: DownstreamConfig = DownstreamConfig()
     decision_log: DecisionLogConfig = DecisionLogConfig()
     node: Name = "node-1"
+    admitted_headers: AdmittedHeaders = "full"
+    """Quota headers on admitted responses (a 429 always carries all of them): ``full`` (the
+    draft's RateLimit-Policy and RateLimit, and the legacy X-RateLimit-* trio), ``draft`` (the
+    draft's two only) or ``none``. Each header costs every admitted response (see docs/targets.md)."""
 
     @field_validator("algorithm")
     @classmethod

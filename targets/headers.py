@@ -51,16 +51,22 @@ def _seconds(value: float) -> int:
     return math.ceil(value) if 0 < value < math.inf else 0
 
 
-def quota_headers(applied: Sequence[tuple[QuotaText, Decision]], binding: int) -> list[Header]:
+def quota_headers(applied: Sequence[tuple[QuotaText, Decision]], binding: int, legacy: bool = True) -> list[Header]:
     """``applied``: (static text, decision) per limit, narrowest first; ``binding``: index of
-    the limit the legacy trio describes. On every limited response: kept to bytes formatting."""
+    the limit the legacy trio describes; ``legacy``: add that trio. On every limited response:
+    kept to bytes formatting."""
     states = []
     for text, d in applied:
         states.append(b"%s;r=%d;t=%d" % (text.label, d[1] if d[1] > 0 else 0, _seconds(d[3])))
+    draft = [
+        (b"ratelimit-policy", applied[0][0].item if len(applied) == 1 else b", ".join(t.item for t, _ in applied)),
+        (b"ratelimit", states[0] if len(states) == 1 else b", ".join(states)),
+    ]
+    if not legacy:
+        return draft
     text, d = applied[binding]
     return [
-        (b"ratelimit-policy", text.item if len(applied) == 1 else b", ".join(t.item for t, _ in applied)),
-        (b"ratelimit", states[0] if len(states) == 1 else b", ".join(states)),
+        *draft,
         (b"x-ratelimit-limit", text.quota),
         (b"x-ratelimit-remaining", b"%d" % (d[1] if d[1] > 0 else 0)),
         (b"x-ratelimit-reset", b"%d" % _seconds(d[3])),

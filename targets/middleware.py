@@ -20,6 +20,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from .arrival import ARRIVED
+from .config import AdmittedHeaders
 from .decision_log import DecisionLog
 from .headers import Header, quota_headers, rejection
 from .keys import KeyPolicy, token
@@ -39,7 +40,8 @@ MAX_LOGIN_BODY = 4096
 
 class RateLimitMiddleware:
     def __init__(self, app: ASGIApp, *, routes: dict[tuple[str, str], RoutePlan], keys: KeyPolicy,
-                 log: DecisionLog | None, metrics: Metrics, node: str, store: str) -> None:
+                 log: DecisionLog | None, metrics: Metrics, node: str, store: str,
+                 admitted_headers: AdmittedHeaders = "full") -> None:
         self.app = app
         self.routes = routes
         self.keys = keys
@@ -48,6 +50,7 @@ class RateLimitMiddleware:
         self.node = node
         self.store = store
         self._seq = itertools.count(1)
+        self.admitted_headers = admitted_headers
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         plan = self.routes.get((scope.get("method"), scope.get("path"))) if scope["type"] == "http" else None
@@ -64,9 +67,8 @@ class RateLimitMiddleware:
             now = time.time()
             verdict = check(plan, who, now)
         self._record(plan, who, verdict, now, scope.get(ARRIVED))
-        fields = _fields(verdict)
         if not verdict.allowed:
-            headers, body = rejection(verdict.applied[0].layer.name, verdict.applied[0].decision, fields)
+            headers, body = rejection(verdict.applied[0].layer.name, verdict.applied[0].decision, _fields(verdict))
             await send({"type": "http.response.start", "status": 429, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
@@ -74,6 +76,7 @@ class RateLimitMiddleware:
         delay = applied[0].decision[4] if len(applied) == 1 else max((a.decision[4] for a in applied), default=0.0)
         if delay > 0:
             await asyncio.sleep(delay)
+        fields = _fields(verdict, self.admitted_headers) if self.admitted_headers != "none" else None
         if fields:
             send = _adding(send, fields)
         if not plan.holds:
@@ -106,14 +109,14 @@ class RateLimitMiddleware:
                              source, a.layer.current_limit if a.layer.observes else None, arrived))
 
 
-def _fields(verdict: Verdict) -> list[Header]:
+def _fields(verdict: Verdict, mode: AdmittedHeaders = "full") -> list[Header]:
     """Quota headers for the limits with a finite quota (``none`` has none), plus the
-    adaptive limiter's current limit."""
+    adaptive limiter's current limit; ``mode`` ``draft``: without the legacy trio."""
     applied = [(a.variant.text, a.decision) for a in verdict.applied if a.decision[1] < math.inf]
     if not applied:
         return []
     binding = 0 if len(applied) == 1 else min(range(len(applied)), key=lambda i: applied[i][1][1])
-    fields = quota_headers(applied, binding)
+    fields = quota_headers(applied, binding, legacy=mode == "full")
     for a in verdict.applied:
         if a.layer.observes:
             fields.append((b"x-concurrency-limit", b"%d" % a.layer.current_limit))

@@ -40,6 +40,9 @@ def targets(module_start, tmp_path_factory):
     argvs["proxied"] = ["--algorithm", "fixed_window", "--limit", "10", "--window", "60", "--cost", "reports=1",
                         "--trusted-proxies", "1", "--max-keys", "50", "--service-ms", "0"]
     argvs["layered"] = ["--config", str(layered)]
+    for mode in ("draft", "none"):
+        argvs[f"headers-{mode}"] = ["--algorithm", "fixed_window", "--limit", "2", "--window", "60", "--cost", "reports=1",
+                                    "--admitted-headers", mode]
     argvs["queue"] = ["--algorithm", "leaky_bucket", "--limit", "10", "--window", "1", "--burst", "1",
                       "--param", "mode=queue", "--param", "max_delay_s=0.5", "--cost", "reports=1", "--service-ms", "0"]
     return module_start.many(argvs)
@@ -90,6 +93,19 @@ def test_admitted_responses_carry_the_quota_headers(targets):
     assert re.fullmatch(r'"per-client";r=4;t=\d+', r.headers["ratelimit"])
     assert (r.headers["x-ratelimit-limit"], r.headers["x-ratelimit-remaining"]) == ("5", "4")
     assert "retry-after" not in r.headers
+
+
+@pytest.mark.parametrize("mode", ["draft", "none"])
+def test_fewer_headers_on_admitted_responses_and_all_on_a_429(targets, mode):
+    target = targets[f"headers-{mode}"]
+    admitted = get(target, x_api_key=mode)
+    assert admitted.status_code == 200 and "x-ratelimit-remaining" not in admitted.headers
+    if mode == "draft":
+        assert admitted.headers["ratelimit"].startswith('"per-client";r=1;t=')
+    else:
+        assert "ratelimit" not in admitted.headers and "ratelimit-policy" not in admitted.headers
+    rejected = exhaust(target, x_api_key=mode)
+    assert rejected.headers["x-ratelimit-remaining"] == "0" and rejected.headers["ratelimit-policy"] == '"per-client";q=2;w=60'
 
 
 def test_a_429_never_reaches_the_downstream(targets):
