@@ -107,17 +107,6 @@ class MemoryStore:
             if entry is not None:
                 entry[0] = release(entry[0], now, cost, self.params)
 
-    def observe(self, key: str, now: float, rtt_s: float) -> None:
-        """Feed one request's latency to a latency-driven algorithm (``adaptive``); others and
-        unknown keys ignore it."""
-        observe = self.algorithm.observe
-        if observe is None:
-            return
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is not None:
-                entry[0] = observe(entry[0], now, rtt_s, self.params)
-
     def finish(self, key: str, now: float, cost: float, rtt_s: float) -> Any:
         """After an admitted request completed: its latency sample (``observe``), then its slot
         given back (``release``), under one lock and one lookup (the per-request path of the
