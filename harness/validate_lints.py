@@ -82,9 +82,7 @@ def ipv6_without_prefix(policy: PolicyFile) -> list[Finding]:
         return []
     out = []
     for lim in (lim for lim in policy.limits if lim.key == "ip"):
-        dep = deployment(policy, lim)
-        rotating = rotation_admission(dep, t.attacker_addresses, t.abuse_factor, True, t.seed)
-        aggregated = rotation_admission(dep, t.attacker_addresses, t.abuse_factor, False, t.seed)
+        rotating, aggregated = _rotation(policy, lim)
         out.append((f"'{lim.name}' keys IPv6 clients per address: one client rotating through "
                     f"{t.attacker_addresses} addresses of its /64 gets {rotating:.2f}× the limit",
                     f"ipv6_prefix: 64 keys the /64 as one client: {aggregated:.2f}×"))
@@ -150,22 +148,26 @@ def login_single_key(policy: PolicyFile) -> list[Finding]:
             out.append((f"login route '{route.name}' has no limit", "limit it per IP and per account (key: user)"))
         elif "ip" not in keys:
             lim = covering[0]
-            dep = deployment(policy, lim)
-            spray = rotation_admission(dep, t.attacker_addresses, t.abuse_factor, True, t.seed)
-            held = rotation_admission(dep, t.attacker_addresses, t.abuse_factor, False, t.seed)
+            spray, held = _rotation(policy, lim)
             out.append((f"login route '{route.name}' is limited by account only: one address spraying "
                         f"{t.attacker_addresses} accounts gets {spray:.2f}× the per-account limit",
                         f"add a per-IP limit (key: ip) of {lim.limit:g} per {lim.window_s:g} s: that address gets {held:.2f}×"))
         elif not keys & {"user", "api_key"}:
             lim = covering[0]
-            dep = deployment(policy, lim)
-            botnet = rotation_admission(dep, t.attacker_addresses, t.abuse_factor, True, t.seed)
-            held = rotation_admission(dep, t.attacker_addresses, t.abuse_factor, False, t.seed)
+            botnet, held = _rotation(policy, lim)
             out.append((f"login route '{route.name}' is limited by IP only: a botnet of {t.attacker_addresses} "
                         f"addresses gets {botnet:.2f}× the per-IP limit in guesses at one account",
                         f"add a per-account limit (key: user) of {lim.limit:g} per {lim.window_s:g} s: "
                         f"that account gets {held:.2f}×"))
     return out
+
+
+def _rotation(policy: PolicyFile, lim: Limit) -> tuple[float, float]:
+    """The policy's attacker against ``lim``: (admitted / L cycling through its addresses or
+    accounts, admitted / L as one key), from the same seeded traffic."""
+    dep, t = deployment(policy, lim), policy.traffic
+    return (rotation_admission(dep, t.attacker_addresses, t.abuse_factor, True, t.seed),
+            rotation_admission(dep, t.attacker_addresses, t.abuse_factor, False, t.seed))
 
 
 def route_cost_fits(policy: PolicyFile) -> list[Finding]:
