@@ -21,7 +21,6 @@ import pyarrow.parquet as pq
 from analysis.schema import DECISION_SCHEMA
 
 Row = tuple
-COLUMNS = DECISION_SCHEMA.names
 
 
 class DecisionLog:

@@ -46,7 +46,6 @@ class Counters:
 class Downstream:
     def __init__(self, config: DownstreamConfig, start_at: float) -> None:
         self.slots = asyncio.Semaphore(config.concurrency)
-        self.concurrency = config.concurrency
         self.median_s = config.service_time.median_ms / 1000.0
         self.sigma = config.service_time.sigma
         self.start_at = start_at

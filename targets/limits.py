@@ -8,7 +8,8 @@ does not apply. Tiers (free, VIP...) select a layer's own policy and store by th
 
 Layers on Redis (``remote``) are awaited (``check_remote``): Redis has no peek, so they decide
 and spend in turn, and a request rejected by a later layer has spent quota in the earlier
-Redis layers. Memory layers keep the synchronous path: no await, nothing added.
+Redis layers (concurrency slots excepted: those are released). Memory layers keep the
+synchronous path: no await, nothing added.
 """
 
 from __future__ import annotations
@@ -94,6 +95,8 @@ class RoutePlan:
     """Some layer is on Redis: the middleware awaits ``check_remote``."""
     holds: bool = False
     """Some layer holds a slot until the response completes (or samples its latency)."""
+    local: RoutePlan | None = None
+    """``remote`` plans: the plan of their memory layers (checked after the Redis ones), if any."""
 
 
 def build_layers(config: TargetConfig) -> tuple[list[Layer], dict[tuple[str, str], RoutePlan]]:
@@ -117,8 +120,12 @@ def build_layers(config: TargetConfig) -> tuple[list[Layer], dict[tuple[str, str
     routes = {}
     for route, method_path in ROUTE_PATHS.items():
         chosen = [layer for lc, layer in layers if route in (lc.routes or API_ROUTES)]
-        routes[method_path] = RoutePlan(route, config.cost(route), chosen, any(la.scope == "account" for la in chosen),
-                                        any(la.remote for la in chosen), any(la.holds or la.observes for la in chosen))
+        plan = RoutePlan(route, config.cost(route), chosen, any(la.scope == "account" for la in chosen),
+                         any(la.remote for la in chosen), any(la.holds or la.observes for la in chosen))
+        local = [la for la in chosen if not la.remote]
+        if plan.remote and local:
+            plan.local = RoutePlan(route, plan.cost, local, plan.needs_account)
+        routes[method_path] = plan
     return [layer for _, layer in layers], routes
 
 
@@ -178,13 +185,25 @@ async def check_remote(plan: RoutePlan, who: Identity) -> Verdict:
         decision = await variant.store.decide(key, None, cost)
         applied = Applied(layer, key, variant, decision, (clock() - start) / 1000.0)
         if not decision[0]:
+            await _give_back(spent, cost)
             return Verdict(False, [applied])
         spent.append(applied)
-    local = [layer for layer in plan.layers if not layer.remote]
-    if not local:
+    if plan.local is None:
         return Verdict(True, spent)
-    verdict = check(RoutePlan(plan.name, cost, local, plan.needs_account), who, time.time())
-    return Verdict(True, spent + verdict.applied) if verdict.allowed else verdict
+    verdict = check(plan.local, who, time.time())
+    if not verdict.allowed:
+        await _give_back(spent, cost)
+        return verdict
+    return Verdict(True, spent + verdict.applied)
+
+
+async def _give_back(spent: list[Applied], cost: float) -> None:
+    """A later layer rejected: the Redis layers that admitted keep their spent quota (no peek in
+    Redis), but the slots of concurrency layers are released, or they would stay taken (their
+    keys have no TTL)."""
+    for a in spent:
+        if a.layer.holds:
+            await a.variant.store.release(a.key, None, cost)
 
 
 async def complete_remote(verdict: Verdict, cost: float, rtt_s: float) -> None:

@@ -26,7 +26,6 @@ from .headers import Header, quota_headers, rejection
 from .keys import KeyPolicy, token
 from .limits import RoutePlan, Verdict, check, check_remote, complete, complete_remote
 from .metrics import Metrics
-from .stores.redis import decision_source
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -100,7 +99,7 @@ class RateLimitMiddleware:
             self.metrics.decided[name].inc()
             if not d[0]:
                 self.metrics.rejected[name].inc()
-            source = a.variant.source or decision_source(d)
+            source = a.variant.source_of(d)
             if a.variant.remote:
                 self.metrics.sourced[name, source].inc()
             if rows is not None:

@@ -21,8 +21,11 @@ from pathlib import Path
 
 import httpx
 
-HOST = "127.0.0.1"
-EXIT_PORT_IN_USE = 2
+from .__main__ import HOST
+from .cli_args import EXIT_BAD_INPUT
+
+EXIT_PORT_IN_USE = EXIT_BAD_INPUT
+"""How a target says its port was taken (it exits 2 with "in use" for every bad input)."""
 PORT_ATTEMPTS = 3
 
 

@@ -4,6 +4,7 @@ recovery without restarting anything, the decision log's source, and bad Redis c
 
 from __future__ import annotations
 
+import struct
 import subprocess
 import sys
 import time
@@ -13,6 +14,7 @@ from pathlib import Path
 import httpx
 import pandas as pd
 import pytest
+import redis
 import yaml
 
 from harness.redis_server import RedisServer
@@ -136,3 +138,27 @@ def test_redis_url_comes_from_the_environment(redis_server, tmp_path, monkeypatc
         assert counters["store"] == "redis" and counters["limits"]["per-client"]["redis"]["mode"] == "shared"
     finally:
         target.stop()
+
+
+def test_a_later_layer_rejecting_gives_back_the_earlier_concurrency_slot(own_redis, targets):
+    """login: login-ip admits (a slot taken in Redis), login-account rejects; the login-ip slot
+    must come back (concurrency keys have no TTL: a lost slot is lost for good)."""
+    cfg = {**config(own_redis.url, timeout_s=1.0), "algorithm": "concurrency", "limit": 1,
+           "downstream": {"service_time": {"median_ms": 400, "sigma": 0}},  # long enough to overlap
+           "limits": [{"name": "login-ip", "scope": "ip", "routes": ["login"], "limit": 5},
+                      {"name": "login-account", "scope": "account", "routes": ["login"], "limit": 1}]}
+    [node] = targets(cfg)
+
+    def login() -> int:
+        return httpx.post(node.url + "/login", json={"username": "alice"}, timeout=10).status_code
+
+    with ThreadPoolExecutor(2) as pool:
+        held = pool.submit(login)
+        while httpx.get(node.url + "/_bench/counters", timeout=10).json()["downstream"]["in_flight"] == 0:
+            time.sleep(0.01)  # until the first login holds alice's only slot (for 400 ms)
+        assert login() == 429  # login-ip admitted it, login-account rejected it
+        assert held.result() == 200
+    # a concurrency count back at zero is deleted: a login-ip key left behind is a lost slot
+    leftover = {k: struct.unpack("<d", redis.Redis.from_url(own_redis.url).get(k)) for k in
+                redis.Redis.from_url(own_redis.url).keys("*login-ip*")}
+    assert leftover == {}
