@@ -134,8 +134,7 @@ def _client_part(a: RunAnalysis, client: pd.DataFrame) -> None:
         share, count = client_metrics.header_truthfulness(attempts, run.rejected_decisions())
         row.update(retries.retry_measures(attempts))
     else:
-        share, count = None, 0
-        row.update(retries.EMPTY)
+        share, count = None, 0  # the retry measures stay as EMPTY_CLIENT set them
     row["header_truthfulness"], row["retries_at_retry_after"] = share, count
 
 

@@ -91,16 +91,6 @@ def _save(fig: Figure, chart: Chart, root: Path) -> None:
         atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=DPI))
 
 
-def _bars(ax: Axes, runs: list[RunAnalysis], values: list[float | None], fmt: str) -> None:
-    x = np.arange(len(runs))
-    heights = [v if v is not None else 0.0 for v in values]
-    ax.bar(x, heights, color=[colour(a.run.info.algorithm) for a in runs])
-    for xi, v in zip(x, values):
-        ax.annotate("n/a" if v is None else fmt.format(v), (xi, v or 0.0), ha="center", va="bottom", fontsize=7,
-                    xytext=(0, 2), textcoords="offset points")
-    ax.set_xticks(x, [_label(a) for a in runs], rotation=35, ha="right", fontsize=8)
-
-
 OVER_ADMISSION_TOP = 4.0
 """The y axis stops here (unlimited baselines reach hundreds); taller bars are labelled."""
 

@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Any
 from analysis.schema import DECISIONS_FILE
 from scenarios import build_model
 from scenarios.live_plan import ROUTES
-from scenarios.unhealthy_downstream import Params as UnhealthyParams
 from targets.config import ROUTE_PATHS
 
 from .campaign import Campaign
@@ -30,8 +29,6 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
         "seed": campaign.seed,
     }
     model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, campaign.seed, str_params(run.scenario.params))
-    if isinstance(getattr(model, "p", None), UnhealthyParams):
-        downstream["schedule"] = model.p.schedule()
     # one limit on exactly the routes the scenario calls (a route it never calls must not make
     # the config invalid, e.g. a cost-20 report under a burst of 10); adaptive guards the
     # downstream as a whole, every other algorithm limits per client key

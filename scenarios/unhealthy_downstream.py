@@ -9,6 +9,7 @@ limiter does to latency (from the intended send time) when the service slows dow
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +51,10 @@ class UnhealthyDownstream(TrafficModel):
 
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
         self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+
+    def target_config(self) -> dict[str, Any]:
+        """The health schedule, counted from the plan's t = 0 (the runner's shared start time)."""
+        return {"downstream": {"schedule": self.p.schedule()}}
 
     def generate(self) -> Arrivals:
         p = self.p

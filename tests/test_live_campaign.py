@@ -85,6 +85,10 @@ def test_adaptive_keeps_p99_below_the_fixed_window_when_the_downstream_degrades(
     rows = {(r["scenario"], r["algorithm"]): r for r in json.loads((smoke / "summary.json").read_text())["runs"]}
     adaptive, fixed = rows["unhealthy_downstream", "adaptive"], rows["unhealthy_downstream", "fixed_window"]
     assert adaptive["latency_p99_intended_ms"] < fixed["latency_p99_intended_ms"]
+    for run_dir in (smoke / "runs").glob("unhealthy_downstream__*"):  # the degraded phase is recorded
+        info = json.loads((run_dir / "run.json").read_text())
+        assert [p["name"] for p in info["phases"]] == ["degraded"]
+        assert info["phases"][0]["end_t"] > info["phases"][0]["start_t"] > info["start_at"]
 
 
 def _children(pid: int) -> list[psutil.Process]:
@@ -92,6 +96,13 @@ def _children(pid: int) -> list[psutil.Process]:
         return psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
+
+
+def _is_target(p: psutil.Process) -> bool:
+    try:
+        return "targets" in " ".join(p.cmdline())
+    except psutil.Error:  # it exited meanwhile
+        return False
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -106,9 +117,11 @@ def test_interrupt_stops_every_child_and_keeps_finished_runs(tmp_path, sig):
     while time.monotonic() < deadline and not (first.exists() and (second / "plan.json").exists()):
         seen.update((p.pid, p) for p in _children(proc.pid))
         time.sleep(0.1)
-    time.sleep(1.0)  # inside the second run: target and Locust are up
-    children = _children(proc.pid)
-    assert any("targets" in " ".join(p.cmdline()) for p in children)
+    children: list[psutil.Process] = []
+    while time.monotonic() < deadline and not any(_is_target(p) for p in children):  # inside the second run
+        children = _children(proc.pid)
+        time.sleep(0.1)
+    assert any(_is_target(p) for p in children)
     seen.update((p.pid, p) for p in children)
     proc.send_signal(sig)
     assert proc.wait(60) == 130

@@ -42,7 +42,6 @@ def short_run_folder(root: Path, seconds: float) -> Path:
                                                           (30.0, 10.0, 1.0), (3600.0, None, 100.0)])
 def test_bin_width_follows_the_run_length(seconds: float, phase: float | None, width: float) -> None:
     assert time_bin(seconds, phase) == width
-    assert 20 <= seconds / width <= 40
 
 
 def test_short_run_bins_line_up_with_the_phase_and_recovery_is_measured(tmp_path: Path) -> None:

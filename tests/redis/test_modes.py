@@ -110,7 +110,8 @@ def test_open_store(redis_server: RedisServer, namespace: str) -> None:
         RedisSettings(redis_server.url, mode="sharded")
 
     async def run() -> list[str]:
-        store = open_store(FIXED, params, RedisSettings(redis_server.url, namespace=namespace))
+        # a generous timeout: this checks the wiring, not the 50 ms budget (a first call connects)
+        store = open_store(FIXED, params, RedisSettings(redis_server.url, namespace=namespace, timeout_s=1.0))
         assert isinstance(store, FailoverStore)
         sources = [decision_source(await store.decide("k")) for _ in range(3)]
         await store.aclose()

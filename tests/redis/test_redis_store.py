@@ -99,11 +99,11 @@ def test_a_window_keeps_the_ttl_of_its_first_write(client: redis.Redis, namespac
         assert store.decide(name, 600.0).allowed
         first = client.pttl(key)
         assert expected - 1000 < first <= expected
-        time.sleep(0.05)
+        client.pexpire(key, 5000)  # a marker: kept within the window, replaced in the next one
         assert store.decide(name, 630.0).allowed  # the same window
-        assert client.pttl(key) < first
+        assert client.pttl(key) <= 5000
         assert store.decide(name, 660.0).allowed  # the next window
-        assert client.pttl(key) > first - 40
+        assert client.pttl(key) > 5000
 
 
 def test_sliding_log_meta_never_outlives_its_log(client: redis.Redis, namespace: str) -> None:
@@ -116,7 +116,8 @@ def test_sliding_log_meta_never_outlives_its_log(client: redis.Redis, namespace:
     time.sleep(0.2)
     rejected = store.decide("k", 101.2, cost=2.0)  # drops the entry of t=100, still too much
     assert not rejected.allowed and rejected.retry_after_s == pytest.approx(0.3)
-    assert abs(client.pttl(meta) - client.pttl(log)) <= 5 and client.pttl(meta) < 850
+    meta_ttl, log_ttl = client.pipeline(transaction=True).pttl(meta).pttl(log).execute()  # one instant
+    assert abs(meta_ttl - log_ttl) <= 1 and meta_ttl < 850
 
 
 def test_sliding_log_lease_takes_whole_amounts(client: redis.Redis, namespace: str) -> None:
