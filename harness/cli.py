@@ -21,7 +21,7 @@ from targets.stores.redis import RedisConfigError
 
 from . import analysis_cmd, run_cmd, validate
 from .results import summary_json, utc_stamp, write_text
-from .sim_campaign import ConfigError, load_sim_campaign
+from .sim_campaign import ConfigError, check_out, load_sim_campaign
 from .sim_runner import execute, make_plan, plan_from_campaign
 
 BAD_INPUT = (PolicyError, ScenarioError, ConfigError, RedisConfigError)
@@ -97,8 +97,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             scenario_params=args.scenario_param, seed=1 if args.seed is None else args.seed,
         )
         out = args.out
-    if out is not None and out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: folder exists and is not empty")
+    check_out(out)
     to_stdout = args.json == "-"
     console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
 

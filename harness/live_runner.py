@@ -54,13 +54,13 @@ from scenarios.fleet import Fleet, fleet_of
 from scenarios.live_plan import LivePlan, aligned_start, groups, worker_share
 from targets.algorithms import Policy
 from targets.process import HOST, TargetError, TargetProcess, free_port, start_target
+from targets.stores.redis.server import RedisServer
 
 from .campaign import Campaign, LiveScenario
 from .cpu_sampler import CpuSampler, cpu_csv
 from .live_config import str_params, target_config
 from .live_measures import burst_spread, fleet_measures, measured_window, pct_ms, store_failure_measures
 from .machine import machine_facts
-from .redis_server import RedisServer
 from .results import ResultsFolder, utc_stamp, write_parquet, write_text
 from .simulator import simulate
 

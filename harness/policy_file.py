@@ -127,6 +127,12 @@ class PolicyFile(_Strict):
         return next(r for r in self.routes if r.name == name)
 
     @property
+    def local_divisor(self) -> int:
+        """What each node's share of a limit is divided by: N for node-local counters split
+        over N nodes, else 1."""
+        return self.nodes if self.store.effective_mode == "local" and self.store.divide_by_nodes else 1
+
+    @property
     def page_route(self) -> Route:
         name = self.traffic.page_route or next((r.name for r in self.routes if not r.login), self.routes[0].name)
         return self.route(name)

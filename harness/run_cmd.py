@@ -17,7 +17,7 @@ from analysis.schema import RUN_OK
 from .campaign import StoreName, load_campaign
 from .live_runner import Interrupted, LiveRun, LiveRunner, plan_runs
 from .results import utc_stamp
-from .sim_campaign import ConfigError
+from .sim_campaign import ConfigError, check_out
 
 DEFAULT_CAMPAIGN = Path("campaigns/default.yaml")
 
@@ -41,8 +41,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if not runs:
         raise ConfigError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}")
     out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
-    if out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: folder exists and is not empty")
+    check_out(out)
     console = Console(width=None if sys.stdout.isatty() else 160)
     started = time.monotonic()
     state: dict[str, Any] = {}

@@ -16,6 +16,12 @@ class ConfigError(ValueError):
     """A configuration file that cannot be used; the message names the field's path."""
 
 
+def check_out(out: Path | None) -> None:
+    """A results folder must be new or empty: nothing of an earlier run is mixed in or overwritten."""
+    if out is not None and out.exists() and any(out.iterdir()):
+        raise ConfigError(f"--out {out}: folder exists and is not empty")
+
+
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -17,10 +17,10 @@ from rich.console import Console
 from .live_runner import Interrupted
 from .policy_file import PolicyFile, load_policy
 from .results import write_text
-from .sim_campaign import ConfigError
+from .sim_campaign import ConfigError, check_out
 from .validate_checks import Verdict, run_checks
 from .validate_lints import run_lints
-from .validate_live import LiveOutcome, check_out, run_live
+from .validate_live import LiveOutcome, run_live
 from .validate_live_checks import live_verdicts
 from .validate_report import suggestions, to_json, to_junit, verdict_table
 

@@ -193,7 +193,7 @@ def _page_fixes(policy: PolicyFile, limit: Limit) -> Iterator[Fix]:
     t = policy.traffic
     cost = policy.page_route.cost
     page = t.page_load * cost
-    divisor = policy.nodes if policy.store.effective_mode == "local" and policy.store.divide_by_nodes else 1
+    divisor = policy.local_divisor
     page_text = f"page load of {t.page_load}" + (f" x cost {cost:g}" if cost != 1 else "")
     burst = burst_of(limit)
     if limit.algorithm in BURSTY and burst < page * divisor:

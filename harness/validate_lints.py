@@ -171,7 +171,7 @@ def _rotation(policy: PolicyFile, lim: Limit) -> tuple[float, float]:
 
 
 def route_cost_fits(policy: PolicyFile) -> list[Finding]:
-    divisor = policy.nodes if policy.store.effective_mode == "local" and policy.store.divide_by_nodes else 1
+    divisor = policy.local_divisor
     out = []
     for route in policy.routes:
         for lim in (lim for lim in policy.limits if lim.covers(route.name)):

@@ -29,7 +29,6 @@ from .live_runner import LiveRunner, signals_interrupt
 from .machine import machine_facts
 from .policy_file import PolicyFile
 from .results import utc_stamp, write_text
-from .sim_campaign import ConfigError
 from .validate_live_plan import LivePlan, Probe, plan_live
 
 Say = Callable[[str], None]
@@ -60,11 +59,6 @@ class LiveOutcome:
     results: list[ProbeResult]
     folder: Path | None
     """Kept results folder (``--out``), else None."""
-
-
-def check_out(out: Path | None) -> None:
-    if out is not None and out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: folder exists and is not empty")
 
 
 @contextmanager

@@ -64,7 +64,7 @@ def deployment(policy: PolicyFile, limit: Limit, situation: str = "normal") -> D
         return Deployment("fixed_window", build_params("fixed_window", Policy(limit.limit, limit.window_s)), **base)
     if mode == "local":
         up = n - 1 if situation == "node_down" else n
-        return Deployment(limit.algorithm, params_of(limit, n if store.divide_by_nodes else 1), nodes=up, **base)
+        return Deployment(limit.algorithm, params_of(limit, policy.local_divisor), nodes=up, **base)
     # shared and leased keep one state per key in the store (leases are modelled as shared)
     return Deployment(limit.algorithm, params_of(limit), **base)
 

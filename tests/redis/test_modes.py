@@ -9,7 +9,6 @@ import pytest
 import redis
 import redis.asyncio
 
-from harness.redis_server import RedisServer
 from targets.algorithms import ALGORITHMS
 from targets.stores.memory import MemoryStore
 from targets.stores.redis import (
@@ -24,6 +23,7 @@ from targets.stores.redis import (
     local_params,
     open_store,
 )
+from targets.stores.redis.server import RedisServer
 
 FIXED = ALGORITHMS["fixed_window"]
 

@@ -17,8 +17,8 @@ import pytest
 import redis
 import yaml
 
-from harness.redis_server import RedisServer
 from targets.process import start_target
+from targets.stores.redis.server import RedisServer
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -40,11 +40,10 @@ from limits import storage as limits_storage
 from limits.aio import storage as limits_aio_storage
 from limits.aio import strategies as aio_strategies
 
-from harness.redis_server import RedisServer
-
 from ...algorithms import ALGORITHMS, Policy
 from .modes import LeasedStore
 from .scripts import SUFFIXES
+from .server import RedisServer
 from .store import AsyncRedisStore, RedisStore
 
 LIMIT, WINDOW_S, KEYS = 100, 60.0, 50
