@@ -164,7 +164,7 @@ def analyze_run(run: Run) -> RunAnalysis:
     if cpu is not None:
         row.update(cpu_ms_per_1k(cpu, len(client) if client is not None else len(df)))
         row["generator_bound"] = generator_bound(cpu)
-    if run.info.generator_bound is not None:  # the runner's verdict (it knows the send lag) wins
+    if run.info.generator_bound is not None:  # the runner's verdict: the same rule, with its late sends
         row["generator_bound"] = bool(run.info.generator_bound)
     if run.info.scenario == BOUNDARY_SCENARIO:
         a.boundary = _boundary(df, p.window_s)

@@ -13,6 +13,8 @@ from .schema import ROLE_GENERATOR, ROLE_TARGET
 
 GENERATOR_BOUND_PERCENT = 90.0
 """A generator process busy this much of one core on average could not have sent any faster."""
+LATE_SHARE_BOUND = 0.05
+"""More than this share of send groups released late: the generator could not keep its plan."""
 
 
 def _intervals(cpu: pd.DataFrame, role: str) -> pd.DataFrame:
@@ -34,10 +36,13 @@ def cpu_ms_per_1k(cpu: pd.DataFrame, requests: int) -> dict[str, float | None]:
     return row
 
 
-def generator_bound(cpu: pd.DataFrame) -> bool | None:
-    """True when any generator process was busy GENERATOR_BOUND_PERCENT of a core over the run."""
+def generator_bound(cpu: pd.DataFrame, late_share: float | None = None) -> bool | None:
+    """True when any generator process was busy GENERATOR_BOUND_PERCENT of a core over the run,
+    or (``late_share``: the runner's count of send groups released late) when more than
+    LATE_SHARE_BOUND of the plan went out late; None when neither is known."""
+    late = late_share is not None and late_share > LATE_SHARE_BOUND
     spans = _intervals(cpu, ROLE_GENERATOR)
     if spans.empty:
-        return None
+        return True if late else None
     per = spans.groupby("process")[["busy", "dt"]].sum()
-    return bool((per["busy"] / per["dt"] * 100.0 >= GENERATOR_BOUND_PERCENT).any())
+    return bool(late or (per["busy"] / per["dt"] * 100.0 >= GENERATOR_BOUND_PERCENT).any())

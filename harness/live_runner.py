@@ -33,9 +33,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from analysis.cpu import generator_bound
 from analysis.schema import (
     CLIENT_FILE,
     CLIENT_SCHEMA,
+    CPU_COLUMNS,
     CPU_FILE,
     DECISIONS_FILE,
     DEGRADED_PHASE,
@@ -66,10 +68,6 @@ from .simulator import simulate
 
 ROOT = Path(__file__).resolve().parent.parent
 LOCUSTFILE = ROOT / "scenarios" / "locustfile.py"
-GENERATOR_BOUND_CPU = 90.0
-"""A Locust process whose median CPU is at least this (% of one core) was the bottleneck."""
-LATE_SHARE_BOUND = 0.05
-"""More than this share of groups released late also means the generator could not keep up."""
 
 
 FIRST_LEAD_S = 5.0
@@ -259,7 +257,7 @@ class LiveRunner:
             self._stop_children()
             rows = measured_window(sampler.stop(), info, sampler.interval_s)
             write_text(run_dir / CPU_FILE, cpu_csv(rows))
-            info["generator_bound"] = self._generator_bound(rows, info)
+            info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
             write_text(run_dir / RUN_FILE, json.dumps(info, indent=2, default=float) + "\n")
         return info
 
@@ -417,13 +415,6 @@ class LiveRunner:
         }
         info.update(burst_spread(run_dir, plan))
         return info
-
-    def _generator_bound(self, rows: list[tuple], info: dict[str, Any]) -> bool | None:
-        if not rows:
-            return None
-        cpu = pd.DataFrame(rows, columns=["t", "process", "role", "cpu", "rss"])
-        gen = cpu[cpu["role"] == ROLE_GENERATOR].groupby("process")["cpu"].median()
-        return bool((len(gen) and gen.max() >= GENERATOR_BOUND_CPU) or info.get("late_share", 0) > LATE_SHARE_BOUND)
 
     def _stop_children(self) -> None:
         for target in self.targets:

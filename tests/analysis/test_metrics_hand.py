@@ -135,6 +135,10 @@ def test_cpu_per_thousand_requests_and_generator_bound() -> None:
                         "rss_bytes": [1] * 6})
     assert cpu_ms_per_1k(cpu, 1000) == {"cpu_target_ms_per_1k": 1500.0, "cpu_generator_ms_per_1k": 1920.0}
     assert generator_bound(cpu) is True
+    calm = cpu.assign(cpu_percent=[0, 50, 100, 0, 40, 60])  # the generator averaged 50% of a core
+    assert generator_bound(calm) is False
+    assert generator_bound(calm, late_share=0.05) is False and generator_bound(calm, late_share=0.06) is True
+    assert generator_bound(cpu.iloc[:3]) is None and generator_bound(cpu.iloc[:3], late_share=0.5) is True
 
 
 def test_time_to_recover() -> None:
