@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
 from targets.algorithms import Policy, PolicyError, build_params
+from targets.stores.redis import local_params
 
 from .sim_campaign import ConfigError, read_yaml, validate_model
 from .validate_thresholds import Threshold, parse_threshold
@@ -138,14 +139,12 @@ class PolicyFile(_Strict):
         return self.route(name)
 
 
-def policy_of(limit: Limit, divisor: float = 1.0) -> Policy:
-    """The common policy vocabulary of a limit, optionally shared out over ``divisor`` nodes."""
-    burst = None if limit.burst is None else limit.burst / divisor
-    return Policy(limit.limit / divisor, limit.window_s, burst)
-
-
-def params_of(limit: Limit, divisor: float = 1.0) -> Any:
-    return build_params(limit.algorithm, policy_of(limit, divisor), {k: str(v) for k, v in limit.params.items()})
+def params_of(limit: Limit, divisor: int = 1) -> Any:
+    """A limit's algorithm parameters, optionally one node's share of ``divisor``: divided after
+    the file's parameter overrides, as the target's local store divides them (``local_params``)."""
+    params = build_params(limit.algorithm, Policy(limit.limit, limit.window_s, limit.burst),
+                          {k: str(v) for k, v in limit.params.items()})
+    return params if divisor == 1 else local_params(params, divisor)
 
 
 def _cross_check(p: PolicyFile) -> None:

@@ -139,7 +139,7 @@ def with_store(policy: PolicyFile, /, **changes: Any) -> PolicyFile:
     return policy.model_copy(update={"store": policy.store.model_copy(update=changes)})
 
 
-def burst_of(limit: Limit, divisor: float = 1.0) -> float:
+def burst_of(limit: Limit, divisor: int = 1) -> float:
     """Cost admissible at once: the algorithm's own max_cost (token bucket capacity, GCRA burst, L)."""
     return get_algorithm(limit.algorithm).max_cost(params_of(limit, divisor))
 

@@ -149,3 +149,14 @@ def test_invalid_policy_exits_2_naming_the_field(body: str, field: str, tmp_path
     assert captured.out == ""
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and field in lines[0], lines
+
+
+def test_a_nodes_share_is_divided_after_the_parameter_overrides() -> None:
+    """As the target's local store does (local_params): an overridden capacity is shared out too."""
+    from harness.policy_file import Limit, params_of
+
+    limit = Limit(name="per-user", key="user", algorithm="token_bucket", limit=100, window_s=60,
+                  params={"capacity": 40})
+    whole, share = params_of(limit), params_of(limit, 4)
+    assert (whole.capacity, share.capacity) == (40, 10)
+    assert share.rate == pytest.approx(100 / 60 / 4)
