@@ -18,6 +18,7 @@ from typing import Any
 from .cli_args import EXIT_BAD_INPUT, Parser, key_value
 
 HOST = "127.0.0.1"
+KEEP_ALIVE_S = 300
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,10 +118,13 @@ def main(argv: list[str] | None = None) -> int:
 
     from .app import create_app
     from .arrival import StampingHttpToolsProtocol
+    from .server import FrozenAfterStartup
 
-    server = uvicorn.Server(uvicorn.Config(
+    # keep-alive outlasts any idle gap of a run: uvicorn's default 5 s closed the connections a
+    # load generator had warmed just before its first burst, which then paid for new ones
+    server = FrozenAfterStartup(uvicorn.Config(
         create_app(config), loop="uvloop", http=StampingHttpToolsProtocol, access_log=False, log_level="warning",
-        lifespan="on", timeout_graceful_shutdown=5,
+        lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S,
     ))
     try:
         server.run(sockets=[sock])

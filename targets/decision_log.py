@@ -38,6 +38,9 @@ class DecisionLog:
     def start(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._writer = pq.ParquetWriter(self._tmp, DECISION_SCHEMA)
+        # pyarrow's first conversion of Python objects imports pandas (~380 modules): paid now,
+        # at startup, not by the flusher holding the GIL a second into the first run
+        pa.array([], type=pa.float64())
         self._thread.start()
 
     def _run(self) -> None:

@@ -285,3 +285,16 @@ def test_decision_log_has_one_row_per_request_after_sigterm(start, tmp_path):
     ordered = sorted(rows, key=lambda r: int(r["request_id"].split("-")[1]))
     assert all(r["arrived_t"] <= r["t"] for r in ordered)
     assert all(a["t"] <= b["arrived_t"] for a, b in itertools.pairwise(ordered))
+
+
+def test_an_idle_keep_alive_connection_outlives_uvicorns_default(targets):
+    """uvicorn closes a connection idle for 5 s by default; a load generator that warmed its
+    connections before a later burst would find them gone. The target keeps them."""
+    def local_port(response: httpx.Response) -> int:
+        return response.extensions["network_stream"].get_extra_info("client_addr")[1]
+
+    keep = httpx.Limits(keepalive_expiry=60)  # httpx too drops idle connections after 5 s by default
+    with httpx.Client(base_url=targets["fw60"].url, timeout=10, limits=keep) as client:
+        before = local_port(client.get("/healthz"))
+        time.sleep(6)
+        assert local_port(client.get("/healthz")) == before
