@@ -18,6 +18,8 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from math import ceil, inf
 
 from .algorithms import Decision
 
@@ -39,38 +41,61 @@ class QuotaText:
     """The quoted policy name, e.g. ``b'"per-client"'``."""
     item: bytes
     """Its ``RateLimit-Policy`` member."""
-    quota: bytes
-    """``X-RateLimit-Limit``."""
+    policy: Header
+    """The ``RateLimit-Policy`` field when this limit is the only one."""
+    quota: Header
+    """The ``X-RateLimit-Limit`` field."""
 
     @classmethod
     def of(cls, name: str, quota: float, window_s: float | None) -> QuotaText:
-        return cls(f'"{name}"'.encode(), policy_item(name, quota, window_s), b"%d" % math.floor(quota))
+        item = policy_item(name, quota, window_s)
+        return cls(f'"{name}"'.encode(), item, (b"ratelimit-policy", item), (b"x-ratelimit-limit", b"%d" % math.floor(quota)))
+
+    def at(self, quota: float) -> QuotaText:
+        """This limit with the quota it has right now: the adaptive limiter's moves, and a
+        client told the ceiling it may one day reach would misread its remaining."""
+        return _moved(self.label, int(quota))
 
 
-def _seconds(value: float) -> int:
-    return math.ceil(value) if 0 < value < math.inf else 0
+@lru_cache(maxsize=1024)
+def _moved(label: bytes, quota: int) -> QuotaText:
+    """Cached: an adaptive limit takes few distinct integer values, and this is per request."""
+    item = b"%s;q=%d" % (label, quota)
+    return QuotaText(label, item, (b"ratelimit-policy", item), (b"x-ratelimit-limit", b"%d" % quota))
+
+
+def _remaining(d: Decision) -> bytes:
+    return b"%d" % d[1] if d[1] > 0 else b"0"
+
+
+def _reset(d: Decision) -> bytes:
+    return b"%d" % ceil(d[3]) if 0 < d[3] < inf else b"0"
+
+
+def limit_headers(text: QuotaText, d: Decision, legacy: bool = True) -> list[Header]:
+    """The quota headers when one limit applied (the common case), built from the fewest
+    formats: they go on every admitted response, where a microsecond is a percent of the
+    target's throughput (docs/targets.md, Benchmark)."""
+    left, wait = d[1], d[3]  # as _remaining and _reset, inlined: two calls are a third of this function
+    remaining = b"%d" % left if left > 0 else b"0"
+    reset = b"%d" % ceil(wait) if 0 < wait < inf else b"0"
+    state = (b"ratelimit", b"%s;r=%s;t=%s" % (text.label, remaining, reset))
+    if not legacy:
+        return [text.policy, state]
+    return [text.policy, state, text.quota, (b"x-ratelimit-remaining", remaining), (b"x-ratelimit-reset", reset)]
 
 
 def quota_headers(applied: Sequence[tuple[QuotaText, Decision]], binding: int, legacy: bool = True) -> list[Header]:
     """``applied``: (static text, decision) per limit, narrowest first; ``binding``: index of
-    the limit the legacy trio describes; ``legacy``: add that trio. On every limited response:
-    kept to bytes formatting."""
-    states = []
-    for text, d in applied:
-        states.append(b"%s;r=%d;t=%d" % (text.label, d[1] if d[1] > 0 else 0, _seconds(d[3])))
-    draft = [
-        (b"ratelimit-policy", applied[0][0].item if len(applied) == 1 else b", ".join(t.item for t, _ in applied)),
-        (b"ratelimit", states[0] if len(states) == 1 else b", ".join(states)),
-    ]
+    the limit the legacy trio describes; ``legacy``: add that trio."""
+    if len(applied) == 1:
+        return limit_headers(*applied[0], legacy)
+    states = [b"%s;r=%s;t=%s" % (text.label, _remaining(d), _reset(d)) for text, d in applied]
+    draft = [(b"ratelimit-policy", b", ".join(t.item for t, _ in applied)), (b"ratelimit", b", ".join(states))]
     if not legacy:
         return draft
     text, d = applied[binding]
-    return [
-        *draft,
-        (b"x-ratelimit-limit", text.quota),
-        (b"x-ratelimit-remaining", b"%d" % (d[1] if d[1] > 0 else 0)),
-        (b"x-ratelimit-reset", b"%d" % _seconds(d[3])),
-    ]
+    return [*draft, text.quota, (b"x-ratelimit-remaining", _remaining(d)), (b"x-ratelimit-reset", _reset(d))]
 
 
 def retry_after(decision: Decision) -> int:

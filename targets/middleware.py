@@ -22,7 +22,7 @@ from typing import Any
 from .arrival import ARRIVED
 from .config import AdmittedHeaders
 from .decision_log import DecisionLog
-from .headers import Header, quota_headers, rejection
+from .headers import Header, limit_headers, quota_headers, rejection
 from .keys import KeyPolicy, token
 from .limits import RoutePlan, Verdict, check, check_remote, complete, complete_remote
 from .metrics import Metrics
@@ -50,6 +50,7 @@ class RateLimitMiddleware:
         self.store = store
         self._seq = itertools.count(1)
         self.admitted_headers = admitted_headers
+        self.legacy_headers = admitted_headers == "full"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         plan = self.routes.get((scope.get("method"), scope.get("path"))) if scope["type"] == "http" else None
@@ -75,7 +76,7 @@ class RateLimitMiddleware:
         delay = applied[0].decision[4] if len(applied) == 1 else max((a.decision[4] for a in applied), default=0.0)
         if delay > 0:
             await asyncio.sleep(delay)
-        fields = _fields(verdict, self.admitted_headers) if self.admitted_headers != "none" else None
+        fields = _fields(verdict, self.legacy_headers) if self.admitted_headers != "none" else None
         if fields:
             send = _adding(send, fields)
         if not plan.holds:
@@ -108,19 +109,21 @@ class RateLimitMiddleware:
                              source, a.layer.current_limit if a.layer.observes else None, arrived))
 
 
-def _fields(verdict: Verdict, mode: AdmittedHeaders = "full") -> list[Header]:
-    """Quota headers for the limits with a finite quota (``none`` has none), plus the
-    adaptive limiter's current limit; ``mode`` ``draft``: without the legacy trio."""
-    applied = [(a.variant.text, a.decision) for a in verdict.applied if a.decision[1] < math.inf]
+def _fields(verdict: Verdict, legacy: bool = True) -> list[Header]:
+    """Quota headers for the limits with a finite quota (``none`` has none); an adaptive
+    limit's quota is its current limit. ``legacy``: with the X-RateLimit trio."""
+    if len(verdict.applied) == 1:  # one limit, the common case: no lists to build
+        a = verdict.applied[0]
+        if a.decision[1] == math.inf:
+            return []
+        return limit_headers(a.variant.text.at(a.layer.current_limit) if a.layer.observes else a.variant.text,
+                             a.decision, legacy)
+    applied = [(a.variant.text.at(a.layer.current_limit) if a.layer.observes else a.variant.text, a.decision)
+               for a in verdict.applied if a.decision[1] < math.inf]
     if not applied:
         return []
-    binding = 0 if len(applied) == 1 else min(range(len(applied)), key=lambda i: applied[i][1][1])
-    fields = quota_headers(applied, binding, legacy=mode == "full")
-    for a in verdict.applied:
-        if a.layer.observes:
-            fields.append((b"x-concurrency-limit", b"%d" % a.layer.current_limit))
-            break
-    return fields
+    binding = min(range(len(applied)), key=lambda i: applied[i][1][1])
+    return quota_headers(applied, binding, legacy)
 
 
 def _adding(send: Send, extra: list[Header]) -> Send:

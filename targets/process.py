@@ -75,17 +75,18 @@ def _signal_group(pid: int, sig: int) -> None:
 
 
 def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None, ready_timeout_s: float = 30.0,
-                 env: dict[str, str] | None = None) -> TargetProcess:
+                 env: dict[str, str] | None = None, launcher: Sequence[str] = ()) -> TargetProcess:
     """Start ``python -m targets --port P <args>`` and wait until it answers /healthz.
 
-    Without ``port`` a free one is picked (and retried if someone takes it first)."""
+    Without ``port`` a free one is picked (and retried if someone takes it first);
+    ``launcher``: a command the target runs under (the benchmark's valgrind)."""
     log_dir.mkdir(parents=True, exist_ok=True)
     for attempt in range(PORT_ATTEMPTS if port is None else 1):
         chosen = port or free_port()
         stderr_path = log_dir / f"target-{chosen}.stderr"
         with stderr_path.open("wb") as err:
             process = subprocess.Popen(
-                [sys.executable, "-m", "targets", "--port", str(chosen), *args],
+                [*launcher, sys.executable, "-m", "targets", "--port", str(chosen), *args],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True,
                 env=env, cwd=Path(__file__).resolve().parent.parent,
             )

@@ -20,7 +20,7 @@ DEGRADED = {"health": "degraded", "factor": 10}
 
 async def _drive(url: str) -> tuple[list[float], list[int]]:
     """Closed-loop clients; returns the latencies of requests admitted after the settling time
-    and the X-Concurrency-Limit values seen."""
+    and the limits seen (X-RateLimit-Limit: the adaptive limit's quota is its current limit)."""
     latencies: list[float] = []
     limits: list[int] = []
     async with httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=CLIENTS + 2)) as client:
@@ -35,8 +35,9 @@ async def _drive(url: str) -> tuple[list[float], list[int]]:
         async def user() -> None:
             while (sent := time.monotonic()) < stop:
                 r = await client.get("/api/items")
-                if "x-concurrency-limit" in r.headers:
-                    limits.append(int(r.headers["x-concurrency-limit"]))
+                if r.headers.get("ratelimit-policy", "").startswith('"adaptive"'):
+                    limits.append(int(r.headers["x-ratelimit-limit"]))
+                    assert r.headers["ratelimit-policy"] == f'"adaptive";q={limits[-1]}'
                 if r.status_code == 429:
                     await asyncio.sleep(0.05)
                 elif sent >= degraded_at + SETTLE_S:
