@@ -52,10 +52,12 @@ class AdversarialDrip(TrafficModel):
     summary = "burst of L right before a boundary, then a drip paced by Retry-After to take every admission"
     reactive = True
 
+    p: Params
+
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
         if params.delta_s >= window_s:
             raise ScenarioError(f"delta_s must be shorter than the window ({window_s} s), got {params.delta_s}")
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+        super().__init__(limit, window_s, seed, params)
         self.end = params.duration_s or 3 * window_s
 
     def generate(self) -> Arrivals:

@@ -109,6 +109,10 @@ class TrafficModel:
     reactive: bool = False
     _arrivals: Arrivals | None = None
 
+    def __init__(self, limit: float, window_s: float, seed: int, params: Any) -> None:
+        """``params``: the model's own parameter dataclass, kept as ``p``."""
+        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+
     def generate(self) -> Arrivals:
         """The planned (open-loop) arrivals, sorted by time; deterministic for a seed."""
         raise NotImplementedError

@@ -34,10 +34,12 @@ class BoundaryBurst(TrafficModel):
     name = "boundary_burst"
     summary = "B requests just before and B just after a window boundary (delta 100 ms), repeated"
 
+    p: Params
+
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
         if params.delta_s >= window_s:
             raise ScenarioError(f"delta_s must be shorter than the window ({window_s} s), got {params.delta_s}")
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+        super().__init__(limit, window_s, seed, params)
 
     def generate(self) -> Arrivals:
         p = self.p

@@ -43,8 +43,7 @@ class CostMix(TrafficModel):
     name = "cost_mix"
     summary = "cheap (cost 1) and expensive (cost 20) routes from the same clients; abuser on the expensive one"
 
-    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+    p: Params
 
     @property
     def max_cost(self) -> float:

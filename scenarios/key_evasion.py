@@ -74,8 +74,10 @@ class KeyEvasion(TrafficModel):
     name = "key_evasion"
     summary = "forged leftmost XFF, IPv6 rotation in one /64 and users behind one NAT, against a key policy"
 
+    p: Params
+
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+        super().__init__(limit, window_s, seed, params)
         self.trusted, self.ipv6_prefix = KEY_POLICIES[params.key_policy]
 
     def generate(self) -> Arrivals:

@@ -55,8 +55,10 @@ class MultiNode(TrafficModel):
     name = "multi_node"
     summary = "K nodes, round-robin or sticky routing, a skewed client, optional autoscale: the limit the fleet enforces"
 
+    p: Params
+
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+        super().__init__(limit, window_s, seed, params)
         if params.add_node_at_s >= self.duration_s:
             raise ScenarioError(f"add_node_at_s must be before the end ({self.duration_s:g} s), got {params.add_node_at_s:g}")
 

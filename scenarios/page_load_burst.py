@@ -50,8 +50,7 @@ class PageLoadBurst(TrafficModel):
     name = "page_load_burst"
     summary = "legit users: pages of 8 parallel calls + follow-ups, think time; plus an abusive client"
 
-    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+    p: Params
 
     def generate(self) -> Arrivals:
         p = self.p

@@ -96,8 +96,10 @@ class RetryStorm(TrafficModel):
                "outage's 503s), retrying by a backoff policy (none ... decorrelated jitter)")
     reactive = True
 
+    p: Params
+
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+        super().__init__(limit, window_s, seed, params)
         rng = np.random.default_rng(seed)
         self._first = np.sort(rng.uniform(0.0, params.spread_s, params.clients)) if params.spread_s else (
             np.zeros(params.clients))

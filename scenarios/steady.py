@@ -27,8 +27,7 @@ class Steady(TrafficModel):
     name = "steady"
     summary = "Poisson arrivals from N legitimate clients, each at a share of the limit"
 
-    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+    p: Params
 
     def generate(self) -> Arrivals:
         p = self.p

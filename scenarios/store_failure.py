@@ -38,8 +38,10 @@ class StoreFailure(TrafficModel):
     name = "store_failure"
     summary = "Redis stopped mid-run and restarted: fallback admissions, client errors, time back to shared"
 
+    p: Params
+
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+        super().__init__(limit, window_s, seed, params)
         if params.restore_at_s >= self.duration_s:
             raise ScenarioError(f"restore_at_s must be before the end ({self.duration_s:g} s), got {params.restore_at_s:g}")
 

@@ -49,8 +49,7 @@ class UnhealthyDownstream(TrafficModel):
     name = "unhealthy_downstream"
     summary = "steady open-model arrivals while the downstream goes healthy -> degraded -> recovered"
 
-    def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
-        self.limit, self.window_s, self.seed, self.p = limit, window_s, seed, params
+    p: Params
 
     def target_config(self) -> dict[str, Any]:
         """The health schedule, counted from the plan's t = 0 (the runner's shared start time)."""
