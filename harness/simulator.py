@@ -30,6 +30,7 @@ from scenarios.fleet import Fleet, assign_nodes, fleet_of
 from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
 from targets.config import DownstreamConfig, KeyConfig
 from targets.downstream import OUTAGE
+from targets.headers import reset_seconds
 from targets.keys import KeyPolicy
 from targets.stores.memory import MemoryStore
 from targets.stores.redis.modes import local_params
@@ -243,7 +244,7 @@ def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
             failed = d.allowed and down(req.t)
             unavailable.append(failed)
             if failed:
-                answer = Answer(False, float(math.ceil(d.reset_s)) if 0 < d.reset_s < math.inf else 0.0)
+                answer = Answer(False, float(reset_seconds(d.reset_s)))
         for follow in model.react(req, answer):
             if key_of is not None and follow.headers is not None and follow.headers is not req.headers:
                 follow = follow._replace(key=key_of(follow.headers))

@@ -68,15 +68,21 @@ def _remaining(d: Decision) -> bytes:
     return b"%d" % d[1] if d[1] > 0 else b"0"
 
 
+def reset_seconds(reset_s: float) -> int:
+    """The ``t`` (and X-RateLimit-Reset) a client is told: rounded up, 0 when nothing is
+    pending or the quota never comes back."""
+    return ceil(reset_s) if 0 < reset_s < inf else 0
+
+
 def _reset(d: Decision) -> bytes:
-    return b"%d" % ceil(d[3]) if 0 < d[3] < inf else b"0"
+    return b"%d" % reset_seconds(d[3])
 
 
 def limit_headers(text: QuotaText, d: Decision, legacy: bool = True) -> list[Header]:
     """The quota headers when one limit applied (the common case), built from the fewest
     formats: they go on every admitted response, where a microsecond is a percent of the
     target's throughput (docs/targets.md, Benchmark)."""
-    left, wait = d[1], d[3]  # as _remaining and _reset, inlined: two calls are a third of this function
+    left, wait = d[1], d[3]  # _remaining and _reset inlined: two calls are a third of this function
     remaining = b"%d" % left if left > 0 else b"0"
     reset = b"%d" % ceil(wait) if 0 < wait < inf else b"0"
     state = (b"ratelimit", b"%s;r=%s;t=%s" % (text.label, remaining, reset))
