@@ -16,6 +16,33 @@ from typing import Any, NamedTuple
 
 INF = math.inf
 
+US = 1e6
+"""Microseconds per second. Every time-based algorithm works on whole microseconds: ``now`` is
+rounded to the nearest µs on entry (``(now * 1e6 + 0.5) // 1.0``: a float floor, without
+the call ``math.floor`` costs on the hot path) and durations are kept in µs.
+Why µs: a decimal timestamp (a trace file, a millisecond or microsecond clock) is recovered
+exactly, so a client paced exactly at the rate is on time, not 1e-17 s early; Redis's TIME
+answers in µs; and Lua 5.1 (Redis's scripts) has only doubles, exact for integers up to
+2^53 µs = 285 years since the epoch, where nanoseconds would stop being exact after 104 days.
+The memory store and the Redis scripts do the same double operations in the same order, so
+they stay decision for decision identical."""
+
+
+def micros(seconds: float) -> float:
+    """A duration in µs: the whole number of µs it is within float rounding of (0.3 s gives
+    300000, not 299999.99999999994, which would put a window edge 1e-10 µs early), else the
+    product itself (1/3 s). The Lua prelude's ``micros`` is the same arithmetic."""
+    us = seconds * US
+    whole = math.floor(us + 0.5)
+    return float(whole) if abs(us - whole) <= 1e-12 * max(1.0, abs(us)) else us
+
+
+def derive(params: Any, **values: float) -> None:
+    """Set a params object's µs constants once, in its ``__post_init__``: they are attributes,
+    not dataclass fields, so ``--param``, run.json and the Redis codec see only the fields."""
+    for name, value in values.items():
+        object.__setattr__(params, name, value)
+
 
 new_decision = tuple.__new__
 """``new_decision(Decision, (allowed, remaining, retry_after_s, reset_s, delay_s))``: builds a

@@ -2,26 +2,32 @@
 
 Cheapest possible state (window id, count), but a client can spend L just before a boundary and
 L just after it: 2L inside any window of length W.
+
+Time is whole µs (``base.US``), so a window edge is exact: 0.7 s is in window 7 of W = 0.1 s
+(in float seconds, 0.7 / 0.1 = 6.999999999999999).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from math import floor
+from typing import ClassVar
 
-from .base import INF, Algorithm, Decision, new_decision
+from .base import INF, Algorithm, Decision, derive, micros, new_decision
 from .policy import Policy, require_positive
 
 State = tuple[int, float]  # (window id, admitted cost in that window)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Params:
     limit: float
     window_s: float
+    window_us: ClassVar[float]
 
     def __post_init__(self) -> None:
         require_positive(self, "limit", "window_s")
+        derive(self, window_us=micros(self.window_s))
 
 
 def from_policy(policy: Policy) -> Params:
@@ -29,9 +35,10 @@ def from_policy(policy: Policy) -> Params:
 
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
-    window = floor(now / p.window_s)  # floor(now / W), not now // W: what Redis's Lua computes
+    t, w = (now * 1e6 + 0.5) // 1.0, p.window_us
+    window = floor(t / w)  # floor(t / w), not t // w: what Redis's Lua computes (exact for whole µs)
     count = state[1] if state is not None and state[0] == window else 0.0
-    reset = (window + 1) * p.window_s - now
+    reset = ((window + 1) * w - t) / 1e6
     if count + cost <= p.limit:
         count += cost
         return new_decision(Decision, (True, p.limit - count, 0.0, reset, 0.0)), (window, count)

@@ -10,14 +10,16 @@ from __future__ import annotations
 from array import array
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
+from typing import ClassVar
 
-from .base import INF, Algorithm, Decision, new_decision
+from .base import INF, Algorithm, Decision, derive, micros, new_decision
 from .policy import Policy, require_positive
 
 # (expiries, cums, head, end, base): the live entries, oldest first, are [head, end) of two
 # append-only buffers of doubles; base is the running cost sum before index 0.
-# - expiry (t + W) rather than t keeps "waits exactly retry_after" exact: the comparison is
-#   against the very float that retry_after came from;
+# - expiry (t + W, whole µs: base.US) rather than t keeps "waits exactly retry_after" exact: the
+#   comparison is against the very number that retry_after came from, and an entry of 0.1 s
+#   leaves a 0.2 s window at exactly 0.3 s (in float seconds 0.1 + 0.2 > 0.3);
 # - running sums (cums[i] = base + cost of entries 0..i) give the window total without a sum;
 # - a state is a view: an admit appends in place when the buffer ends where the view ends, so it
 #   costs O(1), not a copy of the whole log (at thousands of entries per key that copy was the
@@ -31,13 +33,15 @@ COMPACT_MIN = 64
 """Expired entries kept before a compaction is considered (a copy per admit would be O(L))."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Params:
     limit: float
     window_s: float
+    window_us: ClassVar[float]
 
     def __post_init__(self) -> None:
         require_positive(self, "limit", "window_s")
+        derive(self, window_us=micros(self.window_s))
 
 
 def from_policy(policy: Policy) -> Params:
@@ -45,28 +49,29 @@ def from_policy(policy: Policy) -> Params:
 
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State | None]:
+    t, w = (now * 1e6 + 0.5) // 1.0, p.window_us
     if state is None:
         if cost > p.limit:
             return new_decision(Decision, (False, p.limit, INF, 0.0, 0.0)), None
-        expiries, cums = array("d", (now + p.window_s,)), array("d", (cost,))
-        return new_decision(Decision, (True, p.limit - cost, 0.0, p.window_s, 0.0)), (expiries, cums, 0, 1, 0.0)
+        expiries, cums = array("d", (t + w,)), array("d", (cost,))
+        return new_decision(Decision, (True, p.limit - cost, 0.0, w / 1e6, 0.0)), (expiries, cums, 0, 1, 0.0)
     expiries, cums, head, end, base = state
-    if head < end and expiries[head] <= now:
-        head = bisect_right(expiries, now, head, end)  # drop the expired entries
+    if head < end and expiries[head] <= t:
+        head = bisect_right(expiries, t, head, end)  # drop the expired entries
     before = cums[head - 1] if head else base
     total = cums[end - 1] - before if head < end else 0.0
     if total + cost <= p.limit:
         if len(expiries) != end or (head >= COMPACT_MIN and 2 * head >= end):
             expiries, cums, base, end, head = expiries[head:end], cums[head:end], before, end - head, 0
-        expiries.append(now + p.window_s)
+        expiries.append(t + w)
         cums.append(before + total + cost)
-        decision = new_decision(Decision, (True, p.limit - total - cost, 0.0, p.window_s, 0.0))
+        decision = new_decision(Decision, (True, p.limit - total - cost, 0.0, w / 1e6, 0.0))
         return decision, (expiries, cums, head, end + 1, base)
     retry = INF
     if cost <= p.limit:
         # the oldest entries that must expire before total + cost fits under the limit
-        retry = expiries[bisect_left(cums, before + total + cost - p.limit, head, end)] - now
-    reset = expiries[end - 1] - now if head < end else 0.0
+        retry = (expiries[bisect_left(cums, before + total + cost - p.limit, head, end)] - t) / 1e6
+    reset = (expiries[end - 1] - t) / 1e6 if head < end else 0.0
     return new_decision(Decision, (False, max(0.0, p.limit - total), retry, reset, 0.0)), state
 
 

@@ -3,26 +3,34 @@ still overlaps the sliding window (estimate = prev * (1 - elapsed/W) + curr).
 
 Two counters instead of a log. Exact when the previous window's traffic was even; an adversary
 who spent L at the end of the previous window gets close to 2L in a sliding window.
+
+Time is whole µs (``base.US``) and the estimate is compared multiplied by W (``prev * left +
+(curr + cost) * W <= L * W``, ``left`` the µs of the previous window still inside the sliding
+one): with whole counts every term is an integer, so an estimate of exactly L is not lost to a
+residue (10 * (1 - 0.3) is 7.000000000000001 in floats).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import floor
+from math import ceil, floor
+from typing import ClassVar
 
-from .base import INF, Algorithm, Decision, new_decision
+from .base import INF, Algorithm, Decision, derive, micros, new_decision
 from .policy import Policy, require_positive
 
 State = tuple[int, float, float]  # (current window id, previous count, current count)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Params:
     limit: float
     window_s: float
+    window_us: ClassVar[float]
 
     def __post_init__(self) -> None:
         require_positive(self, "limit", "window_s")
+        derive(self, window_us=micros(self.window_s))
 
 
 def from_policy(policy: Policy) -> Params:
@@ -30,8 +38,8 @@ def from_policy(policy: Policy) -> Params:
 
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
-    w, limit = p.window_s, p.limit
-    window = floor(now / w)  # as fixed_window: the same float arithmetic as Redis's Lua
+    t, w, limit = (now * 1e6 + 0.5) // 1.0, p.window_us, p.limit
+    window = floor(t / w)  # as fixed_window: the same arithmetic as Redis's Lua
     prev = curr = 0.0
     if state is not None:
         if state[0] == window:
@@ -39,28 +47,30 @@ def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Dec
         elif state[0] == window - 1:
             prev = state[2]
     start = window * w
-    estimate = prev * (1.0 - (now - start) / w) + curr
-    if estimate + cost <= limit:
+    elapsed = t - start
+    weighted = prev * (w - elapsed)  # the previous window's share of the estimate, times W
+    if weighted + (curr + cost) * w <= limit * w:
         curr += cost
-        estimate += cost
-        decision = new_decision(Decision, (True, max(0.0, limit - estimate), 0.0, (window + 2) * w - now, 0.0))
+        estimate = weighted / w + curr
+        decision = new_decision(Decision, (True, max(0.0, limit - estimate), 0.0, ((window + 2) * w - t) / 1e6, 0.0))
         return decision, (window, prev, curr)
     room = limit - curr - cost
     if cost > limit:
         retry = INF
     elif room >= 0 and prev > 0:
-        # prev * (1 - f) <= room  <=>  f >= 1 - room / prev, still inside this window
-        retry = start + w * (1.0 - room / prev) - now
+        # prev * (W - e) <= room * W  <=>  e >= W * (prev - room) / prev, still inside this window
+        retry = (ceil(w * (prev - room) / prev) - elapsed) / 1e6
     else:
-        # next window: prev' = curr, need curr * (1 - f) + cost <= limit
-        need = 1.0 - (limit - cost) / curr if curr > 0 else 0.0
-        retry = start + w + w * max(0.0, need) - now
+        # next window: prev' = curr, need curr * (W - e) <= (limit - cost) * W
+        need = curr - (limit - cost)
+        retry = (start + w + (ceil(w * need / curr) if need > 0 else 0) - t) / 1e6
     if curr > 0:
-        reset = (window + 2) * w - now
+        reset = ((window + 2) * w - t) / 1e6
     elif prev > 0:
-        reset = (window + 1) * w - now
+        reset = ((window + 1) * w - t) / 1e6
     else:
         reset = 0.0
+    estimate = weighted / w + curr
     return new_decision(Decision, (False, max(0.0, limit - estimate), retry, reset, 0.0)), (window, prev, curr)
 
 

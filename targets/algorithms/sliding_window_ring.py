@@ -4,30 +4,37 @@ current one included) plus its own is at most L.
 
 The effective window is between W - W/N and W long, so at most 2L can pass in a window W, but
 never inside less than W - W/N: the granularity bounds how fast an excess can arrive.
+
+Time is whole µs (``base.US``), so a sub-window edge is exact whenever W / N is a whole number
+of µs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from math import floor
+from math import ceil, floor
+from typing import ClassVar
 
-from .base import INF, Algorithm, Decision, new_decision
+from .base import INF, Algorithm, Decision, derive, micros, new_decision
 from .policy import Policy, PolicyError, require_positive
 
 # (sub-window ids, their costs, total) for the sub-windows still inside the ring, oldest first
 State = tuple[tuple[int, ...], tuple[float, ...], float]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Params:
     limit: float
     window_s: float
     buckets: int = 10
+    width_us: ClassVar[float]
+    """One sub-window, µs."""
 
     def __post_init__(self) -> None:
         require_positive(self, "limit", "window_s")
         if self.buckets < 1:
             raise PolicyError(f"buckets must be at least 1, got {self.buckets}")
+        derive(self, width_us=micros(self.window_s) / self.buckets)
 
 
 def from_policy(policy: Policy) -> Params:
@@ -35,9 +42,8 @@ def from_policy(policy: Policy) -> Params:
 
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
-    n = p.buckets
-    width = p.window_s / n
-    sub = floor(now / width)
+    n, width, t = p.buckets, p.width_us, (now * 1e6 + 0.5) // 1.0
+    sub = floor(t / width)
     if state is None:
         ids: tuple[int, ...] = ()
         costs: tuple[float, ...] = ()
@@ -60,7 +66,7 @@ def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Dec
             ids += (sub,)
             costs += (cost,)
         total += cost
-        reset = (ids[-1] + n) * width - now
+        reset = ((ids[-1] + n) * width - t) / 1e6
         return new_decision(Decision, (True, p.limit - total, 0.0, reset, 0.0)), (ids, costs, total)
     retry = INF
     if cost <= p.limit:
@@ -69,9 +75,9 @@ def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Dec
         for sub_id, c in zip(ids, costs):
             freed += c
             if freed >= must_expire:
-                retry = (sub_id + n) * width - now
+                retry = ceil((sub_id + n) * width - t) / 1e6
                 break
-    reset = (ids[-1] + n) * width - now if ids else 0.0
+    reset = ((ids[-1] + n) * width - t) / 1e6 if ids else 0.0
     return new_decision(Decision, (False, max(0.0, p.limit - total), retry, reset, 0.0)), (ids, costs, total)
 
 

@@ -8,20 +8,29 @@ completely). From the first request that finds it full, the refill rate ramps li
 ``rate / cold_factor`` up to ``rate`` over ``warmup_s`` seconds, so a downstream that went cold
 (caches, connection pools) is not hit with the full rate at once. The burst itself (a full
 bucket) is unchanged. With warm-up the state carries the ramp's start time as a third element.
+
+Without warm-up, time is whole µs (``base.US``) and the tokens are kept as the µs of refill they
+are worth (``credit = tokens * T``, T = 1 / rate in µs): a refill is then the elapsed µs itself,
+with no division, so when T is a whole number of µs (100 per 60 s: 600000 µs) every quantity is
+an integer and a client paced exactly T apart is admitted every time. The warm-up ramp (a
+quadratic with a square-root inverse) stays in float seconds: no client can pace exactly on it.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from math import ceil
+from typing import ClassVar
 
-from .base import INF, Algorithm, Decision, new_decision
+from .base import INF, Algorithm, Decision, derive, micros, new_decision
 from .policy import Policy, PolicyError, require_positive
 
-State = tuple[float, float] | tuple[float, float, float]  # (tokens, updated_at[, warm-up start])
+# without warm-up (credit µs, updated_at µs); with warm-up (tokens, updated_at s, ramp start s)
+State = tuple[float, float] | tuple[float, float, float]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Params:
     capacity: float
     rate: float
@@ -30,9 +39,15 @@ class Params:
     """Length of the ramp after a cold start; 0 disables warm-up."""
     cold_factor: float = 3.0
     """The ramp starts at ``rate / cold_factor`` (Guava's default factor is 3)."""
+    interval_us: ClassVar[float]
+    """µs per token (1 / rate)."""
+    full_us: ClassVar[float]
+    """A full bucket's credit: capacity * interval_us."""
 
     def __post_init__(self) -> None:
         require_positive(self, "capacity", "rate")
+        interval = micros(1 / self.rate)
+        derive(self, interval_us=interval, full_us=self.capacity * interval)
         if not (math.isfinite(self.warmup_s) and self.warmup_s >= 0):
             raise PolicyError(f"warmup_s must be >= 0, got {self.warmup_s!r}")
         if not (math.isfinite(self.cold_factor) and self.cold_factor >= 1):
@@ -46,12 +61,15 @@ def from_policy(policy: Policy) -> Params:
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
     if p.warmup_s > 0:
         return _decide_warm(state, now, cost, p)
-    tokens = p.capacity if state is None else min(p.capacity, state[0] + max(0.0, now - state[1]) * p.rate)
-    if tokens >= cost:
-        tokens -= cost
-        return new_decision(Decision, (True, tokens, 0.0, (p.capacity - tokens) / p.rate, 0.0)), (tokens, now)
-    retry = (cost - tokens) / p.rate if cost <= p.capacity else INF
-    return new_decision(Decision, (False, tokens, retry, (p.capacity - tokens) / p.rate, 0.0)), (tokens, now)
+    t = (now * 1e6 + 0.5) // 1.0
+    interval, full = p.interval_us, p.full_us
+    credit = full if state is None else min(full, state[0] + max(0, t - state[1]))
+    need = cost * interval
+    if credit >= need:
+        credit -= need
+        return new_decision(Decision, (True, credit / interval, 0.0, (full - credit) / 1e6, 0.0)), (credit, t)
+    retry = ceil(need - credit) / 1e6 if cost <= p.capacity else INF
+    return new_decision(Decision, (False, credit / interval, retry, (full - credit) / 1e6, 0.0)), (credit, t)
 
 
 def _filled(u: float, p: Params) -> float:

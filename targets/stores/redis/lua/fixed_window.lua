@@ -1,7 +1,7 @@
 -- fixed_window: state struct '<dd' (window, count); params limit, window_s. The TTL (>= W) is
 -- set by the window's first write: it outlasts the window, after which the state is as fresh.
-local w = window_s
-local window = math.floor(now / w)
+local w, t = micros(window_s), now_us
+local window = math.floor(t / w)
 local count = 0
 local same_window = false
 local stored = redis.call('GET', KEYS[1])
@@ -11,7 +11,7 @@ if stored then
     count, same_window = stored_count, true
   end
 end
-local reset = (window + 1) * w - now
+local reset = ((window + 1) * w - t) / 1000000
 local c = take(limit - count)
 if count + c <= limit then
   count = count + c

@@ -1,32 +1,35 @@
--- leaky_bucket: state struct '<dd' (level, updated_at); params capacity, rate, mode, max_delay_s
-local queue, max_delay = mode == 'queue', max_delay_s
-local level = 0.0
+-- leaky_bucket: state struct '<dd' (debt: µs to drain the level, updated_at µs); params
+-- capacity, rate, mode, max_delay_s
+local queue, max_delay = mode == 'queue', micros(max_delay_s)
+local interval = micros(1 / rate)
+local full, t = capacity * interval, now_us
+local debt = 0.0
 local stored = redis.call('GET', KEYS[1])
 if stored then
-  local stored_level, updated = struct.unpack('<dd', stored)
-  level = math.max(0.0, stored_level - math.max(0.0, now - updated) * rate)
+  local stored_debt, updated = struct.unpack('<dd', stored)
+  debt = math.max(0.0, stored_debt - math.max(0, t - updated))
 end
-local c = take(capacity - level)
-local overflow = level + c - capacity
--- like the pure transition, a rejection also stores (level, now): drained level re-based
+local c = take((full - debt) / interval)
+local need = c * interval
+local overflow = debt + need - full
+-- like the pure transition, a rejection also stores (debt, now): drained level re-based
 if overflow <= 0 then
-  level = level + c
-  save(KEYS[1], struct.pack('<dd', level, now))
-  return struct.pack(REPLY, 1, capacity - level, 0, level / rate, 0, c)
+  debt = debt + need
+  save(KEYS[1], struct.pack('<dd', debt, t))
+  return struct.pack(REPLY, 1, (full - debt) / interval, 0, debt / 1000000, 0, c)
 end
-local delay = overflow / rate
-if queue and delay <= max_delay then
-  level = level + c
-  save(KEYS[1], struct.pack('<dd', level, now))
-  return struct.pack(REPLY, 1, 0, 0, level / rate, delay, c)
+if queue and overflow <= max_delay then
+  debt = debt + need
+  save(KEYS[1], struct.pack('<dd', debt, t))
+  return struct.pack(REPLY, 1, 0, 0, debt / 1000000, overflow / 1000000, c)
 end
-save(KEYS[1], struct.pack('<dd', level, now))
+save(KEYS[1], struct.pack('<dd', debt, t))
 local retry
 if c > capacity then
   retry = INF
 elseif queue then
-  retry = delay - max_delay
+  retry = math.ceil(overflow - max_delay) / 1000000
 else
-  retry = delay
+  retry = math.ceil(overflow) / 1000000
 end
-return struct.pack(REPLY, 0, math.max(0.0, capacity - level), retry, level / rate, 0, cost)
+return struct.pack(REPLY, 0, math.max(0.0, (full - debt) / interval), retry, debt / 1000000, 0, cost)

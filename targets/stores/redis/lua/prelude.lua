@@ -7,9 +7,15 @@
 -- as a decimal string ('0' = no expiry); text params (leaky_bucket's mode) follow from ARGV[3].
 -- Anything handed to redis.call is a string: a Lua number would be formatted with %.14g (lossy,
 -- and slow) on every call.
+-- now_us: time in whole microseconds, the unit of every time-based algorithm (the pure
+-- transitions' floor(now * 1e6 + 0.5); Redis TIME answers in µs, exact in a double to 2^53 µs)
+local now_us
 if now ~= now then
   local t = redis.call('TIME')
   now = tonumber(t[1]) + tonumber(t[2]) / 1000000
+  now_us = tonumber(t[1]) * 1000000 + tonumber(t[2])
+else
+  now_us = math.floor(now * 1000000 + 0.5)
 end
 local ttl_ms = ARGV[2]
 local INF = math.huge
@@ -29,6 +35,16 @@ local function save(key, value, keep_ttl)
   else
     redis.call('SET', key, value, 'PX', ttl_ms)
   end
+end
+
+-- a duration in µs, snapped to the whole µs it is within float rounding of (base.micros)
+local function micros(s)
+  local us = s * 1000000
+  local whole = math.floor(us + 0.5)
+  if math.abs(us - whole) <= 1e-12 * math.max(1.0, math.abs(us)) then
+    return whole
+  end
+  return us
 end
 
 -- the cost to try: a lease takes the largest whole amount <= want that fits in room,

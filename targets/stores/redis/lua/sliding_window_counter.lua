@@ -1,8 +1,8 @@
 -- sliding_window_counter: state struct '<ddd' (window, prev, curr); params limit, window_s. The
 -- TTL (>= 2W) is set by the window's first write: it outlasts the next window, after which the
 -- state is as fresh.
-local w = window_s
-local window = math.floor(now / w)
+local w, t = micros(window_s), now_us
+local window = math.floor(t / w)
 local prev, curr = 0, 0
 local same_window = false
 local stored = redis.call('GET', KEYS[1])
@@ -15,13 +15,14 @@ if stored then
   end
 end
 local start = window * w
-local estimate = prev * (1.0 - (now - start) / w) + curr
-local c = take(limit - estimate)
-if estimate + c <= limit then
+local elapsed = t - start
+-- the estimate times W (prev * left + curr * W), compared with L * W: integers for whole counts
+local weighted = prev * (w - elapsed)
+local c = take(limit - (weighted / w + curr))
+if weighted + (curr + c) * w <= limit * w then
   curr = curr + c
-  estimate = estimate + c
   save(KEYS[1], struct.pack('<ddd', window, prev, curr), same_window)
-  return struct.pack(REPLY, 1, math.max(0.0, limit - estimate), 0, (window + 2) * w - now, 0, c)
+  return struct.pack(REPLY, 1, math.max(0.0, limit - (weighted / w + curr)), 0, ((window + 2) * w - t) / 1000000, 0, c)
 end
 -- a rejection stores nothing: the rolled-over state it would write is decision-equivalent
 local room = limit - curr - c
@@ -29,18 +30,19 @@ local retry
 if c > limit then
   retry = INF
 elseif room >= 0 and prev > 0 then
-  retry = start + w * (1.0 - room / prev) - now
+  retry = (math.ceil(w * (prev - room) / prev) - elapsed) / 1000000
 else
-  local need = 0.0
-  if curr > 0 then
-    need = 1.0 - (limit - c) / curr
+  local need = curr - (limit - c)
+  local wait = 0
+  if need > 0 then
+    wait = math.ceil(w * need / curr)
   end
-  retry = start + w + w * math.max(0.0, need) - now
+  retry = (start + w + wait - t) / 1000000
 end
 local reset = 0.0
 if curr > 0 then
-  reset = (window + 2) * w - now
+  reset = ((window + 2) * w - t) / 1000000
 elseif prev > 0 then
-  reset = (window + 1) * w - now
+  reset = ((window + 1) * w - t) / 1000000
 end
-return struct.pack(REPLY, 0, math.max(0.0, limit - estimate), retry, reset, 0, cost)
+return struct.pack(REPLY, 0, math.max(0.0, limit - (weighted / w + curr)), retry, reset, 0, cost)

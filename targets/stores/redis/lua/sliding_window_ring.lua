@@ -1,8 +1,8 @@
 -- sliding_window_ring: state struct '<d' total, then '<dd' (id, cost) per live sub-window,
 -- oldest first; params limit, window_s, buckets
-local w, n = window_s, buckets
-local width = w / n
-local sub = math.floor(now / width)
+local n, t = buckets, now_us
+local width = micros(window_s) / n
+local sub = math.floor(t / width)
 local ids, costs, total = {}, {}, 0.0
 local pruned = false
 local stored = redis.call('GET', KEYS[1])
@@ -40,7 +40,7 @@ if total + c <= limit then
   end
   total = total + c
   save(KEYS[1], encode())
-  return struct.pack(REPLY, 1, limit - total, 0, (ids[#ids] + n) * width - now, 0, c)
+  return struct.pack(REPLY, 1, limit - total, 0, ((ids[#ids] + n) * width - t) / 1000000, 0, c)
 end
 if pruned then
   save(KEYS[1], encode())
@@ -52,13 +52,13 @@ if c <= limit then
   for i = 1, #ids do
     freed = freed + costs[i]
     if freed >= must_expire then
-      retry = (ids[i] + n) * width - now
+      retry = math.ceil((ids[i] + n) * width - t) / 1000000
       break
     end
   end
 end
 local reset = 0.0
 if #ids > 0 then
-  reset = (ids[#ids] + n) * width - now
+  reset = ((ids[#ids] + n) * width - t) / 1000000
 end
 return struct.pack(REPLY, 0, math.max(0.0, limit - total), retry, reset, 0, cost)

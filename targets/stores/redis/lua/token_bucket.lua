@@ -1,28 +1,32 @@
--- token_bucket: state struct '<ddd' (tokens, updated_at, ramp_start: unused without warm-up);
--- params capacity, rate, warmup_s, cold_factor. Like the pure transition, a rejection also
--- stores (tokens, now): the refill is re-based on every call, so later float roundings match
--- the memory store.
+-- token_bucket: state struct '<ddd'; params capacity, rate, warmup_s, cold_factor. Without
+-- warm-up (credit: the tokens' worth in µs of refill, updated_at µs, unused); with warm-up
+-- (tokens, updated_at s, ramp start s), as the pure transition. Like it, a rejection also
+-- stores the state at now: the refill is re-based on every call, so later float roundings
+-- match the memory store.
 local warmup = warmup_s
 local stored = redis.call('GET', KEYS[1])
 
 if warmup <= 0 then
-  local tokens = capacity
+  local interval = micros(1 / rate)
+  local full, t = capacity * interval, now_us
+  local credit = full
   if stored then
-    local stored_tokens, updated = struct.unpack('<dd', stored)
-    tokens = math.min(capacity, stored_tokens + math.max(0.0, now - updated) * rate)
+    local stored_credit, updated = struct.unpack('<dd', stored)
+    credit = math.min(full, stored_credit + math.max(0, t - updated))
   end
-  local c = take(tokens)
-  if tokens >= c then
-    tokens = tokens - c
-    save(KEYS[1], struct.pack('<ddd', tokens, now, now))
-    return struct.pack(REPLY, 1, tokens, 0, (capacity - tokens) / rate, 0, c)
+  local c = take(credit / interval)
+  local need = c * interval
+  if credit >= need then
+    credit = credit - need
+    save(KEYS[1], struct.pack('<ddd', credit, t, t))
+    return struct.pack(REPLY, 1, credit / interval, 0, (full - credit) / 1000000, 0, c)
   end
-  save(KEYS[1], struct.pack('<ddd', tokens, now, now))
+  save(KEYS[1], struct.pack('<ddd', credit, t, t))
   local retry = INF
   if c <= capacity then
-    retry = (c - tokens) / rate
+    retry = math.ceil(need - credit) / 1000000
   end
-  return struct.pack(REPLY, 0, tokens, retry, (capacity - tokens) / rate, 0, cost)
+  return struct.pack(REPLY, 0, credit / interval, retry, (full - credit) / 1000000, 0, cost)
 end
 
 -- warm-up: the refill rate ramps from rate / cold_factor to rate over warmup seconds
