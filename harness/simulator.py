@@ -28,6 +28,7 @@ from analysis.schema import DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
 from scenarios.fleet import Fleet, assign_nodes, fleet_of
 from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
+from targets.algorithms.base import decided_at
 from targets.config import DownstreamConfig, KeyConfig
 from targets.downstream import OUTAGE
 from targets.headers import reset_seconds
@@ -148,7 +149,7 @@ def replay_on(store: MemoryStore, traffic: TrafficModel | Arrivals) -> Replay:
     with _no_gc():
         if not isinstance(traffic, Arrivals) and traffic.reactive:
             return _replay_general(traffic, store)
-        arrivals = traffic if isinstance(traffic, Arrivals) else virtual_arrivals(traffic)
+        arrivals = _decided(traffic if isinstance(traffic, Arrivals) else virtual_arrivals(traffic))
         if store.algorithm.release is not None:
             return _replay_open_releasing(arrivals, store)
         return _replay_open(arrivals, store)
@@ -250,8 +251,15 @@ def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
                 follow = follow._replace(key=key_of(follow.headers))
             heapq.heappush(heap, (follow.t, seq, follow))
             seq += 1
-    return Replay(Arrivals.from_requests(done), decisions, micros, store.evictions,
+    return Replay(_decided(Arrivals.from_requests(done)), decisions, micros, store.evictions,
                   unavailable if down is not None else None)
+
+
+def _decided(arrivals: Arrivals) -> Arrivals:
+    """The arrivals at the whole µs the algorithms decide at (``decided_at``): the decisions are
+    the same, and the log's times are the decided ones, so its over-admission is measured on the
+    times the limiter saw (two requests W - 0.3 µs apart are W apart to it)."""
+    return dataclasses.replace(arrivals, t=decided_at(np.asarray(arrivals.t, dtype=np.float64)).tolist())
 
 
 class _Releases:

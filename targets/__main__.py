@@ -105,12 +105,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not 0 < args.port < 65536:
             raise ConfigError(f"--port: must be 1..65535, got {args.port}")
-        config = load(args.config, overrides(args))
+        warnings: list[str] = []
+        config = load(args.config, overrides(args), warnings)
         probe(config.store)
         sock = bind(args.port)
     except (ConfigError, RedisConfigError, PortInUse) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     import uvicorn
 
     # the Redis store's outage lines (one when an outage starts, one when it ends) go to stderr

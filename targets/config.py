@@ -288,27 +288,48 @@ def _first(*values: float | None) -> float | None:
     return next((v for v in values if v is not None), None)
 
 
-def check(config: TargetConfig) -> None:
-    """Everything pydantic cannot see: algorithm parameters and route costs against each layer."""
+def check(config: TargetConfig) -> list[str]:
+    """Everything pydantic cannot see: algorithm parameters, the quota headers each layer can
+    tell truthfully, and route costs against each layer. A cost the user set that a layer can
+    never admit is an error; a default cost (reports: 20) is not the user's doing and must not
+    stop a target from starting: it comes back as a warning, and such a request gets a 429
+    that says waiting will not help (``validate`` still lints it)."""
+    from .headers import advertised_quota
+
+    warnings = []
     for i, layer in enumerate(config.layers()):
         field = f"limits.{i}" if config.limits is not None else "params"
         for tier_name, tier in [(None, None), *layer.tiers.items()]:
             where = field if tier_name is None else f"{field}.tiers.{tier_name}"
             try:
-                algorithm, _, params = resolve_params(config, layer, tier)
+                algorithm, policy, params = resolve_params(config, layer, tier)
             except PolicyError as exc:
                 raise ConfigError(f"{where}: {exc}") from None
+            try:
+                advertised_quota(get_algorithm(algorithm), policy, params)
+            except PolicyError as exc:
+                quota_field = "limit" if config.limits is None and tier_name is None else f"{where}.limit"
+                raise ConfigError(f"{quota_field}: {exc}") from None
             if config.store.name == "redis" and config.store.mode == "naive" and algorithm not in ("fixed_window", "none"):
                 raise ConfigError(f"store.mode: naive is a fixed window (INCR then EXPIRE); {layer.name} uses {algorithm}")
             most = get_algorithm(algorithm).max_cost(params)
+            name = layer.name if tier_name is None else f"{layer.name} (tier {tier_name})"
             for route in layer.routes or API_ROUTES:
-                if config.cost(route) > most and not math.isinf(most):
-                    raise ConfigError(f"routes.{route}.cost: {config.cost(route):g} can never be admitted by "
-                                      f"{layer.name} (at most {most:g} per request)")
+                cost = config.cost(route)
+                if cost <= most or math.isinf(most):
+                    continue
+                if route in config.routes:
+                    raise ConfigError(f"routes.{route}.cost: {cost:g} can never be admitted by {name} (at most {most:g} per request)")
+                method, path = ROUTE_PATHS[route]
+                warnings.append(f"routes.{route}.cost: the default cost {cost:g} can never be admitted by {name} (at most "
+                                f"{most:g} per request): {method} {path} will answer 429; set routes.{route}.cost "
+                                f"(--cost {route}=N) or a larger limit to serve it")
+    return warnings
 
 
-def load(path: Path | None, overrides: dict[str, Any]) -> TargetConfig:
-    """The config file (YAML or JSON) with command-line values on top, validated and checked."""
+def load(path: Path | None, overrides: dict[str, Any], warn: list[str] | None = None) -> TargetConfig:
+    """The config file (YAML or JSON) with command-line values on top, validated and checked;
+    ``check``'s warnings are appended to ``warn`` when given."""
     data: dict[str, Any] = {}
     if path is not None:
         try:
@@ -327,7 +348,9 @@ def load(path: Path | None, overrides: dict[str, Any]) -> TargetConfig:
         err = exc.errors()[0]
         field = ".".join(str(p) for p in err["loc"]) or "config"
         raise ConfigError(f"{field}: {_message(err)}") from None
-    check(config)
+    warnings = check(config)
+    if warn is not None:
+        warn.extend(warnings)
     return config
 
 

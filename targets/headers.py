@@ -9,7 +9,9 @@
   seconds (ceil, at least 1, so a client waiting exactly that long is not early) and
   ``Cache-Control: no-store``.
 
-Integers only (structured-field Integers): remaining is floored, times are rounded up.
+Integers only (structured-field Integers): remaining is floored, times are rounded up, and a
+fractional policy's q and w are scaled together to the integers that express the same rate
+(2.5 per 0.5 s is ``q=5;w=1``), so a client that reads q/w learns the rate it will get.
 """
 
 from __future__ import annotations
@@ -18,19 +20,62 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import lru_cache
 from math import ceil, inf
+from typing import Any
 
-from .algorithms import Decision
+from .algorithms import Algorithm, Decision, Policy, PolicyError
 
 Header = tuple[bytes, bytes]
 PROBLEM_TYPE = "tag:ratelimit-bench,2025:rate-limited"
+NEVER_TYPE = "tag:ratelimit-bench,2025:cost-exceeds-limit"
+SF_INTEGER_MAX = 999_999_999_999_999
+"""The largest structured-field Integer (RFC 9651: at most 15 digits)."""
 
 
-def policy_item(name: str, quota: float, window_s: float | None) -> bytes:
-    """One ``RateLimit-Policy`` member; ``window_s`` None for concurrency limits (no window)."""
-    item = f'"{name}";q={math.floor(quota)}'
-    return (item if window_s is None else f"{item};w={math.ceil(window_s)}").encode()
+def exact(x: float) -> Fraction:
+    """The rational a float stands for: the simplest one within 2 ulps of it (5/3 for 100 / 60 =
+    1.6666666666666667, 1/10 for 0.1, not 3602879701896397 / 2^55; 1/3 s for 0.1 / 0.3 =
+    0.33333333333333337, a division of two rounded decimals)."""
+    value, slack = Fraction(x), Fraction(2 * math.ulp(x))
+    for digits in range(1, 18):
+        simple = value.limit_denominator(10**digits)
+        if abs(simple - value) <= slack:
+            return simple
+    return value
+
+
+def advertised_quota(algorithm: Algorithm, policy: Policy, params: Any) -> tuple[int, int | None]:
+    """The ``q`` and ``w`` of a limit's ``RateLimit-Policy``: whole numbers whose ratio is the
+    long-run rate the params enforce, over the policy's window scaled as little as makes both
+    whole. The rate is read from the numbers the user gave (L and W, or a ``--param`` rate,
+    interval or limit that overrides them), never from a float derived by division, which has
+    lost the fraction (0.1 / 0.3 s is 0.33333333333333337). Concurrency limits: ``q`` = most in
+    flight, no ``w``. PolicyError when a q or w would need more than 15 digits (the largest
+    structured-field Integer)."""
+    if algorithm.release is not None:
+        return math.floor(algorithm.max_cost(params)), None
+    derived = algorithm.params_from_policy(policy)
+    window, quota = exact(policy.window_s), exact(policy.limit)
+    if getattr(params, "rate", None) != getattr(derived, "rate", None):  # token and leaky bucket
+        quota = exact(params.rate) * window
+    elif getattr(params, "interval_s", None) != getattr(derived, "interval_s", None):  # gcra
+        quota = window / exact(params.interval_s)
+    elif hasattr(params, "window_s"):  # the windows: limit per window_s, overridden or not
+        window, quota = exact(params.window_s), exact(params.limit)
+    scale = math.lcm(quota.denominator, window.denominator)
+    q, w = int(quota * scale), int(window * scale)
+    if max(q, w) > SF_INTEGER_MAX:
+        raise PolicyError(f"RateLimit-Policy cannot tell this rate truthfully: {float(quota / window):g} per second "
+                          f"needs a q or w of more than 15 digits; give limit and window_s fewer decimals")
+    return q, w
+
+
+def policy_item(name: str, quota: int, window: int | None) -> bytes:
+    """One ``RateLimit-Policy`` member; ``window`` None for concurrency limits (no window)."""
+    item = f'"{name}";q={quota}'
+    return (item if window is None else f"{item};w={window}").encode()
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,9 +92,10 @@ class QuotaText:
     """The ``X-RateLimit-Limit`` field."""
 
     @classmethod
-    def of(cls, name: str, quota: float, window_s: float | None) -> QuotaText:
-        item = policy_item(name, quota, window_s)
-        return cls(f'"{name}"'.encode(), item, (b"ratelimit-policy", item), (b"x-ratelimit-limit", b"%d" % math.floor(quota)))
+    def of(cls, name: str, quota: int, window: int | None) -> QuotaText:
+        """From ``advertised_quota``: X-RateLimit-Limit is the same q (over the same w)."""
+        item = policy_item(name, quota, window)
+        return cls(f'"{name}"'.encode(), item, (b"ratelimit-policy", item), (b"x-ratelimit-limit", b"%d" % quota))
 
     def at(self, quota: float) -> QuotaText:
         """This limit with the quota it has right now: the adaptive limiter's moves, and a
@@ -108,22 +154,28 @@ def retry_after(decision: Decision) -> int:
     return max(1, math.ceil(decision.retry_after_s)) if math.isfinite(decision.retry_after_s) else 1
 
 
+
+def _problem(problem: dict[str, Any], fields: list[Header]) -> tuple[list[Header], bytes]:
+    """A 429's headers and body: RFC 9457 problem details, then ``fields``."""
+    body = json.dumps({"type": problem.pop("type"), "title": problem.pop("title"), "status": 429, **problem},
+                      separators=(",", ":")).encode()
+    return [(b"content-type", b"application/problem+json"), (b"content-length", b"%d" % len(body)), *fields], body
+
+
 def rejection(limit_name: str, decision: Decision, quota_fields: list[Header]) -> tuple[list[Header], bytes]:
     """Headers and body of a 429 (no downstream work is done for it)."""
     wait = retry_after(decision)
-    body = json.dumps({
-        "type": PROBLEM_TYPE,
-        "title": "Too Many Requests",
-        "status": 429,
-        "detail": f"rate limit {limit_name!r} exceeded; retry after {wait} s",
-        "limit": limit_name,
-        "retry_after_s": wait,
-    }, separators=(",", ":")).encode()
-    headers = [
-        (b"content-type", b"application/problem+json"),
-        (b"content-length", b"%d" % len(body)),
-        (b"retry-after", b"%d" % wait),
-        (b"cache-control", b"no-store"),
-        *quota_fields,
-    ]
-    return headers, body
+    problem = {"type": PROBLEM_TYPE, "title": "Too Many Requests", "detail": f"rate limit {limit_name!r} exceeded; retry after {wait} s",
+               "limit": limit_name, "retry_after_s": wait}
+    return _problem(problem, [(b"retry-after", b"%d" % wait), (b"cache-control", b"no-store"), *quota_fields])
+
+
+def never_admitted(limit_name: str, cost: float, most: float, text: QuotaText) -> tuple[list[Header], bytes]:
+    """Headers and body of a 429 for a request whose cost the limit can never admit (its
+    decision's retry_after_s is inf): the problem details say so, and nothing suggests a time
+    to come back (no Retry-After, no remaining or reset): only the quota, which explains it."""
+    problem = {"type": NEVER_TYPE, "title": "Request cost exceeds the limit",
+               "detail": f"this request costs {cost:g} but rate limit {limit_name!r} admits at most {most:g} per request; "
+                         f"waiting will not help",
+               "limit": limit_name, "cost": cost, "max_cost": most}
+    return _problem(problem, [(b"cache-control", b"no-store"), text.policy, text.quota])

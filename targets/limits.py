@@ -22,7 +22,7 @@ from typing import Any
 from .algorithms import Algorithm, Decision, get_algorithm
 from .algorithms import adaptive as adaptive_algorithm
 from .config import API_ROUTES, ROUTE_PATHS, LimitConfig, TargetConfig, resolve_params
-from .headers import QuotaText
+from .headers import QuotaText, advertised_quota
 from .keys import Identity
 from .layer_store import open_layer_store
 from .stores.memory import MemoryStore
@@ -39,6 +39,8 @@ class Variant:
     remote: bool = False
     source: str | None = "memory"
     """The decision log's ``source`` for a local store; None: each decision says its own."""
+    max_cost: float = math.inf
+    """The largest cost one request can ever be admitted with (a 429 beyond it says so)."""
 
     def source_of(self, decision: Decision) -> str:
         return self.source or decision_source(decision)
@@ -108,9 +110,8 @@ def build_layers(config: TargetConfig) -> tuple[list[Layer], dict[tuple[str, str
             name, policy, params = resolve_params(config, lc, tier)
             algorithm = get_algorithm(name)
             opened = open_layer_store(config.store, lc.name, tier_name, algorithm, policy, params)
-            window = None if algorithm.release is not None else policy.window_s
-            quota = algorithm.max_cost(params) if algorithm.release is not None else policy.limit
-            variants[tier_name] = Variant(opened.store, QuotaText.of(lc.name, quota, window), opened.remote, opened.source)
+            text = QuotaText.of(lc.name, *advertised_quota(algorithm, policy, params))
+            variants[tier_name] = Variant(opened.store, text, opened.remote, opened.source, algorithm.max_cost(params))
         algorithm = get_algorithm(resolve_params(config, lc)[0])
         layer = Layer(lc.name, lc.scope, algorithm, variants, holds=algorithm.release is not None,
                       observes=algorithm.observe is not None, remote=variants[None].remote)

@@ -19,12 +19,13 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from .algorithms.base import decided_at
 from .arrival import ARRIVED
 from .config import AdmittedHeaders
 from .decision_log import DecisionLog
-from .headers import Header, limit_headers, quota_headers, rejection
+from .headers import Header, QuotaText, limit_headers, never_admitted, quota_headers, rejection
 from .keys import KeyPolicy, token
-from .limits import RoutePlan, Verdict, check, check_remote, complete, complete_remote
+from .limits import Applied, RoutePlan, Verdict, check, check_remote, complete, complete_remote
 from .metrics import Metrics
 
 Scope = MutableMapping[str, Any]
@@ -60,15 +61,20 @@ class RateLimitMiddleware:
         who = self.keys.identify(scope)
         if plan.needs_account:
             who.account, receive = await _read_account(receive)
+        # the whole µs the algorithms decide at, so the log's over-admission is measured on them
         if plan.remote:
             verdict = await check_remote(plan, who)
-            now = time.time()  # logged at the decision, not the arrival: the order Redis decided in
+            now = decided_at(time.time())  # logged at the decision, not the arrival: the order Redis decided in
         else:
-            now = time.time()
+            now = decided_at(time.time())
             verdict = check(plan, who, now)
         self._record(plan, who, verdict, now, scope.get(ARRIVED))
         if not verdict.allowed:
-            headers, body = rejection(verdict.applied[0].layer.name, verdict.applied[0].decision, _fields(verdict))
+            a = verdict.applied[0]
+            if a.decision[2] == math.inf:  # a cost this limit can never admit: waiting will not help
+                headers, body = never_admitted(a.layer.name, plan.cost, a.variant.max_cost, _text(a))
+            else:
+                headers, body = rejection(a.layer.name, a.decision, _fields(verdict))
             await send({"type": "http.response.start", "status": 429, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
@@ -109,17 +115,20 @@ class RateLimitMiddleware:
                              source, a.layer.current_limit if a.layer.observes else None, arrived))
 
 
+def _text(a: Applied) -> QuotaText:
+    """A limit's quota text; an adaptive limit's quota is its current limit."""
+    return a.variant.text.at(a.layer.current_limit) if a.layer.observes else a.variant.text
+
+
 def _fields(verdict: Verdict, legacy: bool = True) -> list[Header]:
-    """Quota headers for the limits with a finite quota (``none`` has none); an adaptive
-    limit's quota is its current limit. ``legacy``: with the X-RateLimit trio."""
+    """Quota headers for the limits with a finite quota (``none`` has none). ``legacy``: with
+    the X-RateLimit trio."""
     if len(verdict.applied) == 1:  # one limit, the common case: no lists to build
         a = verdict.applied[0]
         if a.decision[1] == math.inf:
             return []
-        return limit_headers(a.variant.text.at(a.layer.current_limit) if a.layer.observes else a.variant.text,
-                             a.decision, legacy)
-    applied = [(a.variant.text.at(a.layer.current_limit) if a.layer.observes else a.variant.text, a.decision)
-               for a in verdict.applied if a.decision[1] < math.inf]
+        return limit_headers(_text(a), a.decision, legacy)
+    applied = [(_text(a), a.decision) for a in verdict.applied if a.decision[1] < math.inf]
     if not applied:
         return []
     binding = min(range(len(applied)), key=lambda i: applied[i][1][1])

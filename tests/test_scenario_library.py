@@ -19,6 +19,7 @@ from scenarios.base import Request
 from scenarios.key_evasion import KEY_POLICIES
 from scenarios.live_plan import outcome, request_headers, retry_hint
 from targets.algorithms import Policy, build_params
+from targets.algorithms.base import decided_at
 from targets.app import create_app
 from targets.config import KeyConfig, load
 from targets.keys import KeyPolicy
@@ -130,7 +131,7 @@ def test_the_simulator_counts_each_request_by_the_key_the_target_derives(key_pol
     expected = {}
     for t, client_id, headers in zip(a.t, a.client_id, a.headers):
         scope = {"headers": [(k.encode(), v.encode()) for k, v in headers.items()], "client": ("127.0.0.1", 1)}
-        expected[t, client_id] = target.identify(scope).client
+        expected[decided_at(t), client_id] = target.identify(scope).client  # the log's t: the µs decided at
     assert len(df) == len(expected)
     assert [expected[t, c] for t, c in zip(df["t"], df["client_id"])] == df["key"].tolist()
 

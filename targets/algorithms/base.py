@@ -37,6 +37,13 @@ def micros(seconds: float) -> float:
     return float(whole) if abs(us - whole) <= 1e-12 * max(1.0, abs(us)) else us
 
 
+def decided_at(now: Any) -> Any:
+    """``now`` (seconds: a float or a numpy array) rounded to the whole µs the algorithms decide
+    at, still in seconds: what a decision log records, so that its over-admission is measured on
+    the very times that were decided (two requests W - 0.3 µs apart are W apart to them)."""
+    return (now * 1e6 + 0.5) // 1.0 / 1e6
+
+
 def derive(params: Any, **values: float) -> None:
     """Set a params object's µs constants once, in its ``__post_init__``: they are attributes,
     not dataclass fields, so ``--param``, run.json and the Redis codec see only the fields."""

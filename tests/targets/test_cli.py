@@ -27,6 +27,8 @@ def listening(port: int) -> bool:
     (["--schedule", "0:healthy,soon:degraded"], "downstream.schedule"),
     (["--param", "capacity=-1"], "params"),
     (["--config", "/nonexistent/target.yaml"], "--config"),
+    (["--limit", "5", "--cost", "reports=20"], "routes.reports.cost"),  # a cost the user set that is never admitted
+    (["--limit", "3", "--window", "1e-20"], "limit"),  # no whole q and w tell 3e20 per second
 ])
 def test_bad_config_exits_2_naming_the_field_without_a_port(args, field):
     port = free_port()

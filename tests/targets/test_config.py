@@ -26,13 +26,25 @@ def write(tmp_path, text: str):
     ("limits: [{name: a, params: {capacity: -1}}]\n", "limits.0"),
     ("params: {bogus: 1}\n", "params"),
     ("colour: blue\n", "colour"),
-    ("limit: 5\n", "routes.reports.cost"),  # cost 20 could never be admitted by a limit of 5
+    ("limit: 5\nroutes: {reports: {cost: 20}}\n", "routes.reports.cost"),  # a cost the user set, never admitted
+    ("window_s: 1.0e-20\n", "limit"),  # RateLimit-Policy would need w = 10^20
     ("- just\n- a list\n", "--config"),
 ])
 def test_errors_name_the_field(tmp_path, text, field):
     with pytest.raises(ConfigError) as err:
         load(write(tmp_path, text), {})
     assert str(err.value).startswith(field), str(err.value)
+
+
+def test_a_default_cost_that_can_never_be_admitted_is_a_warning_not_an_error():
+    warnings: list[str] = []
+    config = load(None, {"algorithm": "fixed_window", "limit": 5.0}, warnings)
+    assert config.cost("reports") == 20
+    assert warnings == ["routes.reports.cost: the default cost 20 can never be admitted by per-client (at most 5 per "
+                        "request): POST /api/reports will answer 429; set routes.reports.cost (--cost reports=N) or a "
+                        "larger limit to serve it"]
+    load(None, {"limit": 100.0}, warnings)
+    assert len(warnings) == 1  # nothing to say about a limit that admits every route
 
 
 def test_layers_tiers_and_compact_schedule(tmp_path):
