@@ -31,7 +31,8 @@ they stay decision for decision identical."""
 def micros(seconds: float) -> float:
     """A duration in µs: the whole number of µs it is within float rounding of (0.3 s gives
     300000, not 299999.99999999994, which would put a window edge 1e-10 µs early), else the
-    product itself (1/3 s). The Lua prelude's ``micros`` is the same arithmetic."""
+    product itself (1/3 s). Computed once per params, in Python; the Redis scripts receive the
+    results (``derived_names``), so both stores decide on the very same constants."""
     us = seconds * US
     whole = math.floor(us + 0.5)
     return float(whole) if abs(us - whole) <= 1e-12 * max(1.0, abs(us)) else us
@@ -45,10 +46,17 @@ def decided_at(now: Any) -> Any:
 
 
 def derive(params: Any, **values: float) -> None:
-    """Set a params object's µs constants once, in its ``__post_init__``: they are attributes,
-    not dataclass fields, so ``--param``, run.json and the Redis codec see only the fields."""
+    """Set a params object's µs constants once, in its ``__post_init__``: they are attributes
+    (declared ``ClassVar``), not dataclass fields, so ``--param`` and run.json see only the
+    fields; the Redis codec passes them to the scripts after the fields (``derived_names``)."""
     for name, value in values.items():
         object.__setattr__(params, name, value)
+
+
+def derived_names(params_type: type) -> tuple[str, ...]:
+    """The constants a params class derives in ``__post_init__``: its ``ClassVar`` annotations, in order."""
+    return tuple(name for name, kind in vars(params_type).get("__annotations__", {}).items()
+                 if str(kind).startswith(("ClassVar", "typing.ClassVar")))
 
 
 new_decision = tuple.__new__

@@ -4,8 +4,9 @@
   every key of one script call (the sliding log has two) lands in one slot. ``%`` and ``}`` in
   a client key are percent-escaped and the empty key is written ``%``, so the tag is never
   empty and never cut short (an empty tag would hash the whole name and split the keys).
-- ARGV[1]: ``now`` (NaN = Redis server time), ``cost``, ``want`` and the numeric params (in
-  dataclass field order) packed as little-endian doubles in one string; the script's first
+- ARGV[1]: ``now`` (NaN = Redis server time), ``cost``, ``want``, the numeric params (in
+  dataclass field order) and the µs constants the params derive (``window_us``, ``interval_us``
+  ...: algorithms.base), packed as little-endian doubles in one string; the script's first
   line, written here, unpacks them into locals named after the fields. ARGV[2]: the TTL in ms
   (a decimal string: the scripts hand it to SET/PEXPIRE as is); text params from ARGV[3].
 - Reply: one bulk string packed ``<?ddddd`` (allowed, remaining, retry, reset, delay, granted).
@@ -26,7 +27,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ...algorithms.base import Algorithm, Decision, new_decision
+from ...algorithms.base import Algorithm, Decision, derived_names, new_decision
 from .errors import RedisConfigError
 
 LUA_DIR = Path(__file__).with_name("lua")
@@ -59,7 +60,7 @@ def script_source(name: str, params_type: type) -> str:
     """The full script of an algorithm: the line that unpacks its arguments into locals (one
     struct.unpack: cheaper than a tonumber per param), the shared prelude, then its own body."""
     fields = dataclasses.fields(params_type)
-    numbers = ["now", "cost", "want", *(f.name for f in fields if not _is_text(f))]
+    numbers = ["now", "cost", "want", *(f.name for f in fields if not _is_text(f)), *derived_names(params_type)]
     head = [f"local {', '.join(numbers)} = struct.unpack('<{'d' * len(numbers)}', ARGV[1])"]
     head += [f"local {f.name} = ARGV[{i}]" for i, f in enumerate((f for f in fields if _is_text(f)), start=3)]
     return "\n".join(head) + "\n" + (LUA_DIR / "prelude.lua").read_text() + "\n" + (LUA_DIR / f"{name}.lua").read_text()
@@ -89,7 +90,8 @@ class Codec:
         self._head = f"{namespace}:{{"
         self._tails = [f"}}:{suffix}" for suffix in SUFFIXES[algorithm.name]]
         fields = dataclasses.fields(params)
-        self._numbers = tuple(float(getattr(params, f.name)) for f in fields if not _is_text(f))
+        numbers = [f.name for f in fields if not _is_text(f)] + list(derived_names(type(params)))
+        self._numbers = tuple(float(getattr(params, name)) for name in numbers)
         self._pack = struct.Struct("<" + "d" * (3 + len(self._numbers))).pack
         ttl = ttl_ms(algorithm.state_ttl(params) if ttl_s is None else ttl_s)
         self._tail_args = [str(ttl), *(getattr(params, f.name) for f in fields if _is_text(f))]

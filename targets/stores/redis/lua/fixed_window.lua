@@ -1,6 +1,6 @@
 -- fixed_window: state struct '<dd' (window, count); params limit, window_s. The TTL (>= W) is
 -- set by the window's first write: it outlasts the window, after which the state is as fresh.
-local w, t = micros(window_s), now_us
+local w, t = window_us, now_us
 local window = math.floor(t / w)
 local count = 0
 local same_window = false

@@ -1,6 +1,5 @@
 -- gcra: state struct '<d' (tat, µs); params interval_s, burst
-local interval = micros(interval_s)
-local tolerance = burst * interval
+local interval, tolerance = interval_us, tolerance_us
 local t = now_us
 local tat = t
 local stored = redis.call('GET', KEYS[1])

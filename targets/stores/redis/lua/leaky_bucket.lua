@@ -1,8 +1,7 @@
 -- leaky_bucket: state struct '<dd' (debt: µs to drain the level, updated_at µs); params
 -- capacity, rate, mode, max_delay_s
-local queue, max_delay = mode == 'queue', micros(max_delay_s)
-local interval = micros(1 / rate)
-local full, t = capacity * interval, now_us
+local queue, max_delay = mode == 'queue', max_delay_us
+local interval, full, t = interval_us, full_us, now_us
 local debt = 0.0
 local stored = redis.call('GET', KEYS[1])
 if stored then

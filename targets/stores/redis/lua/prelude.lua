@@ -1,8 +1,9 @@
 -- Shared head of every decision script (Redis has no include). scripts.py puts one line before
 -- it, e.g. for the fixed window:
 --   local now, cost, want, limit, window_s = struct.unpack('<ddddd', ARGV[1])
--- ARGV[1] packs now (NaN = server TIME), cost, want (a lease's largest grant; = cost otherwise)
--- and the numeric params, named after the params' dataclass fields, as little-endian doubles:
+-- ARGV[1] packs now (NaN = server TIME), cost, want (a lease's largest grant; = cost otherwise),
+-- the numeric params, named after the params' dataclass fields, and the µs constants Python
+-- derived from them (window_us, interval_us...: algorithms.base), as little-endian doubles:
 -- exact both ways, one unpack, no %.17g formatting or parsing on either side. ARGV[2] is ttl_ms
 -- as a decimal string ('0' = no expiry); text params (leaky_bucket's mode) follow from ARGV[3].
 -- Anything handed to redis.call is a string: a Lua number would be formatted with %.14g (lossy,
@@ -35,16 +36,6 @@ local function save(key, value, keep_ttl)
   else
     redis.call('SET', key, value, 'PX', ttl_ms)
   end
-end
-
--- a duration in µs, snapped to the whole µs it is within float rounding of (base.micros)
-local function micros(s)
-  local us = s * 1000000
-  local whole = math.floor(us + 0.5)
-  if math.abs(us - whole) <= 1e-12 * math.max(1.0, math.abs(us)) then
-    return whole
-  end
-  return us
 end
 
 -- the cost to try: a lease takes the largest whole amount <= want that fits in room,

@@ -6,7 +6,7 @@
 -- expired, skip reading the list. A list, not a sorted set: entries arrive in expiry order
 -- (server time does not step back), so RPUSH appends and LPOP drops the expired head, with no
 -- score to format or parse. Params limit, window_s.
-local w, t = micros(window_s), now_us
+local w, t = window_us, now_us
 local log, meta = KEYS[1], KEYS[2]
 local base, last, n, oldest = 0.0, 0.0, 0, INF
 local stored = redis.call('GET', meta)

@@ -1,7 +1,7 @@
 -- sliding_window_counter: state struct '<ddd' (window, prev, curr); params limit, window_s. The
 -- TTL (>= 2W) is set by the window's first write: it outlasts the next window, after which the
 -- state is as fresh.
-local w, t = micros(window_s), now_us
+local w, t = window_us, now_us
 local window = math.floor(t / w)
 local prev, curr = 0, 0
 local same_window = false

@@ -1,7 +1,6 @@
 -- sliding_window_ring: state struct '<d' total, then '<dd' (id, cost) per live sub-window,
 -- oldest first; params limit, window_s, buckets
-local n, t = buckets, now_us
-local width = micros(window_s) / n
+local n, width, t = buckets, width_us, now_us
 local sub = math.floor(t / width)
 local ids, costs, total = {}, {}, 0.0
 local pruned = false

@@ -7,8 +7,7 @@ local warmup = warmup_s
 local stored = redis.call('GET', KEYS[1])
 
 if warmup <= 0 then
-  local interval = micros(1 / rate)
-  local full, t = capacity * interval, now_us
+  local interval, full, t = interval_us, full_us, now_us
   local credit = full
   if stored then
     local stored_credit, updated = struct.unpack('<dd', stored)
