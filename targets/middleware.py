@@ -25,7 +25,7 @@ from .config import AdmittedHeaders
 from .decision_log import DecisionLog
 from .headers import Header, QuotaText, limit_headers, never_admitted, quota_headers, rejection
 from .keys import KeyPolicy, token
-from .limits import Applied, RoutePlan, Verdict, check, check_remote, complete, complete_remote
+from .layers import Applied, RoutePlan, Verdict, check, check_remote, complete, complete_remote
 from .metrics import Metrics
 
 Scope = MutableMapping[str, Any]

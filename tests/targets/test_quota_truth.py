@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from targets.algorithms import ALGORITHMS
 from targets.config import ConfigError, load
-from targets.limits import build_layers
+from targets.layers import build_layers
 
 RATED = sorted(set(ALGORITHMS) - {"none", "concurrency", "adaptive"})
 decimals = st.builds(lambda units, places: Decimal(units).scaleb(-places), st.integers(1, 10**6), st.integers(0, 3))
