@@ -12,7 +12,9 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from contract.folder import summary_json, utc_stamp, write_text
+from contract.atomic import write_text
+from contract.folder import utc_stamp
+from contract.summary import summary_json
 from harness.campaign.config_file import ConfigError, check_out, load_sim_campaign
 from harness.sim.runner import execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS, ScenarioError

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from rich.console import Console
 
-from contract.folder import write_text
+from contract.atomic import write_text
 from harness.campaign.config_file import ConfigError, check_out
 from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.live.runner import Interrupted

@@ -34,7 +34,8 @@ import pyarrow.parquet as pq
 import yaml
 
 from analysis.cpu import generator_bound
-from contract.folder import ResultsFolder, utc_stamp, write_parquet, write_text
+from contract.atomic import write_text
+from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
 from contract.schema import (
     CLIENT_FILE,

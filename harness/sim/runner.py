@@ -14,7 +14,8 @@ import yaml
 
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
-from contract.folder import ResultsFolder, utc_stamp, write_parquet, write_text
+from contract.atomic import write_text
+from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
 from contract.schema import DECISIONS_FILE, run_dir_name
 from harness.campaign.config_file import SimCampaign

@@ -23,7 +23,8 @@ from analysis.analyze import analyze
 from analysis.latency import admitted_latency, nearest_rank
 from analysis.loader import load_results
 from analysis.report import build_report
-from contract.folder import utc_stamp, write_text
+from contract.atomic import write_text
+from contract.folder import utc_stamp
 from contract.machine import machine_facts
 from contract.schema import CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
