@@ -1,8 +1,9 @@
 """run.json: what a live run was (scenario, algorithm, store, policy, phases) and how it ended.
 
-The campaign runner writes it (schema constants in ``schema.py``, documented in
-docs/analysis.md); simulation runs have none, and the loader derives the same facts from the run
-folder's name and campaign.yaml.
+The campaign runner writes it with ``write_run_json`` and the analysis reads it with
+``read_run_json``, both here (schema constants in ``schema.py``, documented in docs/analysis.md);
+simulation runs have none, and the loader derives the same facts from the run folder's name and
+campaign.yaml.
 """
 
 from __future__ import annotations
@@ -13,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_STATUSES
+from .atomic import write_text
+from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_SCHEMA_VERSION, RUN_STATUSES
 
 
 class RunFileError(ValueError):
@@ -65,6 +67,14 @@ class RunInfo:
     @property
     def degraded(self) -> Phase | None:
         return next((p for p in self.phases if p.name == DEGRADED_PHASE), None)
+
+
+def write_run_json(path: Path, info: dict[str, Any]) -> None:
+    """The one writer of run.json: the schema version first, then the run's fields (atomically)."""
+    missing = [k for k in RUN_REQUIRED if k not in info]
+    if missing:
+        raise ValueError(f"run.json needs {', '.join(missing)}")
+    write_text(path, json.dumps({"schema": RUN_SCHEMA_VERSION, **info}, indent=2, default=float) + "\n")
 
 
 def read_run_json(path: Path) -> RunInfo:

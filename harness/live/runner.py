@@ -13,7 +13,6 @@ stop every child at once (Redis included), mark the run interrupted and keep the
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
@@ -36,6 +35,7 @@ import yaml
 from analysis.cpu import generator_bound
 from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
+from contract.run_info import write_run_json
 from contract.machine import machine_facts
 from contract.schema import (
     CLIENT_FILE,
@@ -200,7 +200,7 @@ class LiveRunner:
         logs.mkdir(parents=True, exist_ok=True)
         scale = self.campaign.scale
         info: dict[str, Any] = {
-            "schema": 1, "status": RUN_FAILED, "scenario": run.scenario.run_name, "algorithm": run.algorithm,
+            "status": RUN_FAILED, "scenario": run.scenario.run_name, "algorithm": run.algorithm,
             "store": run.store, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
                                             "burst": run.policy.burst},
             "params": asdict(run.params), "scenario_params": dict(run.scenario.params), "workers": self.workers,
@@ -259,7 +259,7 @@ class LiveRunner:
             rows = measured_window(sampler.stop(), info, sampler.interval_s)
             write_text(run_dir / CPU_FILE, cpu_csv(rows))
             info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
-            write_text(run_dir / RUN_FILE, json.dumps(info, indent=2, default=float) + "\n")
+            write_run_json(run_dir / RUN_FILE, info)
         return info
 
     @staticmethod
@@ -441,7 +441,7 @@ class LiveRunner:
                         on_start(i, len(runs), run)
                     info = self.execute(run)
                     info["virtual_over_admission"] = self._virtual(run)
-                    write_text(self.folder.run_dir(run.name) / RUN_FILE, json.dumps(info, indent=2, default=float) + "\n")
+                    write_run_json(self.folder.run_dir(run.name) / RUN_FILE, info)
                     results.append(info)
                     if on_done:
                         on_done(i, len(runs), run, info)
