@@ -65,6 +65,27 @@ CHARTS_DIR = "charts"
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
 LOCUST_DIR = "locust"
+PLAN_FILE = "plan.json"
+"""The plan Locust replays (scenarios.live_plan.LivePlan), beside run.json."""
+
+# The Locust handshake: a run folder's ``client/`` holds, per worker, a ready marker (its start-up
+# time), its client log part and, beside that part, how many burst groups it sent late. The runner
+# merges the parts into client.parquet, sums the late counts and removes the folder.
+HANDSHAKE_DIR = "client"
+
+
+def ready_marker(worker: int | str) -> str:
+    return f"ready-{worker}"
+
+
+def client_part(worker: int | str, pid: int) -> str:
+    return f"client-{worker}-{pid}.parquet"
+
+
+READY_GLOB = ready_marker("*")
+CLIENT_PART_GLOB = "client-*.parquet"
+LATE_SUFFIX = ".late"
+"""``client-<worker>-<pid>.late`` beside each part: that worker's count of late burst groups."""
 
 ALGORITHM_NAMES = (
     "fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "token_bucket",

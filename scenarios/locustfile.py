@@ -31,7 +31,7 @@ from gevent.pool import Group
 from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 
-from contract.schema import CLIENT_SCHEMA
+from contract.schema import CLIENT_SCHEMA, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
 from scenarios.live_plan import ROUTES, LivePlan, Shot, groups, outcome, request_headers, worker_share
 
@@ -72,7 +72,7 @@ class _ClientLog:
         tmp = self.path.with_suffix(".tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, self.path)
-        self.path.with_suffix(".late").write_text(str(self.late_groups))
+        self.path.with_suffix(LATE_SUFFIX).write_text(str(self.late_groups))
 
 
 LOG = _ClientLog()
@@ -90,7 +90,7 @@ def _start(user: FastHttpUser) -> tuple[LivePlan, int]:
     user.host = plan.hosts[0]
     client_dir = Path(plan.client_dir)
     client_dir.mkdir(parents=True, exist_ok=True)
-    LOG.path = client_dir / f"client-{worker}-{os.getpid()}.parquet"
+    LOG.path = client_dir / client_part(worker, os.getpid())
     return plan, worker
 
 
@@ -100,7 +100,7 @@ def _warm_up(user: FastHttpUser, largest: int, client_dir: Path, worker: int) ->
     _wait_for_target(user)
     warm = [gevent.spawn(user.client.get, "/healthz", name="warm-up") for _ in range(min(largest, 200))]
     gevent.joinall(warm, timeout=5)
-    (client_dir / f"ready-{worker}").write_text(f"{time.time():.6f}")
+    (client_dir / ready_marker(worker)).write_text(f"{time.time():.6f}")
 
 
 def _wait_for_target(user: FastHttpUser, timeout_s: float = 30.0) -> None:

@@ -35,17 +35,23 @@ import yaml
 from analysis.cpu import generator_bound
 from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
-from contract.run_info import write_run_json
 from contract.machine import machine_facts
+from contract.run_info import write_run_json
 from contract.schema import (
+    CAMPAIGN_FILE,
     CLIENT_FILE,
+    CLIENT_PART_GLOB,
     CLIENT_SCHEMA,
     CPU_COLUMNS,
     CPU_FILE,
     DECISIONS_FILE,
     DEGRADED_PHASE,
     DOWNSTREAM_OUTAGE_PHASE,
+    HANDSHAKE_DIR,
+    LATE_SUFFIX,
     LOCUST_DIR,
+    PLAN_FILE,
+    READY_GLOB,
     ROLE_GENERATOR,
     ROLE_TARGET,
     RUN_FAILED,
@@ -222,9 +228,9 @@ class LiveRunner:
             config = target_config(run, self.campaign, start_at, run_dir)
             configs = self._node_configs(config, nodes, run_dir)
             plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
-                            hosts, str(run_dir / "client"), self.workers, str_params(run.scenario.params),
+                            hosts, str(run_dir / HANDSHAKE_DIR), self.workers, str_params(run.scenario.params),
                             routing=run.routing, joins_s=list(run.joins_s))
-            plan.save(run_dir / "plan.json")
+            plan.save(run_dir / PLAN_FILE)
             arrivals = plan.arrivals()
             last_t = max(arrivals.t[-1] if len(arrivals) else 0.0, plan.model().horizon_s())  # follow-ups too
             end_at = start_at + last_t + scale.drain_s
@@ -241,7 +247,7 @@ class LiveRunner:
                 sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)
             sampler.start()
             happened = self._wait(locust, targets, end_at, logs / "locust.log", events)
-            self._learn_lead(run_dir / "client", launched)
+            self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
             for target in targets:
                 target.stop()
                 self.targets.remove(target)
@@ -345,7 +351,7 @@ class LiveRunner:
         locust_dir.mkdir(parents=True, exist_ok=True)
         cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary",
                "-u", str(self.workers), "-r", str(self.workers), "-t", f"{run_time}s", "--stop-timeout", "3",
-               "--csv", str(locust_dir / "stats"), "--exit-code-on-error", "0", "--plan", str(run_dir / "plan.json"),
+               "--csv", str(locust_dir / "stats"), "--exit-code-on-error", "0", "--plan", str(run_dir / PLAN_FILE),
                "--host", plan.hosts[0], plan.user_class]
         if self.workers > 1:
             cmd += ["--processes", str(self.workers)]
@@ -389,21 +395,22 @@ class LiveRunner:
 
     def _learn_lead(self, client_dir: Path, launched: float) -> None:
         """The next run's lead: the slowest worker's start-up here plus a margin."""
-        ready = [float(p.read_text()) for p in client_dir.glob("ready-*")]
+        ready = [float(p.read_text()) for p in client_dir.glob(READY_GLOB)]
         if ready:
             self.lead_s = max(self.campaign.scale.lead_s, max(ready) - launched + LEAD_MARGIN_S)
 
     def _gather(self, run_dir: Path, plan: LivePlan) -> dict[str, Any]:
         """Merge the workers' client logs; measure how precisely the plan was kept."""
-        parts = sorted((run_dir / "client").glob("client-*.parquet"))
+        handshake = run_dir / HANDSHAKE_DIR
+        parts = sorted(handshake.glob(CLIENT_PART_GLOB))
         if not parts:
             raise RunFailed(f"Locust wrote no client log:\n{_tail(run_dir / 'logs' / 'locust.log')}")
         client = pa.concat_tables([pq.read_table(p) for p in parts]).cast(CLIENT_SCHEMA)
         write_parquet(run_dir / CLIENT_FILE, client)
-        late = sum(int(p.with_suffix(".late").read_text() or 0) for p in parts if p.with_suffix(".late").exists())
-        for p in (run_dir / "client").iterdir():  # parts are merged, markers consumed
+        late = sum(int(p.with_suffix(LATE_SUFFIX).read_text() or 0) for p in parts if p.with_suffix(LATE_SUFFIX).exists())
+        for p in handshake.iterdir():  # parts are merged, markers consumed
             p.unlink()
-        (run_dir / "client").rmdir()
+        handshake.rmdir()
         df = client.to_pandas()
         lag = (df["sent_t"] - df["intended_t"]).to_numpy()
         n_groups = len(groups(worker_share(plan.arrivals(), 0, 1), plan.burst_gap_s))
@@ -432,7 +439,7 @@ class LiveRunner:
         root.mkdir(parents=True, exist_ok=True)
         config = self.campaign.model_dump(mode="json")
         config.update(workers=self.workers, runs=[r.name for r in runs], machine=machine_facts(), created=utc_stamp())
-        write_text(root / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
         results = []
         try:
             with signals_interrupt():

@@ -17,7 +17,7 @@ from analysis.retries import retry_measures
 from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
-from contract.schema import DECISIONS_FILE, run_dir_name
+from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, run_dir_name
 from harness.campaign.config_file import SimCampaign
 from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
@@ -153,7 +153,7 @@ def execute(plan: SimPlan, out: Path | None, on_run: Callable[[int, int, dict], 
     folder = ResultsFolder(out) if out is not None else None
     if folder is not None:
         config = dict(plan.config, machine=machine_facts(), created=utc_stamp())
-        write_text(out / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+        write_text(out / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
     rows: list[dict] = []
     ideals: dict[int, list[bool]] = {}  # open-loop arrivals do not depend on the algorithm
     for i, run in enumerate(plan.runs, 1):

@@ -26,7 +26,7 @@ from analysis.report import build_report
 from contract.atomic import write_text
 from contract.folder import utc_stamp
 from contract.machine import machine_facts
-from contract.schema import CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
+from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
 from harness.live.runner import LiveRunner, signals_interrupt
 
@@ -80,7 +80,7 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
         root.mkdir(parents=True, exist_ok=True)
         config = {"validate": policy.model_dump(mode="json"), **plan.campaign.model_dump(mode="json"),
                   "machine": machine_facts(), "created": utc_stamp()}
-        write_text(root / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
         infos = _execute(plan, root, say)
         say("live: analysing" + (" and writing the report" if out is not None else ""))
         rows = {r["run"]: r for r in (build_report(root) if out is not None else analyze(load_results(root))).rows}
