@@ -31,9 +31,10 @@ from gevent.pool import Group
 from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 
+from contract.routes import MODEL_ROUTES
 from contract.schema import CLIENT_SCHEMA, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
-from scenarios.live_plan import ROUTES, LivePlan, Shot, groups, outcome, request_headers, worker_share
+from scenarios.live_plan import LivePlan, Shot, groups, outcome, request_headers, worker_share
 
 PREPARE_AHEAD_S = 0.05
 """Greenlets of a group are spawned this long before its deadline and then wait on its event."""
@@ -190,7 +191,7 @@ class ReactiveUser(FastHttpUser):
         start_at = self.plan.start_at
         deadline = start_at + request.t
         _sleep_until(deadline)
-        method, path = ROUTES.get(request.route, ("GET", "/api/items"))
+        method, path = MODEL_ROUTES.get(request.route, ("GET", "/api/items"))
         sent = time.time()
         LOG.in_flight[request_id] = (deadline, sent, request.attempt)
         with self.client.request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",

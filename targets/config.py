@@ -17,6 +17,8 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from contract.routes import ROUTE_PATHS
+
 from .algorithms import PolicyError, build_params, get_algorithm
 from .algorithms.policy import Policy
 
@@ -31,13 +33,6 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 ParamValue = str | int | float
 
-ROUTE_PATHS: dict[str, tuple[str, str]] = {
-    "items": ("GET", "/api/items"),
-    "search": ("GET", "/api/search"),
-    "reports": ("POST", "/api/reports"),
-    "login": ("POST", "/login"),
-}
-"""The limited routes (``GET /healthz`` and the admin endpoints are never limited)."""
 DEFAULT_COSTS = {"items": 1.0, "search": 2.0, "reports": 20.0, "login": 1.0}
 API_ROUTES = ("items", "search", "reports")
 

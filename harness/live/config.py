@@ -9,11 +9,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from contract.routes import TARGET_ROUTES
 from contract.schema import DECISIONS_FILE
 from harness.campaign.live import Campaign
 from scenarios import build_model
-from scenarios.live_plan import ROUTES
-from targets.config import ROUTE_PATHS
 
 if TYPE_CHECKING:
     from .runner import LiveRun
@@ -31,8 +30,7 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
     # one limit on exactly the routes the scenario calls (a route it never calls must not make
     # the config invalid, e.g. a cost-20 report under a burst of 10); adaptive guards the
     # downstream as a whole, every other algorithm limits per client key
-    by_path = {method_path: name for name, method_path in ROUTE_PATHS.items()}
-    routes = sorted({by_path[ROUTES[r]] for r in set(model.arrivals().route) if r in ROUTES})
+    routes = sorted({TARGET_ROUTES[r] for r in set(model.arrivals().route) if r in TARGET_ROUTES})
     adaptive = run.algorithm == "adaptive"
     limit = {
         "name": "adaptive" if adaptive else "per-client",

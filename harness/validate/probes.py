@@ -14,12 +14,11 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from contract.routes import TARGET_ROUTES
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.policy_file import Limit, PolicyFile
 from harness.live.runner import LiveRun
-from scenarios.live_plan import ROUTES
 from targets.algorithms import Policy, build_params
-from targets.config import ROUTE_PATHS
 
 from .checks import burst_of
 from .sim import PARALLEL_SPREAD_S
@@ -39,7 +38,7 @@ MAX_BURST_REQUESTS = 800
 """A limit needing more requests a side (a tiny burst on a large L) is left to the simulation."""
 PAGE_ROUTE = "GET /api/items"
 """The route the traffic models call: the target serves the policy's page route there."""
-TARGET_ROUTE = next(name for name, path in ROUTE_PATHS.items() if path == ROUTES[PAGE_ROUTE])
+TARGET_ROUTE = TARGET_ROUTES[PAGE_ROUTE]
 MAX_NODES = 2
 """Target nodes started live at most (each is a uvicorn process on the same cores)."""
 CAMPAIGN: dict[str, Any] = {
