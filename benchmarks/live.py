@@ -23,7 +23,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.campaign.live import Campaign
-from harness.live.runner import LiveRunner, plan_runs
+from harness.live.plan import plan_runs
+from harness.live.runner import LiveRunner
 from targets.process import running_target
 
 WRK_SECONDS = 5

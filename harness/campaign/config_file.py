@@ -63,6 +63,11 @@ class SimCampaign(CampaignHeader):
     """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
 
 
+def str_params(params: dict[str, Any]) -> dict[str, str]:
+    """A config file's parameter values as the text ``build_model``/``build_params`` parse (as on a command line)."""
+    return {k: str(v) for k, v in params.items()}
+
+
 def read_yaml(path: Path) -> Any:
     """A YAML file's content; a missing or malformed file is a ConfigError naming it."""
     try:

@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from scenarios import SCENARIOS, ScenarioError, build_model
+from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from scenarios.fleet import fleet_of
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
-from .config_file import CampaignHeader, PolicyConfig, read_yaml, validate_model
+from .config_file import CampaignHeader, PolicyConfig, read_yaml, str_params, validate_model
 
 ParamValue = str | int | float
 StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
@@ -112,7 +112,7 @@ class Campaign(CampaignHeader):
                 raise ValueError(f"{where}.name: unknown scenario {sc.name!r}; choose from: {', '.join(SCENARIOS)}")
             policy = self.policy_for(sc)
             try:
-                model = build_model(sc.name, policy.limit, policy.window_s, self.seed, {k: str(v) for k, v in sc.params.items()})
+                model = self.model_for(sc)
             except ScenarioError as exc:
                 raise ValueError(f"{where}.params: {exc}") from None
             fleet = fleet_of(model)
@@ -140,6 +140,11 @@ class Campaign(CampaignHeader):
     def policy_for(self, scenario: LiveScenario) -> Policy:
         p = scenario.policy or self.policy
         return Policy(p.limit, p.window_s, p.burst)
+
+    def model_for(self, scenario: LiveScenario) -> TrafficModel:
+        """The scenario's traffic model at its policy and the campaign's seed (ScenarioError on bad params)."""
+        policy = self.policy_for(scenario)
+        return build_model(scenario.name, policy.limit, policy.window_s, self.seed, str_params(scenario.params))
 
     def stores_for(self, scenario: LiveScenario) -> list[str]:
         return list(scenario.stores or self.stores)

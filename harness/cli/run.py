@@ -16,7 +16,9 @@ from contract.folder import utc_stamp
 from contract.schema import RUN_OK
 from harness.campaign.config_file import ConfigError, check_out
 from harness.campaign.live import StoreName, load_campaign
-from harness.live.runner import Interrupted, LiveRun, LiveRunner, plan_runs
+from harness.live.plan import LiveRun, plan_runs
+from harness.live.runner import LiveRunner
+from harness.live.supervise import Interrupted
 
 DEFAULT_CAMPAIGN = Path("campaigns/default.yaml")
 

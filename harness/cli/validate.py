@@ -17,7 +17,7 @@ from rich.console import Console
 from contract.atomic import write_text
 from harness.campaign.config_file import ConfigError, check_out
 from harness.campaign.policy_file import PolicyFile, load_policy
-from harness.live.runner import Interrupted
+from harness.live.supervise import Interrupted
 from harness.validate.checks import Verdict, run_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live

@@ -7,15 +7,16 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import yaml
+
+from contract.atomic import write_text
 from contract.routes import TARGET_ROUTES
 from contract.schema import DECISIONS_FILE
 from harness.campaign.live import Campaign
-from scenarios import build_model
 
-if TYPE_CHECKING:
-    from .runner import LiveRun
+from .plan import LiveRun
 
 
 def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Path) -> dict[str, Any]:
@@ -26,7 +27,7 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
         "start_at": start_at,
         "seed": campaign.seed,
     }
-    model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, campaign.seed, str_params(run.scenario.params))
+    model = run.model
     # one limit on exactly the routes the scenario calls (a route it never calls must not make
     # the config invalid, e.g. a cost-20 report under a burst of 10); adaptive guards the
     # downstream as a whole, every other algorithm limits per client key
@@ -77,5 +78,15 @@ def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str,
             "namespace": f"rb{start_at * 1000:.0f}"}
 
 
-def str_params(params: dict[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in params.items()}
+def node_configs(config: dict[str, Any], nodes: list[str], run_dir: Path) -> list[Path]:
+    """One config file per node (``target.yaml`` for node-1, ``target-<node>.yaml`` for the
+    others); with several nodes each writes ``decisions-<node>.parquet``."""
+    paths = []
+    for node in nodes:
+        mine = dict(config)
+        if len(nodes) > 1:
+            mine.update(node=node, decision_log={"path": str(run_dir / f"decisions-{node}.parquet")})
+        path = run_dir / ("target.yaml" if node == "node-1" else f"target-{node}.yaml")
+        write_text(path, yaml.safe_dump(mine))
+        paths.append(path)
+    return paths

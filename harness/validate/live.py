@@ -28,7 +28,8 @@ from contract.folder import utc_stamp
 from contract.machine import machine_facts
 from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
-from harness.live.runner import LiveRunner, signals_interrupt
+from harness.live.runner import LiveRunner
+from harness.live.supervise import signals_interrupt
 
 from .probes import LivePlan, Probe, plan_live
 
@@ -72,7 +73,7 @@ def _folder(out: Path | None, name: str) -> Iterator[Path]:
 
 
 def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
-    """Every live run of the policy, measured; raises live_runner.Interrupted on SIGINT/SIGTERM."""
+    """Every live run of the policy, measured; raises harness.live.supervise.Interrupted on SIGINT/SIGTERM."""
     plan = plan_live(policy)
     if plan.campaign is None:
         return LiveOutcome(plan, [], None)

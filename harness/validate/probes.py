@@ -15,9 +15,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.routes import TARGET_ROUTES
+from harness.campaign.config_file import str_params
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.policy_file import Limit, PolicyFile
-from harness.live.runner import LiveRun
+from harness.live.plan import LiveRun
+from scenarios import TrafficModel, build_model
 from targets.algorithms import Policy, build_params
 
 from .checks import burst_of
@@ -132,10 +134,15 @@ def _page_probe(policy: PolicyFile, kind: str) -> Probe:
                             policy={"limit": nominal.limit, "window_s": nominal.window_s}, algorithms=[first.algorithm],
                             label="nat" if nat else None)
     run = LiveRun(scenario, first.algorithm, live_store(policy), nominal, build_params(first.algorithm, nominal),
-                  [0.0] * live_nodes(policy))
+                  [0.0] * live_nodes(policy), model=_model(policy, scenario, nominal))
     who = f"{users} clients behind one address" if nat else f"{users} users + 1 abusive client"
     return Probe(kind, run, f"{kind}: {who}, pages of {t.page_load} at {t.peak_requests_per_min:g}/min, "
                              f"{PAGE_LOADS_S:g} s")
+
+
+def _model(policy: PolicyFile, scenario: LiveScenario, at: Policy) -> TrafficModel:
+    """The probe's traffic model, at the run's policy and the file's seed (the campaign's)."""
+    return build_model(scenario.name, at.limit, at.window_s, policy.traffic.seed, str_params(scenario.params))
 
 
 def burst_cost(policy: PolicyFile, lim: Limit) -> float:
@@ -153,8 +160,8 @@ def _burst_probe(policy: PolicyFile, lim: Limit, size: int) -> Probe:
                             policy={"limit": lim.limit, "window_s": window, "burst": lim.burst},
                             algorithms=[lim.algorithm], label=lim.name.replace("_", "-"))
     run = LiveRun(scenario, lim.algorithm, live_store(policy), scaled,
-                  build_params(lim.algorithm, scaled, {k: str(v) for k, v in layer["params"].items()}),
-                  [0.0] * live_nodes(policy))
+                  build_params(lim.algorithm, scaled, str_params(layer["params"])),
+                  [0.0] * live_nodes(policy), model=_model(policy, scenario, scaled))
     return Probe("burst", run, f"burst-{lim.name}: 2 x {size} requests of cost {burst_cost(policy, lim):g} at one "
                                f"key across a window edge ({lim.window_s:g} s window compressed to {window:g} s)",
                  lim, size)
