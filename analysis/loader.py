@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from contract.errors import BadInput
 from contract.run_info import Policy, RunFileError, RunInfo, read_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
@@ -38,7 +39,7 @@ CATEGORICAL = ("key", "client_class", "limit_name", "client_id")
 """Low-cardinality strings read dictionary-encoded: ten million keys cost codes, not strings."""
 
 
-class ResultsError(ValueError):
+class ResultsError(BadInput):
     """The folder is not a results folder at all."""
 
 

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_text
+from .errors import BadInput
 from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_SCHEMA_VERSION, RUN_STATUSES
 
 
-class RunFileError(ValueError):
+class RunFileError(BadInput):
     """A run.json that cannot be used; the message names the file and the field."""
 
 

@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from contract.errors import BadInput
 from contract.routes import ROUTE_PATHS
 
 from .algorithms import PolicyError, build_params, get_algorithm
@@ -37,7 +38,7 @@ DEFAULT_COSTS = {"items": 1.0, "search": 2.0, "reports": 20.0, "login": 1.0}
 API_ROUTES = ("items", "search", "reports")
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """Bad target configuration; the message names the field."""
 
 

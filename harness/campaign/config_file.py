@@ -9,10 +9,12 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from contract.errors import BadInput
+
 M = TypeVar("M", bound=BaseModel)
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """A configuration file that cannot be used; the message names the field's path."""
 
 

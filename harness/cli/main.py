@@ -13,22 +13,20 @@ from rich.console import Console
 from rich.table import Table
 
 from contract.atomic import write_text
+from contract.errors import BadInput
 from contract.folder import utc_stamp
 from contract.summary import summary_json
 from harness.campaign.config_file import ConfigError, check_out, load_sim_campaign
 from harness.sim.runner import execute, make_plan, plan_from_campaign
-from scenarios import SCENARIOS, ScenarioError
+from scenarios import SCENARIOS
 from scenarios.trace_file import TraceFile
-from targets.algorithms import ALGORITHMS, Policy, PolicyError
+from targets.algorithms import ALGORITHMS, Policy
 from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
 from targets.stores import STORES
-from targets.stores.redis import RedisConfigError
 
 from . import analyze as analysis_cmd
 from . import run as run_cmd
 from . import validate
-
-BAD_INPUT = (PolicyError, ScenarioError, ConfigError, RedisConfigError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -156,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return args.func(args)
-    except BAD_INPUT as exc:
+    except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:
