@@ -17,7 +17,8 @@ from contract.errors import BadInput
 from contract.folder import utc_stamp
 from contract.summary import summary_json
 from harness.campaign.config_file import ConfigError, check_out, load_sim_campaign
-from harness.sim.runner import execute, make_plan, plan_from_campaign
+from harness.events import RunnerEvents
+from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
 from scenarios.trace_file import TraceFile
 from targets.algorithms import ALGORITHMS, Policy
@@ -103,11 +104,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     to_stdout = args.json == "-"
     console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
 
-    def progress(i: int, n: int, row: dict) -> None:
+    def progress(i: int, n: int, run: SimRun, row: dict) -> None:
         console.print(f"[dim]run {i}/{n}[/dim] {row['scenario']} x {row['algorithm']}: "
                       f"{row['requests']:,} requests in {row['wall_s']:.2f} s", highlight=False)
 
-    rows = execute(plan, out, progress)
+    rows = execute(plan, out, RunnerEvents(run_done=progress))
     if to_stdout:
         sys.stdout.write(summary_json(rows))
     else:

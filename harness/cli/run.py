@@ -16,6 +16,7 @@ from contract.folder import utc_stamp
 from contract.schema import RUN_OK
 from harness.campaign.config_file import ConfigError, check_out
 from harness.campaign.live import StoreName, load_campaign
+from harness.events import RunnerEvents
 from harness.live.plan import LiveRun, plan_runs
 from harness.live.runner import LiveRunner
 from harness.live.supervise import Interrupted
@@ -69,9 +70,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"  [{colour}]{status}[/{colour}] {info.get('sent', 0)} requests sent"
                       + (f"; {info['error'].splitlines()[0]}" if info.get("error") else ""), highlight=False)
 
-    runner = LiveRunner(campaign, out, args.workers, on_counters)
+    runner = LiveRunner(campaign, out, args.workers, RunnerEvents(run_start=on_start, counters=on_counters, run_done=on_done))
     try:
-        results = runner.run_all(runs, on_start, on_done)
+        results = runner.run_all(runs)
     except Interrupted as exc:
         console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
         _summarize(out, console)

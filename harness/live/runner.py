@@ -54,6 +54,7 @@ from contract.schema import (
 )
 from harness.campaign.config_file import str_params
 from harness.campaign.live import Campaign
+from harness.events import RunnerEvents
 from harness.sim.simulator import simulate
 from scenarios import SCENARIOS
 from scenarios.fleet import Fleet
@@ -85,11 +86,12 @@ NODE_LEAD_S = 0.75
 
 
 class LiveRunner:
-    def __init__(self, campaign: Campaign, out: Path, workers: int | None = None, progress: Any = None) -> None:
+    def __init__(self, campaign: Campaign, out: Path, workers: int | None = None,
+                 events: RunnerEvents[LiveRun] | None = None) -> None:
         self.campaign = campaign
         self.folder = ResultsFolder(out)
         self.workers = workers or campaign.scale.workers
-        self.progress = progress
+        self.events: RunnerEvents[LiveRun] = events or RunnerEvents()
         self.lead_s = max(campaign.scale.lead_s, FIRST_LEAD_S)
         self.processes = Processes()
         self.redis: RedisServer | None = None
@@ -238,9 +240,9 @@ class LiveRunner:
                 for target in targets:
                     if target.process.poll() is not None:
                         raise RunFailed(f"a target died (exit {target.process.returncode}):\n{tail(target.stderr_path)}")
-                if self.progress is not None:
+                if self.events.wants_counters:
                     with suppress(httpx.HTTPError, ValueError, KeyError):
-                        self.progress(http.get(f"{targets[0].url}/_bench/counters").json())
+                        self.events.counted(http.get(f"{targets[0].url}/_bench/counters").json())
                 next_t = min([end_at, *(t for t, _ in pending)])
                 time.sleep(min(0.5, max(0.0, next_t - time.time())))
         with suppress(ProcessLookupError):
@@ -257,7 +259,7 @@ class LiveRunner:
         if ready is not None:
             self.lead_s = max(self.campaign.scale.lead_s, ready - launched + LEAD_MARGIN_S)
 
-    def run_all(self, runs: list[LiveRun], on_start: Any = None, on_done: Any = None) -> list[dict[str, Any]]:
+    def run_all(self, runs: list[LiveRun]) -> list[dict[str, Any]]:
         root = self.folder.root
         root.mkdir(parents=True, exist_ok=True)
         config = self.campaign.model_dump(mode="json")
@@ -267,14 +269,12 @@ class LiveRunner:
         try:
             with signals_interrupt():
                 for i, run in enumerate(runs, 1):
-                    if on_start:
-                        on_start(i, len(runs), run)
+                    self.events.started(i, len(runs), run)
                     info = self.execute(run)
                     info["virtual_over_admission"] = self._virtual(run)
                     write_run_json(self.folder.run_dir(run.name) / RUN_FILE, info)
                     results.append(info)
-                    if on_done:
-                        on_done(i, len(runs), run, info)
+                    self.events.done(i, len(runs), run, info)
         finally:
             self.close()
         return results

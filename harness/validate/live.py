@@ -28,6 +28,7 @@ from contract.folder import utc_stamp
 from contract.machine import machine_facts
 from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
+from harness.events import RunnerEvents
 from harness.live.runner import LiveRunner
 from harness.live.supervise import signals_interrupt
 
@@ -92,7 +93,7 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
 def _execute(plan: LivePlan, root: Path, say: Say) -> list[dict[str, Any]]:
     assert plan.campaign is not None
     ticker = _Ticker(say)
-    runner = LiveRunner(plan.campaign, root, workers=1, progress=ticker)
+    runner = LiveRunner(plan.campaign, root, workers=1, events=RunnerEvents(counters=ticker))
     infos = []
     say(f"live: {plan.setup}")
     try:
