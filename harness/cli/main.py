@@ -6,12 +6,14 @@ Bad input gets one line naming the problem (and the valid choices), exit code 2,
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks import BENCHMARKS
 from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import utc_stamp
@@ -54,12 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", type=Path, help="write the results folder here")
     sim.set_defaults(func=cmd_simulate)
 
-    bench = sub.add_parser("bench", help="performance benchmarks")
-    bench.add_argument("what", choices=["core", "live"],
-                       help="core: decisions/s per algorithm vs the limits library; live: generator ceiling and burst spread")
-    bench.add_argument("--requests", type=int, default=200_000, help="decisions per measurement")
-    bench.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
-    bench.add_argument("--sim-requests", type=int, default=1_000_000)
+    bench = sub.add_parser("bench", help="the suite's own benchmarks (benchmarks/)",
+                           epilog="; ".join(f"{name}: {what}" for name, (_, what) in BENCHMARKS.items()))
+    bench.add_argument("what", choices=list(BENCHMARKS), metavar="NAME", help=", ".join(BENCHMARKS))
+    bench.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the benchmark's own (bench NAME --help)")
     bench.set_defaults(func=cmd_bench)
 
     # Further commands register themselves here, one line each: module.register(sub)
@@ -137,15 +137,8 @@ def summary_table(rows: list[dict]) -> Table:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    if args.what == "live":
-        from benchmarks.live import run_live_bench
-
-        run_live_bench(Console())
-        return 0
-    from benchmarks.core import run_core_bench
-
-    run_core_bench(args.requests, args.repeat, args.sim_requests, Console())
-    return 0
+    """The benchmark's module is imported only when it runs (some import the world)."""
+    return importlib.import_module(BENCHMARKS[args.what][0]).main(args.args)
 
 
 def main(argv: list[str] | None = None) -> int:
