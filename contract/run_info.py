@@ -24,13 +24,13 @@ class RunFileError(BadInput):
 
 
 @dataclass(frozen=True)
-class Policy:
+class RunPolicy:
     limit: float
     window_s: float
     burst: float  # effective: the limit when the policy gives none
 
     @classmethod
-    def from_dict(cls, raw: Any, where: str) -> Policy:
+    def from_dict(cls, raw: Any, where: str) -> RunPolicy:
         if not isinstance(raw, dict):
             raise RunFileError(f"{where}: policy must be an object with limit, window_s, burst")
         values = {}
@@ -58,7 +58,7 @@ class RunInfo:
     scenario: str
     algorithm: str
     store: str
-    policy: Policy
+    policy: RunPolicy
     params: dict[str, Any] = field(default_factory=dict)
     scenario_params: dict[str, Any] = field(default_factory=dict)
     phases: tuple[Phase, ...] = ()
@@ -98,7 +98,7 @@ def read_run_json(path: Path) -> RunInfo:
             raise RunFileError(f"{path}: phases[{i}] needs name, start_t and end_t (numbers)") from None
     return RunInfo(
         status=raw["status"], scenario=str(raw["scenario"]), algorithm=str(raw["algorithm"]), store=str(raw["store"]),
-        policy=Policy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
+        policy=RunPolicy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
         scenario_params=dict(raw.get("scenario_params") or {}), phases=tuple(phases),
         generator_bound=raw.get("generator_bound"), error=raw.get("error"),
     )

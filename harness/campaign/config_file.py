@@ -14,14 +14,14 @@ from contract.errors import BadInput
 M = TypeVar("M", bound=BaseModel)
 
 
-class ConfigError(BadInput):
+class CampaignError(BadInput):
     """A configuration file that cannot be used; the message names the field's path."""
 
 
 def check_out(out: Path | None) -> None:
     """A results folder must be new or empty: nothing of an earlier run is mixed in or overwritten."""
     if out is not None and out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: folder exists and is not empty")
+        raise CampaignError(f"--out {out}: folder exists and is not empty")
 
 
 class _Strict(BaseModel):
@@ -71,24 +71,24 @@ def str_params(params: dict[str, Any]) -> dict[str, str]:
 
 
 def read_yaml(path: Path) -> Any:
-    """A YAML file's content; a missing or malformed file is a ConfigError naming it."""
+    """A YAML file's content; a missing or malformed file is a CampaignError naming it."""
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
+        raise CampaignError(f"{path}: no such file") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        raise CampaignError(f"{path}: not valid YAML ({exc})") from None
 
 
 def validate_model(model: type[M], raw: Any, source: str) -> M:
-    """``model.model_validate(raw)``; the first error becomes one ConfigError with the field's path."""
+    """``model.model_validate(raw)``; the first error becomes one CampaignError with the field's path."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
-        raise ConfigError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
+        raise CampaignError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
 
 
 def load_sim_campaign(path: Path) -> SimCampaign:

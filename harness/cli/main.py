@@ -18,7 +18,7 @@ from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import utc_stamp
 from contract.summary import summary_json
-from harness.campaign.config_file import ConfigError, check_out, load_sim_campaign
+from harness.campaign.config_file import CampaignError, check_out, load_sim_campaign
 from harness.events import RunnerEvents
 from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
@@ -87,7 +87,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     if args.campaign is not None:
         if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param:
-            raise ConfigError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param")
+            raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param")
         campaign = load_sim_campaign(args.campaign)
         if args.seed is not None:
             campaign.seed = args.seed

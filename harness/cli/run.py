@@ -14,7 +14,7 @@ from rich.table import Table
 from analysis.report import build_report
 from contract.folder import utc_stamp
 from contract.schema import RUN_OK
-from harness.campaign.config_file import ConfigError, check_out
+from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.live import StoreName, load_campaign
 from harness.events import RunnerEvents
 from harness.live.plan import LiveRun, plan_runs
@@ -38,10 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     campaign = load_campaign(args.campaign)
     if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+        raise CampaignError(f"--workers must be at least 1, got {args.workers}")
     runs = plan_runs(campaign, args.only, args.store)
     if not runs:
-        raise ConfigError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}")
+        raise CampaignError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}")
     out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     check_out(out)
     console = Console(width=None if sys.stdout.isatty() else 160)

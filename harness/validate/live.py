@@ -32,7 +32,7 @@ from harness.events import RunnerEvents
 from harness.live.runner import LiveRunner
 from harness.live.supervise import signals_interrupt
 
-from .probes import LivePlan, Probe, plan_live
+from .probes import Probe, ProbePlan, plan_live
 
 Say = Callable[[str], None]
 COUNTERS_EVERY_S = 2.0
@@ -58,7 +58,7 @@ class ProbeResult:
 
 @dataclass(frozen=True)
 class LiveOutcome:
-    plan: LivePlan
+    plan: ProbePlan
     results: list[ProbeResult]
     folder: Path | None
     """Kept results folder (``--out``), else None."""
@@ -90,7 +90,7 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
     return LiveOutcome(plan, results, out)
 
 
-def _execute(plan: LivePlan, root: Path, say: Say) -> list[dict[str, Any]]:
+def _execute(plan: ProbePlan, root: Path, say: Say) -> list[dict[str, Any]]:
     assert plan.campaign is not None
     ticker = _Ticker(say)
     runner = LiveRunner(plan.campaign, root, workers=1, events=RunnerEvents(counters=ticker))

@@ -63,7 +63,7 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class LivePlan:
+class ProbePlan:
     campaign: Campaign | None
     """None when there is nothing to replay."""
     probes: list[Probe]
@@ -167,11 +167,11 @@ def _burst_probe(policy: PolicyFile, lim: Limit, size: int) -> Probe:
                  lim, size)
 
 
-def plan_live(policy: PolicyFile) -> LivePlan:
+def plan_live(policy: PolicyFile) -> ProbePlan:
     limits = page_limits(policy)
     notes: list[str] = []
     if not limits:
-        return LivePlan(None, [], [f"no limit covers the page route {policy.page_route.name!r}: nothing to replay live"])
+        return ProbePlan(None, [], [f"no limit covers the page route {policy.page_route.name!r}: nothing to replay live"])
     probes = [_page_probe(policy, "page-loads")]
     if any(lim.key == "ip" for lim in limits):
         probes.append(_page_probe(policy, "nat"))
@@ -198,4 +198,4 @@ def plan_live(policy: PolicyFile) -> LivePlan:
         "algorithms": sorted({p.run.algorithm for p in probes}),
         "scenarios": [p.run.scenario.model_dump() for p in probes],
     })
-    return LivePlan(campaign, probes, notes, f"{live_nodes(policy)} target node(s), store {live_store(policy)}")
+    return ProbePlan(campaign, probes, notes, f"{live_nodes(policy)} target node(s), store {live_store(policy)}")

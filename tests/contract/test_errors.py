@@ -7,7 +7,7 @@ import pytest
 from analysis.loader import ResultsError
 from contract.errors import BadInput
 from contract.run_info import RunFileError
-from harness.campaign.config_file import ConfigError as CampaignConfigError
+from harness.campaign.config_file import CampaignError
 from harness.cli.main import main
 from scenarios import ScenarioError
 from targets.algorithms import PolicyError
@@ -15,7 +15,7 @@ from targets.config import ConfigError as TargetConfigError
 from targets.stores.redis import RedisConfigError
 
 
-@pytest.mark.parametrize("error", [PolicyError, ScenarioError, CampaignConfigError, TargetConfigError, RedisConfigError,
+@pytest.mark.parametrize("error", [PolicyError, ScenarioError, CampaignError, TargetConfigError, RedisConfigError,
                                    ResultsError, RunFileError])
 def test_every_bad_input_error_is_one_class(error):
     assert issubclass(error, BadInput) and issubclass(error, ValueError)
