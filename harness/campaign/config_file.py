@@ -1,5 +1,6 @@
-"""Simulation campaigns (YAML, validated with pydantic): which scenarios through which
-algorithms under which policy. The live campaign format comes with the campaign runner."""
+"""What every config file shares (simulation and live campaigns, validate's policy files): YAML
+read with one clear error, pydantic models that forbid unknown fields, the common header, and
+the check that a results folder will not overwrite anything."""
 
 from __future__ import annotations
 
@@ -24,22 +25,19 @@ def check_out(out: Path | None) -> None:
         raise CampaignError(f"--out {out}: folder exists and is not empty")
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """A config file's model: an unknown field is an error, not ignored."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class PolicyConfig(_Strict):
+class PolicyConfig(StrictModel):
     limit: float = Field(gt=0)
     window_s: float = Field(gt=0)
     burst: float | None = Field(default=None, gt=0)
 
 
-class ScenarioConfig(_Strict):
-    name: str
-    params: dict[str, str | int | float] = {}
-
-
-class CampaignHeader(_Strict):
+class CampaignHeader(StrictModel):
     """What every campaign file starts with (simulation and live); ``scenarios`` may list bare
     names."""
 
@@ -57,12 +55,6 @@ class CampaignHeader(_Strict):
         if isinstance(value, list):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
-
-
-class SimCampaign(CampaignHeader):
-    scenarios: list[ScenarioConfig] = Field(min_length=1)
-    params: dict[str, dict[str, str | int | float]] = {}
-    """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
 
 
 def str_params(params: dict[str, Any]) -> dict[str, str]:
@@ -89,7 +81,3 @@ def validate_model(model: type[M], raw: Any, source: str) -> M:
         where = ".".join(str(p) for p in err["loc"])
         msg = str(err["msg"]).removeprefix("Value error, ")
         raise CampaignError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
-
-
-def load_sim_campaign(path: Path) -> SimCampaign:
-    return validate_model(SimCampaign, read_yaml(path), str(path))

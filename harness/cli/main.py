@@ -18,7 +18,8 @@ from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import utc_stamp
 from contract.summary import summary_json
-from harness.campaign.config_file import CampaignError, check_out, load_sim_campaign
+from harness.campaign.config_file import CampaignError, check_out
+from harness.campaign.simulate import load_sim_campaign
 from harness.events import RunnerEvents
 from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS

@@ -18,7 +18,7 @@ from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
 from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, run_dir_name
-from harness.campaign.config_file import SimCampaign
+from harness.campaign.simulate import SimCampaign
 from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
