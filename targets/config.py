@@ -316,7 +316,7 @@ def load(path: Path | None, overrides: dict[str, Any]) -> TargetConfig:
         if not isinstance(loaded, dict):
             raise ConfigError(f"--config {path}: expected a mapping at the top level")
         data = loaded
-    data = _merge(data, overrides)
+    data = deep_merge(data, overrides)
     try:
         config = TargetConfig.model_validate(data)
     except ValidationError as exc:
@@ -332,11 +332,12 @@ def _message(err: Any) -> str:
     return text.removeprefix("Value error, ")
 
 
-def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, mappings merged key by key."""
     out = dict(base)
     for key, value in top.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out

@@ -164,7 +164,7 @@ class Campaign(CampaignHeader):
         return scenario.algorithms or self.algorithms
 
     def params_for(self, algorithm: str, policy: Policy) -> Any:
-        return build_params(algorithm, policy, {k: str(v) for k, v in self.params.get(algorithm, {}).items()})
+        return build_params(algorithm, policy, str_params(self.params.get(algorithm, {})))
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.stores.redis import local_params
 
-from .config_file import CampaignError, read_yaml, validate_model
+from .config_file import CampaignError, read_yaml, str_params, validate_model
 from .thresholds import Threshold, parse_threshold
 
 RateAlgorithm = Literal[
@@ -143,7 +143,7 @@ def params_of(limit: Limit, divisor: int = 1) -> Any:
     """A limit's algorithm parameters, optionally one node's share of ``divisor``: divided after
     the file's parameter overrides, as the target's local store divides them (``local_params``)."""
     params = build_params(limit.algorithm, Policy(limit.limit, limit.window_s, limit.burst),
-                          {k: str(v) for k, v in limit.params.items()})
+                          str_params(limit.params))
     return params if divisor == 1 else local_params(params, divisor)
 
 

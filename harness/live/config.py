@@ -15,6 +15,7 @@ from contract.atomic import write_text
 from contract.routes import TARGET_ROUTES
 from contract.schema import DECISIONS_FILE
 from harness.campaign.live import Campaign
+from targets.config import deep_merge
 
 from .plan import LiveRun
 
@@ -53,16 +54,8 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
         "decision_log": {"path": str(run_dir / DECISIONS_FILE)},
         "node": "node-1",
     }
-    return {**_merged(config, model.target_config()), **run.scenario.target}
-
-
-def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """``top`` over ``base``, mappings merged key by key (a model's downstream schedule keeps the
-    campaign's concurrency and the shared start time)."""
-    out = dict(base)
-    for key, value in top.items():
-        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
+    # a model's downstream schedule keeps the campaign's concurrency and the shared start time
+    return {**deep_merge(config, model.target_config()), **run.scenario.target}
 
 
 def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str, Any]:
