@@ -1,4 +1,4 @@
-"""The one CLI: ``run_bench.py list | simulate | bench``.
+"""The one CLI: ``run_bench.py list | simulate`` here, the other commands one module each.
 
 Bad input gets one line naming the problem (and the valid choices), exit code 2, nothing written.
 """
@@ -6,14 +6,12 @@ Bad input gets one line naming the problem (and the valid choices), exit code 2,
 from __future__ import annotations
 
 import argparse
-import importlib
 import sys
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks import BENCHMARKS
 from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import utc_stamp
@@ -29,8 +27,8 @@ from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
 from targets.stores import STORES
 
 from . import analyze as analysis_cmd
+from . import benchmarks, validate
 from . import run as run_cmd
-from . import validate
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -57,14 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", type=Path, help="write the results folder here")
     sim.set_defaults(func=cmd_simulate)
 
-    bench = sub.add_parser("bench", help="the suite's own benchmarks (benchmarks/)",
-                           epilog="; ".join(f"{name}: {what}" for name, (_, what) in BENCHMARKS.items()))
-    bench.add_argument("what", choices=list(BENCHMARKS), metavar="NAME", help=", ".join(BENCHMARKS))
-    bench.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the benchmark's own (bench NAME --help)")
-    bench.set_defaults(func=cmd_bench)
 
     # Further commands register themselves here, one line each: module.register(sub)
     analysis_cmd.register(sub)
+    benchmarks.register(sub)
     run_cmd.register(sub)
     validate.register(sub)
     return parser
@@ -135,11 +129,6 @@ def summary_table(rows: list[dict]) -> Table:
             f"{r['rejected_legit']:,}/{r['legit_requests']:,}", over, f"{r['false_admits']:,}", f"{r['false_rejects']:,}",
         )
     return table
-
-
-def cmd_bench(args: argparse.Namespace) -> int:
-    """The benchmark's module is imported only when it runs (some import the world)."""
-    return importlib.import_module(BENCHMARKS[args.what][0]).main(args.args)
 
 
 def main(argv: list[str] | None = None) -> int:

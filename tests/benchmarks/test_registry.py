@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from benchmarks import BENCHMARKS
+from harness.cli.benchmarks import BENCHMARKS
 from harness.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
