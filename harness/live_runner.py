@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from analysis import decision_file
 from analysis.cpu import generator_bound
 from analysis.schema import (
     CLIENT_FILE,
@@ -55,7 +56,8 @@ from scenarios import SCENARIOS, build_model
 from scenarios.fleet import Fleet, fleet_of
 from scenarios.live_plan import LivePlan, aligned_start, groups, worker_share
 from targets.algorithms import Policy
-from targets.process import HOST, TargetError, TargetProcess, free_port, start_target
+from targets.process import HOST, TargetError, TargetProcess, free_ports, start_target
+from targets.redact import redacted
 from targets.stores.redis.server import RedisServer
 
 from .campaign import Campaign, LiveScenario
@@ -207,7 +209,8 @@ class LiveRunner:
         sampler = CpuSampler()
         try:
             nodes = run.nodes
-            ports = [free_port() for _ in nodes]
+            ports = free_ports(2 * len(nodes))
+            ports, admin_ports = ports[:len(nodes)], ports[len(nodes):]
             hosts = [f"http://{HOST}:{port}" for port in ports]
             model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed,
                                 str_params(run.scenario.params))
@@ -219,7 +222,7 @@ class LiveRunner:
             start_at = aligned_start(time.time(), self.lead_s + NODE_LEAD_S * (len(nodes) - 1), run.policy.window_s)
             info["start_at"] = start_at
             config = target_config(run, self.campaign, start_at, run_dir)
-            configs = self._node_configs(config, nodes, run_dir)
+            configs = self._node_configs(config, nodes, admin_ports, run_dir)
             plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
                             hosts, str(run_dir / "client"), self.workers, str_params(run.scenario.params),
                             routing=run.routing, joins_s=list(run.joins_s))
@@ -235,7 +238,7 @@ class LiveRunner:
             launched = time.time()
             locust = self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S)
             sampler.watch("locust", ROLE_GENERATOR, locust.pid)
-            targets = self._start_targets(configs, ports, logs, env)
+            targets = self._start_targets(configs, ports, admin_ports, logs, env)
             for node, target in zip(nodes, targets):
                 sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)
             sampler.start()
@@ -262,12 +265,12 @@ class LiveRunner:
         return info
 
     @staticmethod
-    def _node_configs(config: dict[str, Any], nodes: list[str], run_dir: Path) -> list[Path]:
+    def _node_configs(config: dict[str, Any], nodes: list[str], admin_ports: list[int], run_dir: Path) -> list[Path]:
         """One config file per node (``target.yaml`` for node-1, ``target-<node>.yaml`` for the
-        others); with several nodes each writes ``decisions-<node>.parquet``."""
+        others), naming its admin port; with several nodes each writes ``decisions-<node>.parquet``."""
         paths = []
-        for node in nodes:
-            mine = dict(config)
+        for node, admin_port in zip(nodes, admin_ports):
+            mine = {**config, "admin_port": admin_port}
             if len(nodes) > 1:
                 mine.update(node=node, decision_log={"path": str(run_dir / f"decisions-{node}.parquet")})
             path = run_dir / ("target.yaml" if node == "node-1" else f"target-{node}.yaml")
@@ -275,17 +278,17 @@ class LiveRunner:
             paths.append(path)
         return paths
 
-    def _start_targets(self, configs: list[Path], ports: list[int], logs: Path,
+    def _start_targets(self, configs: list[Path], ports: list[int], admin_ports: list[int], logs: Path,
                        env: dict[str, str] | None) -> list[TargetProcess]:
         """Every node in parallel (start-up is mostly imports). Each registers itself for
         ``_stop_children`` as soon as it is up, so an interruption meanwhile orphans none."""
-        def start(config: Path, port: int) -> TargetProcess:
-            target = start_target(["--config", str(config)], log_dir=logs, port=port, env=env)
+        def start(config: Path, port: int, admin_port: int) -> TargetProcess:
+            target = start_target(["--config", str(config)], log_dir=logs, port=port, admin_port=admin_port, env=env)
             self.targets.append(target)
             return target
 
         with ThreadPoolExecutor(len(configs)) as pool:
-            futures = [pool.submit(start, c, p) for c, p in zip(configs, ports)]
+            futures = [pool.submit(start, c, p, a) for c, p, a in zip(configs, ports, admin_ports)]
             started, errors = [], []
             for f in futures:
                 try:
@@ -298,9 +301,12 @@ class LiveRunner:
 
     @staticmethod
     def _merge_decisions(run_dir: Path, nodes: list[str], targets: list[TargetProcess]) -> None:
-        """The nodes' decision logs, one file in time order (one node writes it directly)."""
+        """The nodes' decision logs, one file in time order (one node writes it directly). A
+        node that had to be killed left the parts it had flushed: they are joined into its file."""
         parts = [run_dir / f"decisions-{node}.parquet" for node in nodes] if len(nodes) > 1 else [run_dir / DECISIONS_FILE]
         for part, target in zip(parts, targets):
+            if not part.exists() and decision_file.exists(part):
+                decision_file.finish(part)
             if not part.exists():
                 raise RunFailed(f"the target wrote no decision log:\n{_tail(target.stderr_path)}")
         if len(parts) > 1:
@@ -375,7 +381,7 @@ class LiveRunner:
                         raise RunFailed(f"a target died (exit {target.process.returncode}):\n{_tail(target.stderr_path)}")
                 if self.progress is not None:
                     with suppress(httpx.HTTPError, ValueError, KeyError):
-                        self.progress(http.get(f"{targets[0].url}/_bench/counters").json())
+                        self.progress(http.get(f"{targets[0].admin_url}/_bench/counters").json())
                 next_t = min([end_at, *(t for t, _ in pending)])
                 time.sleep(min(0.5, max(0.0, next_t - time.time())))
         with suppress(ProcessLookupError):
@@ -431,7 +437,7 @@ class LiveRunner:
         root.mkdir(parents=True, exist_ok=True)
         config = self.campaign.model_dump(mode="json")
         config.update(workers=self.workers, runs=[r.name for r in runs], machine=machine_facts(), created=utc_stamp())
-        write_text(root / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+        write_text(root / "campaign.yaml", yaml.safe_dump(redacted(config), sort_keys=False))
         results = []
         try:
             with signals_interrupt():

@@ -24,6 +24,7 @@ from analysis.latency import admitted_latency, nearest_rank
 from analysis.loader import load_results
 from analysis.report import build_report
 from analysis.schema import CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
+from targets.redact import redacted
 
 from .live_runner import LiveRunner, signals_interrupt
 from .machine import machine_facts
@@ -79,7 +80,7 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
         root.mkdir(parents=True, exist_ok=True)
         config = {"validate": policy.model_dump(mode="json"), **plan.campaign.model_dump(mode="json"),
                   "machine": machine_facts(), "created": utc_stamp()}
-        write_text(root / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+        write_text(root / "campaign.yaml", yaml.safe_dump(redacted(config), sort_keys=False))
         infos = _execute(plan, root, say)
         say("live: analysing" + (" and writing the report" if out is not None else ""))
         rows = {r["run"]: r for r in (build_report(root) if out is not None else analyze(load_results(root))).rows}
