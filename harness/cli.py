@@ -52,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=cmd_simulate)
 
     bench = sub.add_parser("bench", help="performance benchmarks")
-    bench.add_argument("what", choices=["core", "live"],
-                       help="core: decisions/s per algorithm vs the limits library; live: generator ceiling and burst spread")
+    bench.add_argument("what", choices=["core", "live", "eviction"],
+                       help="core: decisions/s per algorithm vs the limits library; live: generator ceiling and burst spread; "
+                            "eviction: a key in debt under a key-rotation flood, bounded store vs unbounded")
     bench.add_argument("--requests", type=int, default=200_000, help="decisions per measurement")
     bench.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
     bench.add_argument("--sim-requests", type=int, default=1_000_000)
@@ -134,6 +135,11 @@ def summary_table(rows: list[dict]) -> Table:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.what == "eviction":
+        from .bench_eviction import run_eviction_bench
+
+        run_eviction_bench(Console(width=None if sys.stdout.isatty() else 160))
+        return 0
     if args.what == "live":
         from .bench_live import run_live_bench
 

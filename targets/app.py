@@ -121,8 +121,9 @@ def create_app(config: TargetConfig) -> FastAPI:
 
     app.state.admin = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.admin.include_router(_admin(target))
-    app.add_middleware(IdempotencyMiddleware)  # inside the limiter: every retry is counted, executed once
-    app.add_middleware(RateLimitMiddleware, routes=routes, keys=KeyPolicy(config.keys), log=log, metrics=metrics,
+    keys = KeyPolicy(config.keys)
+    app.add_middleware(IdempotencyMiddleware, keys=keys)  # inside the limiter: every retry is counted, executed once
+    app.add_middleware(RateLimitMiddleware, routes=routes, keys=keys, log=log, metrics=metrics,
                        node=config.node, store=config.store.name, admitted_headers=config.admitted_headers)
     return app
 
@@ -185,6 +186,7 @@ def _admin(target: Target) -> APIRouter:
                 "keys": {tier or "default": None if v.remote else len(v.store) for tier, v in layer.variants.items()},
                 "max_keys": target.config.store.max_keys,
                 "evictions": sum(v.store.evictions for v in layer.variants.values() if not v.remote),
+                "forgiven": sum(v.store.forgiven for v in layer.variants.values() if not v.remote),
                 **({"current_limit": layer.current_limit} if layer.observes else {}),
                 **({"redis": _redis_counters(target, layer)} if layer.remote else {}),
             }

@@ -63,7 +63,7 @@ def test_sigkill_keeps_every_row_flushed_before_it(start, tmp_path: Path) -> Non
                 time.sleep(0.05)
     os.killpg(target.pid, signal.SIGKILL)
     target.process.wait()
-    assert not path.exists() and len(decision_file.parts(path)) == 3
+    assert not path.exists() and len(decision_file.parts(path)) >= 3  # one flush at least per round
     table = decision_file.read_table(path)
     assert table.schema.equals(DECISION_SCHEMA) and sorted(table.column("request_id").to_pylist()) == sorted(sent)
     decision_file.finish(path)  # what the live runner does with a killed node's log
