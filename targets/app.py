@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from .config import Factor, Health, TargetConfig
 from .decision_log import DecisionLog
-from .downstream import Downstream
+from .downstream import GONE, Downstream
 from .idempotency import IdempotencyMiddleware
 from .keys import KeyPolicy
 from .limits import Layer, build_layers, remote_stores
@@ -33,8 +33,6 @@ from .metrics import Metrics
 from .middleware import RateLimitMiddleware
 
 JSON = "application/json"
-GONE = 499
-"""The status of a request whose client went away (nobody reads it; nginx's code for it)."""
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 
 

@@ -2,8 +2,9 @@
 
 Pure ASGI, inside the limiter (each retry is still a call the limiter counts) and in front of
 the routes (a replay does no downstream work). A key's first request runs; its response, unless
-5xx (the client may try again), is kept and replayed with ``Idempotent-Replayed: true``; a copy
-arriving while the first still runs gets 409 (draft-ietf-httpapi-idempotency-key-header).
+5xx or abandoned (499: the client went away and its work was cancelled), is kept and replayed
+with ``Idempotent-Replayed: true``, so a failed or abandoned request runs again when retried; a
+copy arriving while the first still runs gets 409 (draft-ietf-httpapi-idempotency-key-header).
 
 A key belongs to one client (the limiter's client key: API key > user > IP) and one route: Bob
 sending Alice's key runs his own request, as does Alice reusing a key on another route.
@@ -18,6 +19,7 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from .downstream import GONE
 from .keys import KeyPolicy
 
 Message = MutableMapping[str, Any]
@@ -73,8 +75,8 @@ class IdempotencyMiddleware:
             await self.app(scope, receive, keep)
         finally:
             status = messages[0]["status"] if messages else 500
-            if status >= 500 or not messages or messages[-1].get("more_body", False):
-                self._drop(key)  # failed or cut off: the client may try again
+            if status >= 500 or status == GONE or not messages or messages[-1].get("more_body", False):
+                self._drop(key)  # failed, abandoned or cut off: the client may try again
             elif key in self.seen:
                 self._put(key, messages)
 

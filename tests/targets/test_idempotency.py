@@ -4,6 +4,8 @@ by bytes as well as entries."""
 from __future__ import annotations
 
 import asyncio
+import socket
+import time
 
 import httpx
 
@@ -67,3 +69,27 @@ def test_long_keys_are_bounded_by_bytes():
     assert max(sizes) <= bound and len(middleware.seen) < bound // ENTRY_OVERHEAD
     assert newest and not oldest
     assert middleware.bytes == sum(size for _, size in middleware.seen.values())
+
+
+def test_a_request_abandoned_by_its_client_runs_again_when_retried(start):
+    target = start("--limit", "1000", "--window", "60", "--cost", "reports=1", "--service-ms", "200", "--service-sigma", "0")
+    httpx.post(target.admin_url + "/_bench/health", json={"health": "degraded", "factor": 1000}, timeout=10).raise_for_status()
+
+    def downstream() -> dict:
+        return httpx.get(target.admin_url + "/_bench/counters", timeout=10).json()["downstream"]
+
+    with socket.create_connection(("127.0.0.1", target.port)) as sock:
+        sock.sendall(b"POST /api/reports HTTP/1.1\r\nHost: t\r\nIdempotency-Key: k1\r\nContent-Length: 0\r\n\r\n")
+        _until(lambda: downstream()["in_flight"] == 1)
+    _until(lambda: downstream()["in_flight"] == 0)  # gone: cancelled
+    httpx.post(target.admin_url + "/_bench/health", json={"health": None}, timeout=10).raise_for_status()
+    retry = httpx.post(target.url + "/api/reports", headers={"idempotency-key": "k1"}, timeout=10)
+    assert retry.status_code == 200 and retry.headers.get("idempotent-replayed") is None
+    assert downstream()["calls"] == 2
+
+
+def _until(condition, timeout_s: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
