@@ -18,9 +18,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from . import decision_file
-from .runinfo import Policy, RunFileError, RunInfo, read_run_json
-from .schema import (
+from contract import decision_file
+from contract.run_info import Policy, RunFileError, RunInfo, read_run_json
+from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
     CLIENT_SCHEMA,

@@ -3,7 +3,7 @@ Parquet parts by a background thread, made one file on shutdown.
 
 The request path only appends a tuple in ``DECISION_SCHEMA`` column order; converting to Arrow
 and writing happens in the flusher thread every ``flush_every_s``, each flush one complete part
-(``analysis.decision_file``). A SIGKILL therefore loses at most the rows of the last interval:
+(``contract.decision_file``). A SIGKILL therefore loses at most the rows of the last interval:
 every earlier flush is on disk and readable. ``close`` (called from the app's lifespan shutdown,
 which uvicorn runs on SIGTERM) drains what is left and joins the parts into the file at the
 path. ``start`` first removes whatever log the path held, so an earlier run's is never read as
@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from analysis import decision_file
-from analysis.schema import DECISION_SCHEMA
+from contract import decision_file
+from contract.schema import DECISION_SCHEMA
 
 Row = tuple
 

@@ -9,12 +9,12 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from analysis import decision_file
 from analysis.analyze import analyze
 from analysis.loader import ResultsError, load_results
 from analysis.report import build_report
-from analysis.schema import DECISIONS_FILE, REPORT_HTML, RUN_FILE
-from harness.cli import main
+from contract import decision_file
+from contract.schema import DECISIONS_FILE, REPORT_HTML, RUN_FILE
+from harness.cli.main import main
 
 
 def test_not_a_results_folder(tmp_path: Path, capsys) -> None:

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 import pyarrow.parquet as pq
 
-from analysis import decision_file
-from analysis.schema import DECISION_SCHEMA
+from contract import decision_file
+from contract.schema import DECISION_SCHEMA
 
 SCRIPT = """
 import sys, time

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from harness.campaign import RedisOptions, load_campaign
-from harness.live_runner import LiveRunner
+from harness.campaign.live import RedisOptions, load_campaign
+from harness.live.runner import LiveRunner
 from targets.process import free_port
 from targets.redact import redact_url, redacted
 
