@@ -11,6 +11,9 @@ the quota evictions gave back (``MemoryStore.forgiven``), all keys together, in 
 
 from __future__ import annotations
 
+import argparse
+import sys
+
 from rich.console import Console
 from rich.table import Table
 
@@ -61,3 +64,14 @@ def run_eviction_bench(console: Console) -> None:
         table.add_row(name, f"{unbounded:,}", f"{bounded:,}", f"{bounded / unbounded:.2f}x",
                       f"{store.forgiven:,.0f}", f"{store.evictions:,}", f"{lru:,}", f"{lru / unbounded:.2f}x")
     console.print(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="run_bench.py bench eviction",
+                            description="a key in debt under a key-rotation flood: the memory store bounded vs unbounded").parse_args(argv)
+    run_eviction_bench(Console(width=None if sys.stdout.isatty() else 160))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from contract.errors import BadInput
+
 from .cli_args import EXIT_BAD_INPUT, Parser, key_value
 
 HOST = "127.0.0.1"
@@ -102,7 +104,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .config import ConfigError, load
     from .layer_store import probe
-    from .stores.redis import RedisConfigError
 
     sockets: list[socket.socket] = []
     try:
@@ -115,7 +116,7 @@ def main(argv: list[str] | None = None) -> int:
         sockets.append(bind(args.port))
         if config.admin_port is not None:
             sockets.append(bind(config.admin_port))
-    except (ConfigError, RedisConfigError, PortInUse) as exc:
+    except (BadInput, PortInUse) as exc:
         for sock in sockets:
             sock.close()
         print(f"error: {exc}", file=sys.stderr)

@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +23,7 @@ import httpx
 
 from .__main__ import HOST
 from .cli_args import EXIT_BAD_INPUT
+from .ports import free_ports
 
 EXIT_PORT_IN_USE = EXIT_BAD_INPUT
 """How a target says its port was taken (it exits 2 with "in use" for every bad input)."""
@@ -32,19 +32,6 @@ PORT_ATTEMPTS = 3
 
 class TargetError(RuntimeError):
     """A target did not come up; the message carries its stderr."""
-
-
-def free_port() -> int:
-    return free_ports(1)[0]
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct free ports (all held open at once while chosen)."""
-    with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM)) for _ in range(n)]
-        for sock in socks:
-            sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in socks]
 
 
 @dataclass

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from targets.process import free_port
+from targets.ports import free_port
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
