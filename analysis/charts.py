@@ -22,7 +22,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
-from .analyze import LATENCY_SCENARIO, RunAnalysis
+from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
 from .answers import backoff
 from .atomic import atomic_write
 from .palette import colour
@@ -302,14 +302,16 @@ def retry_storm(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     rs = sorted(runs, key=lambda a: (backoff(a.row), a.run.name))
     fig, axes = _facets(len(rs), fig_title, cols=3, height=2.4, share=True)
     for ax, a in zip(axes, rs):
-        ax.step(a.calls["t"], a.calls["calls_per_s"], where="post", color=colour(a.run.info.algorithm), linewidth=1.4)
+        t = a.calls["t"].to_numpy(dtype=np.float64)
+        ax.stairs(a.calls["calls_per_s"].to_numpy(dtype=np.float64), np.append(t, t[-1] + CALLS_BIN_S) if len(t) else [0.0],
+                  color=colour(a.run.info.algorithm), fill=True, alpha=0.8)
         row = a.row
         done = "" if row.get("completed_requests") is None else \
             f", {row['completed_requests']:,}/{row['unique_requests']:,} done"
         calls = "" if row.get("calls") is None else f": {row['calls']:,} calls"
         ax.set_title(f"{backoff(row)} ({_label(a)}){calls}{done}", fontsize=9)
         ax.tick_params(labelsize=7)
-    fig.supxlabel("time since the run started (s)", fontsize=9)
+    fig.supxlabel(f"time since the run started (s); bins of {_bin_label(CALLS_BIN_S)}", fontsize=9)
     fig.supylabel("calls reaching the target per second", fontsize=9)
     return fig
 
