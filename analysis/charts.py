@@ -22,11 +22,12 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
+from contract.atomic import atomic_write
+from contract.schema import ALGORITHM_NAMES, CHARTS_DIR
+
 from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
 from .answers import backoff
-from .atomic import atomic_write
 from .palette import colour
-from .schema import ALGORITHM_NAMES, CHARTS_DIR
 from .theory import envelope_bound, over_admission_bound
 
 FORMATS = ("png", "svg")

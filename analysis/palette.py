@@ -8,7 +8,7 @@ from __future__ import annotations
 import html
 import re
 
-from .schema import ALGORITHM_NAMES
+from contract.schema import ALGORITHM_NAMES
 
 _TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
 PALETTE = dict(zip(ALGORITHM_NAMES, _TAB10))

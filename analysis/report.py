@@ -15,16 +15,17 @@ from typing import Any
 
 import yaml
 
+from contract.atomic import write_text
+from contract.schema import CHARTS_DIR, REPORT_HTML, REPORT_MD
+from contract.summary import write_summary
+
 from . import sections, tables
 from .analyze import FolderAnalysis, analyze
 from .answers import Answer, answers
-from .atomic import write_text
 from .charts import Chart, draw_all
 from .loader import load_results
 from .palette import html_markup
 from .pool import worker_pool
-from .schema import CHARTS_DIR, REPORT_HTML, REPORT_MD
-from .summary import write_summary
 
 
 @dataclass

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.schema import ALGORITHM_NAMES
-from harness.sim_runner import execute, make_plan
+from contract.schema import ALGORITHM_NAMES
+from harness.sim.runner import execute, make_plan
 from targets.algorithms import Policy
 
 from .synth import make_live_folder
