@@ -1,4 +1,4 @@
-"""The questions a user brings (DESIGN.md), each answered in one sentence from summary rows.
+"""The questions a user brings (docs/architecture.md), each answered in one sentence from summary rows.
 
 Pure: rows in, sentences out. A question is answered only when the campaign holds the scenario
 that measures it; every figure names the run it comes from, so a reader can check it in the
@@ -166,5 +166,5 @@ QUESTIONS = (over_admission, legit_rejections, bounded_p99, retries, distributio
 
 
 def answers(rows: Sequence[Row]) -> list[Answer]:
-    """The answers the rows can give, in DESIGN.md's order of the questions."""
+    """The answers the rows can give, in docs/architecture.md's order of the questions."""
     return [a for a in (q(rows) for q in QUESTIONS) if a is not None]

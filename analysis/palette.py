@@ -1,6 +1,6 @@
 """One colour per algorithm, for every chart, the report's tables and the terminal.
 
-matplotlib's tab10 in DESIGN.md's algorithm order, so that fixed_window is the same blue in the
+matplotlib's tab10 in docs/architecture.md's algorithm order, so that fixed_window is the same blue in the
 over-admission bars, the envelope panels, the report's answer sentences and the terminal."""
 
 from __future__ import annotations
