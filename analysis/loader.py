@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from contract import decision_file
 from contract.errors import BadInput
 from contract.run_info import RunFileError, RunInfo, RunPolicy, read_run_json
 from contract.schema import (
@@ -63,13 +64,14 @@ class Run:
 
     def decisions(self) -> pd.DataFrame:
         path = self.path / DECISIONS_FILE
-        names = set(pq.read_schema(path).names)
+        names = set(_guard(path, decision_file.read_schema).names)
         columns = [c for c in (*DECISION_REQUIRED, *DECISION_OPTIONAL) if c in names]
-        return _read_parquet(path, columns, [c for c in CATEGORICAL if c in names])
+        dictionary = [c for c in CATEGORICAL if c in names]
+        return _guard(path, lambda p: decision_file.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
 
     def rejected_decisions(self) -> pd.DataFrame:
         """Rejected decisions with request id and Retry-After, for matching client retries."""
-        table = _guard(self.path / DECISIONS_FILE, lambda p: pq.read_table(
+        table = _guard(self.path / DECISIONS_FILE, lambda p: decision_file.read_table(
             p, columns=["t", "request_id", "retry_after_s"], filters=[("allowed", "==", False)]))
         return table.to_pandas()
 
@@ -118,9 +120,9 @@ def _read_parquet(path: Path, columns: list[str], dictionary: list[str]) -> pd.D
     return _guard(path, lambda p: pq.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
 
 
-def _check_parquet(path: Path, required: tuple[str, ...]) -> None:
+def _check_parquet(path: Path, required: tuple[str, ...], read_schema: Any = pq.read_schema) -> None:
     """Footer and columns only: a truncated file has no footer."""
-    names = _guard(path, lambda p: pq.read_schema(p)).names
+    names = _guard(path, read_schema).names
     missing = [c for c in required if c not in names]
     if missing:
         raise RunDataError(f"{path}: missing column(s) {', '.join(missing)}")
@@ -165,8 +167,11 @@ def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
     if info.status != RUN_OK:
         why = f": {info.error.strip().splitlines()[-1]}" if info.error and info.error.strip() else ""
         raise RunDataError(f"run marked {info.status}{why}")
-    _check_parquet(path / DECISIONS_FILE, DECISION_REQUIRED)
+    decisions = path / DECISIONS_FILE
+    _check_parquet(decisions, DECISION_REQUIRED, decision_file.read_schema)
     run = Run(path.name, path, info, live)
+    if not decisions.is_file():
+        run.warnings.append(f"{run.name}: its target was killed: the decisions are the parts it had flushed")
     if (path / CLIENT_FILE).is_file():
         _check_parquet(path / CLIENT_FILE, tuple(CLIENT_SCHEMA.names))
     elif live:

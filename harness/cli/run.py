@@ -11,6 +11,7 @@ from typing import Any, get_args
 from rich.console import Console
 from rich.table import Table
 
+from analysis.palette import rich_markup
 from analysis.report import build_report
 from contract.folder import utc_stamp
 from contract.schema import RUN_OK
@@ -89,6 +90,8 @@ def _summarize(out: Path, console: Console) -> None:
     for warning in report.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(summary_table(report.rows))
+    for answer in report.answers():  # the report's opening sentences, algorithm names in their chart colours
+        console.print(rich_markup(answer.line()), highlight=False)
 
 
 def summary_table(rows: list[dict[str, Any]]) -> Table:

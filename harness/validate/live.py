@@ -31,6 +31,7 @@ from harness.campaign.policy_file import PolicyFile
 from harness.events import RunnerEvents
 from harness.live.runner import LiveRunner
 from harness.live.supervise import signals_interrupt
+from targets.redact import redacted
 
 from .probes import Probe, ProbePlan, plan_live
 
@@ -82,7 +83,7 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
         root.mkdir(parents=True, exist_ok=True)
         config = {"validate": policy.model_dump(mode="json"), **plan.campaign.model_dump(mode="json"),
                   "machine": machine_facts(), "created": utc_stamp()}
-        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
+        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(redacted(config), sort_keys=False))
         infos = _execute(plan, root, say)
         say("live: analysing" + (" and writing the report" if out is not None else ""))
         rows = {r["run"]: r for r in (build_report(root) if out is not None else analyze(load_results(root))).rows}
