@@ -15,6 +15,7 @@ from scenarios.live_plan import ROUTES
 from targets.config import ROUTE_PATHS
 
 from .campaign import Campaign
+from .sim_campaign import str_params
 
 if TYPE_CHECKING:
     from .live_runner import LiveRun
@@ -78,7 +79,3 @@ def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str,
     return {"name": "redis", "mode": mode, "split": run.store.endswith("-split"), "nodes": len(run.joins_s),
             "batch": r.batch, "timeout_s": r.timeout_s, "retry_s": r.retry_s, "fail_open": r.fail_open,
             "namespace": f"rb{start_at * 1000:.0f}"}
-
-
-def str_params(params: dict[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in params.items()}

@@ -60,10 +60,11 @@ from targets.stores.redis.server import RedisServer
 
 from .campaign import Campaign, LiveScenario
 from .cpu_sampler import CpuSampler, cpu_csv
-from .live_config import str_params, target_config
+from .live_config import target_config
 from .live_measures import burst_spread, fleet_measures, measured_window, pct_ms, store_failure_measures
 from .machine import machine_facts
 from .results import ResultsFolder, utc_stamp, write_parquet, write_text
+from .sim_campaign import str_params
 from .simulator import simulate
 
 ROOT = Path(__file__).resolve().parent.parent

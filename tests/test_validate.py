@@ -127,12 +127,12 @@ def test_table_output_shows_verdict_and_suggestions(capsys: pytest.CaptureFixtur
 
 @pytest.mark.parametrize(("body", "field"), [
     ("limits:\n  - {name: api, key: ip, algorithm: token_bucket, limit: 10, window_s: -1}\n",
-     "limits.0.window_s: Input should be greater than 0"),
-    ("limits:\n  - {name: api, key: device, algorithm: gcra, limit: 10, window_s: 1}\n", "limits.0.key:"),
+     "limits[api].window_s: Input should be greater than 0"),
+    ("limits:\n  - {name: api, key: device, algorithm: gcra, limit: 10, window_s: 1}\n", "limits[api].key:"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1, colour: red}\n",
-     "limits.0.colour: Extra inputs are not permitted"),
+     "limits[api].colour: unknown field; valid: name, key, routes, algorithm"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1, routes: [b]}\n",
-     "limits.0.routes.0: unknown route 'b'"),
+     "limits[api].routes.0: unknown route 'b'"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}\n"
      "thresholds: ['over_admission <= 2', 'over_admision < 2']\n", "thresholds.1: unknown metric 'over_admision'"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}\n"
