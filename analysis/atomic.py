@@ -1,7 +1,7 @@
 """Atomic writes (temp file + rename) so a reader never sees half a report.
 
 A copy of the harness helper: analysis reads and writes files by schema and imports nothing of
-the harness, targets or Locust (DESIGN.md).
+the harness, targets or Locust (docs/architecture.md, "Import rules").
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ DECISION_SCHEMA = pa.schema(
         ("decision_us", pa.float64()),
         ("client_class", pa.string()),  # "legit" or "abusive"
         ("request_id", pa.string()),
-        # beyond DESIGN.md's list: needed for fairness, cost analysis and queueing limiters
+        # beyond the original design's list: needed for fairness, cost analysis and queueing limiters
         ("client_id", pa.string()),
         ("route", pa.string()),
         ("delay_s", pa.float64()),  # admitted but held this long (queueing limiters)
@@ -58,7 +58,7 @@ RUNS_DIR = "runs"
 def run_dir_name(scenario: str, algorithm: str, store: str) -> str:
     return f"{scenario}__{algorithm}__{store}"
 
-# --- results folder: the rest of the layout (DESIGN.md "Logs and results") ---
+# --- results folder: the rest of the layout (docs/architecture.md "Results folder") ---
 
 CAMPAIGN_FILE = "campaign.yaml"
 CHARTS_DIR = "charts"
@@ -70,7 +70,7 @@ ALGORITHM_NAMES = (
     "fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "token_bucket",
     "leaky_bucket", "gcra", "concurrency", "adaptive", "none",
 )
-"""DESIGN.md's algorithm list, in its order: charts key their fixed palette on it."""
+"""The algorithms in the order docs/architecture.md lists them: charts key their fixed palette on it."""
 
 # cpu.csv: psutil samples of every process of a live run, one row per process per sample.
 CPU_FILE = "cpu.csv"

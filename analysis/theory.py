@@ -1,4 +1,4 @@
-"""Each algorithm's theoretical bounds (DESIGN.md's table), from the run's policy and parameters.
+"""Each algorithm's theoretical bounds (docs/architecture.md's table), from the run's policy and parameters.
 
 Drawn beside the measurements: a measured value above its bound is a bug, far below it means the
 scenario did not find the worst case. Algorithms without a bound on admitted traffic

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args
 
@@ -14,10 +13,13 @@ from rich.table import Table
 from analysis.report import build_report
 from analysis.schema import RUN_OK
 
+from . import term_table
 from .campaign import StoreName, load_campaign
-from .live_runner import Interrupted, LiveRun, LiveRunner, plan_runs
+from .live_progress import RunProgress
+from .live_runner import Interrupted, LiveRunner, plan_runs
 from .results import utc_stamp
 from .sim_campaign import ConfigError, check_out
+from .term_table import Column, fit_table
 
 DEFAULT_CAMPAIGN = Path("campaigns/default.yaml")
 
@@ -30,6 +32,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", choices=list(get_args(StoreName)),
                    help="run on this store only (redis: every redis mode a scenario lists, else the campaign's redis.mode)")
     p.add_argument("--only", action="append", metavar="SCENARIO|ALGORITHM", help="only these scenarios or algorithms")
+    p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     p.set_defaults(func=cmd_run)
 
 
@@ -42,70 +45,57 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}")
     out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     check_out(out)
-    console = Console(width=None if sys.stdout.isatty() else 160)
-    started = time.monotonic()
-    state: dict[str, Any] = {}
-
-    def on_start(i: int, n: int, run: LiveRun) -> None:
-        state.update(i=i, n=n, run=run.name, t0=time.monotonic(), last=None)
-        console.print(f"[bold]run {i}/{n}[/bold] {run.name}  [dim](campaign {time.monotonic() - started:.0f} s)[/dim]")
-
-    def on_counters(counters: dict[str, Any]) -> None:
-        limits = counters.get("limits", {})
-        decided = sum(v["decisions"] for v in limits.values())
-        rejected = sum(v["rejections"] for v in limits.values())
-        now = time.monotonic()
-        last = state.get("last")
-        if last is not None and now > last[0]:
-            rate = (decided - last[1]) / (now - last[0])
-            console.print(f"  [dim]{now - state['t0']:5.1f} s  {rate:8.0f} req/s  {decided:7d} decided  "
-                          f"{rejected:7d} rejected[/dim]", highlight=False)
-        state["last"] = (now, decided)
-
-    def on_done(i: int, n: int, run: LiveRun, info: dict[str, Any]) -> None:
-        status = info["status"]
-        colour = "green" if status == RUN_OK else "red"
-        console.print(f"  [{colour}]{status}[/{colour}] {info.get('sent', 0)} requests sent"
-                      + (f"; {info['error'].splitlines()[0]}" if info.get("error") else ""), highlight=False)
-
-    runner = LiveRunner(campaign, out, args.workers, on_counters)
+    console = term_table.console(wide=args.wide)
+    progress = RunProgress(console)
+    runner = LiveRunner(campaign, out, args.workers, progress.counters)
     try:
-        results = runner.run_all(runs, on_start, on_done)
+        with progress:
+            results = runner.run_all(runs, lambda i, n, run: progress.start(i, n, run.name),
+                                     lambda i, n, run, info: progress.done(info))
     except Interrupted as exc:
         console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
-        _summarize(out, console)
+        _summarize(out, console, args.wide)
         return 130
-    _summarize(out, console)
+    _summarize(out, console, args.wide)
     failed = [r for r in results if r["status"] != RUN_OK]
     console.print(f"results: {out}" + (f"  ([red]{len(failed)} failed[/red])" if failed else ""))
     return 0
 
 
-def _summarize(out: Path, console: Console) -> None:
+def _summarize(out: Path, console: Console, wide: bool) -> None:
     """summary.json/csv, charts and the report, from the raw files (the same code as `report`)."""
     report = build_report(out)
     for warning in report.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
-    console.print(summary_table(report.rows))
+    console.print(summary_table(report.rows, console, wide))
 
 
-def summary_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="live campaign summary")
-    cols = [("scenario", "scenario"), ("algorithm", "algorithm"), ("requests", "requests"), ("rejected", "rejected"),
-            ("legit rej.", "rejected_legit"), ("over-adm.", "over_admission"), ("P99 ms", "latency_p99_intended_ms"),
-            ("target CPU ms/1k", "cpu_target_ms_per_1k"), ("gen.-bound", "generator_bound")]
-    for title, _ in cols:
-        table.add_column(title, justify="left" if title in ("scenario", "algorithm") else "right")
-    for r in rows:
-        table.add_row(*[_fmt(r.get(key)) for _, key in cols])
-    return table
+def _cell(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda row: _fmt(row.get(key))
+
+
+LIVE_COLUMNS = (
+    Column("requests", "req.", _cell("requests")),
+    Column("rejected", "rej.", _cell("rejected")),
+    Column("legit rej.", "legit\nrej.", _cell("rejected_legit")),
+    Column("over-adm.", "over-\nadm.", _cell("over_admission")),
+    Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
+    Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
+    Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),
+)
+
+
+def summary_table(rows: list[dict[str, Any]], out: Console, wide: bool = False) -> Table:
+    return fit_table("live campaign summary", rows, LIVE_COLUMNS, out, wide=wide)
 
 
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:,.2f}"
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int):
         return f"{value:,}"
     return str(value)

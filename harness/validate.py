@@ -12,8 +12,7 @@ import sys
 import time
 from pathlib import Path
 
-from rich.console import Console
-
+from . import term_table
 from .live_runner import Interrupted
 from .policy_file import PolicyFile, load_policy
 from .results import write_text
@@ -49,7 +48,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise ConfigError("--out: only with --live (it keeps the live results folder)")
     check_out(args.out)
     to_stdout = args.json == "-"
-    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
+    console = term_table.console(stderr=to_stdout)
     started = time.perf_counter()
     if args.live:
         console.print("lints and simulated checks", style="dim", highlight=False)

@@ -31,6 +31,7 @@ def smoke(tmp_path_factory) -> Path:
     proc = subprocess.run([sys.executable, "run_bench.py", "run", str(SMOKE), "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (out.parent / "stdout.txt").write_text(proc.stdout)
     return out
 
 
@@ -56,6 +57,14 @@ def test_smoke_writes_the_whole_results_layout(smoke):
     assert (smoke / "report.html").is_file() and (smoke / "report.md").is_file()
     assert list((smoke / "charts").glob("*.png"))
     assert not list(smoke.rglob("*.tmp"))
+
+
+def test_piped_progress_is_one_line_per_run(smoke):
+    lines = (smoke.parent / "stdout.txt").read_text().splitlines()
+    runs = [line.split("  ")[:2] for line in lines if line.startswith("run ")]
+    assert [(head.split()[1], status) for head, status in runs] == [(f"{i}/5", "ok") for i in range(1, 6)]
+    assert sorted(head.split()[2] for head, _ in runs) == sorted(p.name for p in (smoke / "runs").iterdir())
+    assert not [line for line in lines if "req/s" in line or "waiting" in line]
 
 
 def test_every_request_is_logged_on_both_sides(smoke):

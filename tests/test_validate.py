@@ -122,7 +122,24 @@ def test_junit_reports_each_failure(capsys: pytest.CaptureFixture[str], tmp_path
 def test_table_output_shows_verdict_and_suggestions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(POLICIES / "bad-burst-below-page-load.yaml")]) == 1
     out = capsys.readouterr().out
-    assert "FAIL" in out and "page_load_429_rate < 0.001" in out and "burst >= 8 gives 0.0%" in out
+    assert "FAIL" in out and "burst >= 8 gives 0.0%" in out
+    # measured and threshold in one unit: 37.5% against < 0.1% (the file's 0.001), 1.01× against <= 1.25×
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]] for line in out.splitlines()
+            if line.startswith("│")}
+    assert rows["api: legit_rejection_rate"] == ["37.5%", "< 0.1%"]
+    assert rows["api: over_admission"] == ["1.01×", "<= 1.25×"]
+    assert rows["lint: burst_below_page_load"] == ["1 finding", "no findings"]
+    # one fix for the lint and the two checks it explains: printed once, under all three
+    assert out.count("burst >= 8") == 1
+    tail = out[out.index("└"):].splitlines()[1:]
+    assert [line.split(":")[0] for line in tail[:3]] == ["lint", "api", "api"] and tail[3].startswith("  -> ")
+
+
+def test_each_fix_is_printed_once_under_the_failures_it_fixes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(POLICIES / "bad-local-not-divided.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert out.count("divide_by_nodes: true (150 per node) gives 1.06×") == 1
+    assert out.count("divide_by_nodes: true (150 per node) gives 0.80×") == 1
 
 
 @pytest.mark.parametrize(("body", "field"), [
