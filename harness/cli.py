@@ -76,6 +76,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         ("stores", STORES),
     ):
         table = Table(title=title, title_justify="left", show_header=False, box=None)
+        table.add_column(no_wrap=True)  # names whole; the descriptions wrap
+        table.add_column()
         for name, text in items.items():
             table.add_row(f"[bold]{name}[/bold]", text)
         console.print(table)

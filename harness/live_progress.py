@@ -1,5 +1,5 @@
 """What `run` shows while a live campaign runs: one line per finished run, and on a terminal one
-status line (rich) that follows the current run (starting, waiting for its start, then the
+status line (rich) that follows the current run (starting, waiting to start, then the
 target's counters). Piped or in CI there is no status line: one line per run, nothing else."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.status import Status
+from rich.text import Text
 
 from analysis.schema import RUN_OK
 
@@ -36,7 +37,7 @@ class RunProgress:
     def start(self, i: int, n: int, name: str) -> None:
         self.label = f"run {i}/{n} {name}"
         self.run_t0, self.last, self.decided, self.rejected = time.monotonic(), None, 0, 0
-        self._show("starting the target and Locust")
+        self._show("starting")
 
     def counters(self, counters: dict[str, Any]) -> None:
         """The target's counters (``/_bench/counters``), polled by the runner while a run is on."""
@@ -47,7 +48,7 @@ class RunProgress:
         rate = (self.decided - self.last[1]) / (now - self.last[0]) if self.last and now > self.last[0] else 0.0
         self.last = (now, self.decided)
         if self.decided == 0:
-            self._show("waiting for the plan's first request")
+            self._show("waiting to start")
         else:
             self._show(f"{rate:,.0f} req/s, {self.decided:,} decided, {self.rejected:,} rejected")
 
@@ -55,8 +56,9 @@ class RunProgress:
         """The run's one line: its outcome, what was sent and decided, how long it took."""
         seconds = time.monotonic() - self.run_t0
         if info["status"] == RUN_OK:
-            what = (f"[green]ok[/green]  {info.get('sent', 0):,} sent, {self.decided:,} decided, "
-                    f"{self.rejected:,} rejected, {seconds:.1f} s")
+            sent = info.get("sent", 0)
+            decided = f"{self.decided:,} decided, " if self.decided != sent else ""  # said when they differ
+            what = f"[green]ok[/green]  {sent:,} sent, {decided}{self.rejected:,} rejected, {seconds:.1f} s"
         else:
             error = (info.get("error") or "").strip().splitlines()
             what = f"[red]{info['status']}[/red] after {seconds:.1f} s" + (f": {error[0]}" if error else "")
@@ -65,4 +67,6 @@ class RunProgress:
     def _show(self, text: str) -> None:
         if self.status is not None:
             run_s, campaign_s = time.monotonic() - self.run_t0, time.monotonic() - self.campaign_t0
-            self.status.update(f"{self.label}  [dim]{run_s:4.1f} s[/dim]  {text}  [dim](campaign {campaign_s:.0f} s)[/dim]")
+            line = Text.from_markup(f"{self.label}  [dim]{run_s:4.1f} s[/dim]  {text}  [dim]({campaign_s:.0f} s in all)[/dim]")
+            line.truncate(self.out.width - 2, overflow="ellipsis")  # one line beside the spinner, never wrapped
+            self.status.update(line)

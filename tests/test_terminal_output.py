@@ -89,18 +89,26 @@ def test_progress_piped_is_one_line_per_run():
             for _ in range(50):  # the runner polls twice a second, also before the plan starts
                 progress.counters(counters(0))
             progress.counters(counters(100, 50))
-            progress.done({"status": status, "sent": 100, "error": "target did not start\nlog tail"})
+            progress.done({"status": status, "sent": 100 + i, "error": "target did not start\nlog tail"})
     lines = out.getvalue().splitlines()
-    assert lines == ["run 1/2 boundary_burst__gcra__memory1  ok  100 sent, 100 decided, 50 rejected, 0.0 s",
+    assert lines == ["run 1/2 boundary_burst__gcra__memory1  ok  101 sent, 100 decided, 50 rejected, 0.0 s",
                      "run 2/2 boundary_burst__gcra__memory2  failed after 0.0 s: target did not start"]
+    with RunProgress(console) as progress:
+        progress.start(1, 1, "steady__gcra__memory")
+        progress.counters(counters(100, 5))
+        progress.done({"status": "ok", "sent": 100})
+    assert out.getvalue().splitlines()[-1] == "run 1/1 steady__gcra__memory  ok  100 sent, 5 rejected, 0.0 s"
 
 
 def test_progress_on_a_terminal_keeps_its_ticks_on_the_status_line():
-    console = Console(file=io.StringIO(), force_terminal=True, width=100)
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
     with RunProgress(console) as progress:
         progress.start(1, 30, "page_load_burst__sliding_window_counter__memory")
         assert progress.status is not None
         progress.counters(counters(0))
-        assert "waiting for the plan's first request" in str(progress.status.status)
+        assert "waiting to start" in str(progress.status.status)
         progress.counters(counters(40, 4))
         assert "40 decided, 4 rejected" in str(progress.status.status)
+        progress.start(2, 30, "unhealthy_downstream-some-long-label__sliding_window_counter__redis-local-split")
+        progress.counters(counters(40_000, 4_000))
+        assert len(str(progress.status.status)) == 118  # one line beside the spinner: cut, not wrapped
