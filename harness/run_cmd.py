@@ -42,7 +42,10 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise ConfigError(f"--workers must be at least 1, got {args.workers}")
     runs = plan_runs(campaign, args.only, args.store)
     if not runs:
-        raise ConfigError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}")
+        names = dict.fromkeys([n for sc in campaign.scenarios for n in (sc.name, sc.run_name)]
+                              + [a for sc in campaign.scenarios for a in campaign.algorithms_for(sc)])
+        raise ConfigError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}; "
+                          f"choose from: {', '.join(names)}")
     out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     check_out(out)
     console = term_table.console(wide=args.wide)

@@ -121,3 +121,31 @@ def test_shipped_campaigns_load(capsys):
     load_sim_campaign(ROOT / "campaigns" / "simulate.yaml")
     for name in ("smoke", "default", "full"):
         load_campaign(ROOT / "campaigns" / f"{name}.yaml")
+
+
+def test_only_picks_one_labelled_entry_and_a_miss_lists_the_choices(tmp_path, capsys):
+    from harness.campaign import load_campaign
+    from harness.live_runner import plan_runs
+
+    path = write(tmp_path, [{**e, "label": e["params"]["backoff"]} for e in UNLABELLED])
+    runs = plan_runs(load_campaign(path), ["retry_storm-exponential"])
+    assert [r.name for r in runs] == ["retry_storm-exponential__token_bucket__memory"]
+    assert [r.scenario.params["backoff"] for r in runs] == ["exponential"]
+    assert len(plan_runs(load_campaign(path), ["retry_storm"])) == 2
+    assert main(["run", str(path), "--only", "nothing", "--out", str(tmp_path / "never")]) == 2
+    err = capsys.readouterr().err
+    assert "choose from: retry_storm, retry_storm-full_jitter, retry_storm-exponential, token_bucket" in err
+    assert not (tmp_path / "never").exists()
+
+
+def test_a_simulation_folder_written_before_runs_existed_still_loads(tmp_path, capsys):
+    out = tmp_path / "res"
+    assert main(["simulate", "--scenario", "retry_storm", "--algorithm", "token_bucket", "--limit", "10", "--window", "1",
+                 "--scenario-param", "backoff=fixed", "--out", str(out)]) == 0
+    config = yaml.safe_load((out / "campaign.yaml").read_text())
+    [run] = config.pop("runs").values()
+    config.update(params={"token_bucket": run["params"]}, scenario_params={"retry_storm": run["scenario_params"]})
+    (out / "campaign.yaml").write_text(yaml.safe_dump(config))
+    [loaded] = load_results(out).runs
+    assert loaded.info.policy.limit == 10 and loaded.info.params["capacity"] == 10
+    assert loaded.info.scenario_params["backoff"] == "fixed"
