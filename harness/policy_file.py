@@ -157,9 +157,9 @@ def _cross_check(p: PolicyFile) -> None:
     for i, lim in enumerate(p.limits):
         if lim.name in limit_names[:i]:
             raise _Bad(f"limits[{lim.name}].name", f"duplicate limit {lim.name!r}")
-        for j, route in enumerate(lim.routes or []):
+        for route in lim.routes or []:
             if route not in route_names:
-                raise _Bad(f"limits[{lim.name}].routes.{j}", f"unknown route {route!r}; routes: {', '.join(route_names)}")
+                raise _Bad(f"limits[{lim.name}].routes[{route}]", f"unknown route {route!r}; routes: {', '.join(route_names)}")
         try:
             params_of(lim)
         except PolicyError as exc:
@@ -168,9 +168,9 @@ def _cross_check(p: PolicyFile) -> None:
         raise _Bad("traffic.page_route", f"unknown route {p.traffic.page_route!r}; routes: {', '.join(route_names)}")
     if p.store.backend == "memory" and p.store.effective_mode != "local":
         raise _Bad("store.mode", "a memory store lives in one process: only 'local' applies (use backend: redis)")
-    for i, t in enumerate(p.thresholds):
+    for t in p.thresholds:
         if t.limit is not None and t.limit not in limit_names:
-            raise _Bad(f"thresholds.{i}", f"unknown limit {t.limit!r}; limits: {', '.join(limit_names)}")
+            raise _Bad(f"thresholds[{t}]", f"unknown limit {t.limit!r}; limits: {', '.join(limit_names)}")
 
 
 class _Bad(Exception):

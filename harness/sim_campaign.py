@@ -220,15 +220,16 @@ def validate_model(model: type[M], raw: Any, source: str) -> M:
 
 
 def _where(loc: list[Any], raw: Any) -> str:
-    """A pydantic error location as a dotted path, where an item of a list of named entries is
-    named by its name (and label) rather than its index: ``scenarios[retry_storm-full_jitter]``."""
+    """A pydantic error location as a dotted path, where a list item is named rather than
+    numbered: an entry by its name (and label), ``scenarios[retry_storm-full_jitter]``, a plain
+    value by itself, ``stores[memroy]``."""
     parts: list[str] = []
     node = raw
     for part in loc:
         item = node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None
-        if isinstance(item, str) and parts == ["scenarios"]:
-            item = {"name": item}
-        if isinstance(item, dict) and isinstance(item.get("name"), str):
+        if isinstance(item, str) and parts:
+            parts[-1] += f"[{item}]"
+        elif isinstance(item, dict) and isinstance(item.get("name"), str) and parts:
             label = item.get("label")
             parts[-1] += f"[{item['name']}-{label}]" if isinstance(label, str) and label else f"[{item['name']}]"
         else:

@@ -149,11 +149,11 @@ def test_each_fix_is_printed_once_under_the_failures_it_fixes(capsys: pytest.Cap
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1, colour: red}\n",
      "limits[api].colour: unknown field; valid: name, key, routes, algorithm"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1, routes: [b]}\n",
-     "limits[api].routes.0: unknown route 'b'"),
+     "limits[api].routes[b]: unknown route 'b'"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}\n"
-     "thresholds: ['over_admission <= 2', 'over_admision < 2']\n", "thresholds.1: unknown metric 'over_admision'"),
+     "thresholds: ['over_admission <= 2', 'over_admision < 2']\n", "thresholds[over_admision < 2]: unknown metric 'over_admision'"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}\n"
-     "thresholds: ['nope.over_admission <= 2']\n", "thresholds.0: unknown limit 'nope'"),
+     "thresholds: ['nope.over_admission <= 2']\n", "thresholds[nope.over_admission <= 2]: unknown limit 'nope'"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}\nstore: {mode: shared}\n",
      "store.mode: a memory store lives in one process"),
 ])
