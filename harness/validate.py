@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from . import term_table
+from .live_progress import RunProgress
 from .live_runner import Interrupted
 from .policy_file import PolicyFile, load_policy
 from .results import write_text
@@ -56,7 +57,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
     live: LiveOutcome | None = None
     if args.live:
         try:
-            live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False))
+            live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False),
+                            RunProgress(console))
         except Interrupted as exc:
             kept = f"; partial results in {args.out}" if args.out else ""
             console.print(f"interrupted ({exc}): the target and Locust are stopped{kept}", highlight=False)

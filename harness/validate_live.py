@@ -9,7 +9,6 @@ goes with the ``with`` block.
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from analysis.loader import load_results
 from analysis.report import build_report
 from analysis.schema import CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
 
+from .live_progress import RunProgress
 from .live_runner import LiveRunner, signals_interrupt
 from .machine import machine_facts
 from .policy_file import PolicyFile
@@ -32,7 +32,6 @@ from .results import utc_stamp, write_text
 from .validate_live_plan import LivePlan, Probe, plan_live
 
 Say = Callable[[str], None]
-COUNTERS_EVERY_S = 2.0
 
 
 @dataclass
@@ -70,8 +69,9 @@ def _folder(out: Path | None, name: str) -> Iterator[Path]:
         yield Path(tmp) / name
 
 
-def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
-    """Every live run of the policy, measured; raises live_runner.Interrupted on SIGINT/SIGTERM."""
+def run_live(policy: PolicyFile, out: Path | None, say: Say, progress: RunProgress) -> LiveOutcome:
+    """Every live run of the policy, measured; raises live_runner.Interrupted on SIGINT/SIGTERM.
+    ``say`` prints what each run is, ``progress`` one line per run (and a status line on a terminal)."""
     plan = plan_live(policy)
     if plan.campaign is None:
         return LiveOutcome(plan, [], None)
@@ -80,50 +80,29 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
         config = {"validate": policy.model_dump(mode="json"), **plan.campaign.model_dump(mode="json"),
                   "machine": machine_facts(), "created": utc_stamp()}
         write_text(root / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
-        infos = _execute(plan, root, say)
+        infos = _execute(plan, root, say, progress)
         say("live: analysing" + (" and writing the report" if out is not None else ""))
         rows = {r["run"]: r for r in (build_report(root) if out is not None else analyze(load_results(root))).rows}
         results = [_measure(root, probe, info, rows.get(probe.run.name)) for probe, info in zip(plan.probes, infos)]
     return LiveOutcome(plan, results, out)
 
 
-def _execute(plan: LivePlan, root: Path, say: Say) -> list[dict[str, Any]]:
+def _execute(plan: LivePlan, root: Path, say: Say, progress: RunProgress) -> list[dict[str, Any]]:
     assert plan.campaign is not None
-    ticker = _Ticker(say)
-    runner = LiveRunner(plan.campaign, root, workers=1, progress=ticker)
+    runner = LiveRunner(plan.campaign, root, workers=1, progress=progress.counters)
     infos = []
     say(f"live: {plan.setup}")
     try:
-        with signals_interrupt():
+        with signals_interrupt(), progress:
             for i, probe in enumerate(plan.probes, 1):
                 say(f"live {i}/{len(plan.probes)} {probe.summary}")
-                ticker.start()
+                progress.start(i, len(plan.probes), probe.run.name)
                 info = runner.execute(probe.run)
-                status = info["status"] if info["status"] != RUN_OK else f"{info.get('sent', 0)} requests"
-                say(f"  done in {time.monotonic() - ticker.t0:.0f} s: {status}")
+                progress.done(info)
                 infos.append(info)
     finally:
         runner.close()  # our own redis-server, if a run started one
     return infos
-
-
-class _Ticker:
-    """A progress line every few seconds from the target's counters while a run is on."""
-
-    def __init__(self, say: Say) -> None:
-        self.say, self.t0, self.last = say, time.monotonic(), 0.0
-
-    def start(self) -> None:
-        self.t0 = self.last = time.monotonic()
-
-    def __call__(self, counters: dict[str, Any]) -> None:
-        now = time.monotonic()
-        if now - self.last < COUNTERS_EVERY_S:
-            return
-        self.last = now
-        limits = counters.get("limits", {}).values()
-        decided, rejected = sum(v["decisions"] for v in limits), sum(v["rejections"] for v in limits)
-        self.say(f"  {now - self.t0:4.0f} s  {decided} decisions, {rejected} rejected")
 
 
 def _measure(root: Path, probe: Probe, info: dict[str, Any], row: dict[str, Any] | None) -> ProbeResult:
