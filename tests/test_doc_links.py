@@ -7,7 +7,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from analysis.schema import REPORT_MD
+from contract.schema import REPORT_MD
 
 ROOT = Path(__file__).resolve().parents[1]
 MENTION = re.compile(r"(?<![\w/.:-])((?:[\w.-]+/)*[\w-]+\.md)\b")

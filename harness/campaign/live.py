@@ -1,0 +1,110 @@
+"""Live campaign files (YAML, validated with pydantic): algorithms x stores x scenarios, the
+policy, the scale, the downstream. Everything is checked before anything starts: one message
+with the field's path, exit 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from scenarios.fleet import fleet_of
+
+from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
+
+StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
+"""``memory``, or the redis store in a mode: ``redis`` is the campaign's ``redis.mode``;
+``redis-local-split`` is local mode with L/N per node."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class LiveScenario(ScenarioEntry):
+    """A scenario entry (the same as a simulation campaign's) plus what only a live run has."""
+
+    stores: list[StoreName] | None = None
+    """Replaces the campaign's stores for this scenario (e.g. the modes of multi_node)."""
+    target: dict[str, Any] = Field(default_factory=dict)
+    """Target config keys (targets.config.TargetConfig) merged over the runner's defaults, e.g.
+    a key policy (``keys: {trusted_proxies: 1}``) or layered ``limits``; checked when the target
+    starts (a bad value fails that run, named in its log)."""
+
+
+class Scale(_Strict):
+    workers: int = Field(default=1, ge=1, le=64)
+    """Locust worker processes (Locust's master/worker mode when more than 1)."""
+    lead_s: float = Field(default=2.5, gt=0)
+    """Seconds between starting a run and the plan's t = 0 (Locust start-up, warm-up)."""
+    drain_s: float = Field(default=1.5, ge=0)
+    """Seconds after the last planned send for replies to arrive."""
+
+
+class Downstream(_Strict):
+    concurrency: int = Field(default=16, ge=1)
+    median_ms: float = Field(default=10.0, ge=0)
+    sigma: float = Field(default=0.5, ge=0)
+
+
+class RedisOptions(_Strict):
+    """How runs on the redis store use it (docs/redis.md); the server is the runner's own
+    redis-server unless ``url`` or REDIS_URL names one."""
+
+    url: str | None = None
+    mode: Literal["shared", "local", "leased", "naive"] = "shared"
+    """The mode of a plain ``redis`` store entry."""
+    batch: int = Field(default=10, ge=1)
+    """Leased mode: tokens per lease."""
+    timeout_s: float = Field(default=0.05, gt=0)
+    retry_s: float = Field(default=0.5, gt=0)
+    """Probe interval during an outage."""
+    fail_open: bool = True
+
+
+class Campaign(CampaignHeader):
+    stores: list[StoreName] = Field(default_factory=lambda: ["memory"])
+    redis: RedisOptions = RedisOptions()
+    scenarios: list[LiveScenario] = Field(min_length=1)
+    nodes: int = Field(default=1, ge=1)
+    """Target nodes per run; more than one needs a shared store (the Redis store). A scenario
+    with its own fleet (multi_node) sets its own."""
+    routing: Literal["round_robin", "sticky"] = "round_robin"
+    """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
+    scale: Scale = Scale()
+    downstream: Downstream = Downstream()
+
+    @model_validator(mode="after")
+    def _runs_are_buildable(self) -> Campaign:
+        """What only live runs need: fleets on a shared store, Redis for store outages (the
+        entries themselves are checked by CampaignHeader)."""
+        if self.nodes > 1 and set(self.stores) == {"memory"}:
+            raise ValueError("nodes: more than one node needs a shared store; the memory store is per process")
+        for sc in self.scenarios:
+            model = self.model_for(sc)
+            fleet = fleet_of(model)
+            if fleet is not None and fleet.nodes > 1 and "memory" in self.stores_for(sc):
+                raise ValueError(f"{sc.where}.stores: {sc.name} runs {fleet.nodes} nodes; the memory store is per process "
+                                 "(use redis-local for independent nodes)")
+            if hasattr(model, "outage") and any(self.redis_mode(st) in (None, "local") for st in self.stores_for(sc)):
+                raise ValueError(f"{sc.where}.stores: {sc.name} stops Redis mid-run; it needs redis-shared, redis-leased or redis-naive")
+        return self
+
+    def stores_for(self, scenario: LiveScenario) -> list[str]:
+        return list(scenario.stores or self.stores)
+
+    def redis_mode(self, store: str) -> str | None:
+        """The redis mode of a store entry (``local`` for both local ones); None for memory."""
+        if store == "memory":
+            return None
+        mode = store.removeprefix("redis").removeprefix("-") or self.redis.mode
+        return "local" if mode == "local-split" else mode
+
+    def store_label(self, store: str) -> str:
+        """The store as run folders and run.json name it: ``redis`` resolved to its mode."""
+        return f"redis-{self.redis.mode}" if store == "redis" else store
+
+
+def load_campaign(path: Path) -> Campaign:
+    return validate_model(Campaign, read_yaml(path), str(path))

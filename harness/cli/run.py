@@ -1,0 +1,104 @@
+"""``run_bench.py run [CAMPAIGN]``: the live campaign, with a progress display and a summary."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, get_args
+
+from rich.console import Console
+from rich.table import Table
+
+from analysis.report import build_report
+from contract.folder import utc_stamp
+from contract.schema import RUN_OK
+from harness.campaign.config_file import ConfigError, check_out
+from harness.campaign.live import StoreName, load_campaign
+from harness.live.runner import Interrupted, LiveRunner, plan_runs
+
+from . import term_table
+from .progress import RunProgress
+from .term_table import Column, fit_table
+
+DEFAULT_CAMPAIGN = Path("campaigns/default.yaml")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run a live campaign: real targets, Locust load, results folder")
+    p.add_argument("campaign", nargs="?", type=Path, default=DEFAULT_CAMPAIGN, help="campaign YAML (default: %(default)s)")
+    p.add_argument("--out", type=Path, help="results folder (default: results/<campaign>-<UTC time>)")
+    p.add_argument("--workers", type=int, help="Locust worker processes (overrides the campaign)")
+    p.add_argument("--store", choices=list(get_args(StoreName)),
+                   help="run on this store only (redis: every redis mode a scenario lists, else the campaign's redis.mode)")
+    p.add_argument("--only", action="append", metavar="SCENARIO|ALGORITHM", help="only these scenarios or algorithms")
+    p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
+    p.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    campaign = load_campaign(args.campaign)
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+    runs = plan_runs(campaign, args.only, args.store)
+    if not runs:
+        names = dict.fromkeys([n for sc in campaign.scenarios for n in (sc.name, sc.run_name)]
+                              + [a for sc in campaign.scenarios for a in campaign.algorithms_for(sc)])
+        raise ConfigError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}; "
+                          f"choose from: {', '.join(names)}")
+    out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
+    check_out(out)
+    console = term_table.console(wide=args.wide)
+    progress = RunProgress(console)
+    runner = LiveRunner(campaign, out, args.workers, progress.counters)
+    try:
+        with progress:
+            results = runner.run_all(runs, lambda i, n, run: progress.start(i, n, run.name),
+                                     lambda i, n, run, info: progress.done(info))
+    except Interrupted as exc:
+        console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
+        _summarize(out, console, args.wide)
+        return 130
+    _summarize(out, console, args.wide)
+    failed = [r for r in results if r["status"] != RUN_OK]
+    console.print(f"results: {out}" + (f"  ([red]{len(failed)} failed[/red])" if failed else ""))
+    return 0
+
+
+def _summarize(out: Path, console: Console, wide: bool) -> None:
+    """summary.json/csv, charts and the report, from the raw files (the same code as `report`)."""
+    report = build_report(out)
+    for warning in report.warnings():
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    console.print(summary_table(report.rows, console, wide))
+
+
+def _cell(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda row: _fmt(row.get(key))
+
+
+LIVE_COLUMNS = (
+    Column("requests", "req.", _cell("requests")),
+    Column("rejected", "rej.", _cell("rejected")),
+    Column("legit rej.", "legit\nrej.", _cell("rejected_legit")),
+    Column("over-adm.", "over-\nadm.", _cell("over_admission")),
+    Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
+    Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
+    Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),
+)
+
+
+def summary_table(rows: list[dict[str, Any]], out: Console, wide: bool = False) -> Table:
+    return fit_table("live campaign summary", rows, LIVE_COLUMNS, out, wide=wide)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:,.2f}"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)

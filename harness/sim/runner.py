@@ -1,0 +1,206 @@
+"""Plan and run simulation campaigns: validate everything first (nothing is written for bad
+input), then replay each scenario x algorithm and write the results folder."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from analysis.metrics import summarize
+from analysis.retries import retry_measures
+from contract.folder import ResultsFolder, utc_stamp, write_parquet, write_text
+from contract.machine import machine_facts
+from contract.schema import DECISIONS_FILE, run_dir_name
+from harness.campaign.config_file import SimCampaign
+from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
+from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
+
+from .simulator import STORE, Replay, ideal_decisions, simulate, virtual_arrivals
+
+
+@dataclass
+class SimRun:
+    scenario: str
+    """The run's scenario name: the scenario, or ``<scenario>-<label>`` for a labelled entry."""
+    algorithm: str
+    model: TrafficModel
+    params: Any
+    policy: Policy
+
+    @property
+    def name(self) -> str:
+        return run_dir_name(self.scenario, self.algorithm, STORE)
+
+
+@dataclass
+class SimPlan:
+    name: str
+    seed: int
+    runs: list[SimRun]
+    config: dict[str, Any] = field(default_factory=dict)
+
+
+def _split_scoped(pairs: Iterable[tuple[str, str]], scopes: Iterable[str]) -> dict[str | None, dict[str, str]]:
+    """``KEY=VALUE`` applies to every scope that has KEY; ``SCOPE.KEY=VALUE`` to one scope."""
+    scopes = set(scopes)
+    out: dict[str | None, dict[str, str]] = {}
+    for key, value in pairs:
+        scope, dot, rest = key.partition(".")
+        if dot and scope in scopes:
+            out.setdefault(scope, {})[rest] = value
+        else:
+            out.setdefault(None, {})[key] = value
+    return out
+
+
+def _params_for(algorithm: str, policy: Policy, scoped: dict[str | None, dict[str, str]]) -> Any:
+    base = get_algorithm(algorithm).params_from_policy(policy)
+    names = {f.name for f in fields(base)}
+    overrides = {k: v for k, v in scoped.get(None, {}).items() if k in names}
+    overrides.update(scoped.get(algorithm, {}))
+    return build_params(algorithm, policy, overrides)
+
+
+def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: dict[str, set[str]]) -> None:
+    for key in scoped.get(None, {}):
+        if not any(key in names for names in valid.values()):
+            choices = "; ".join(f"{n}: {', '.join(sorted(v)) or '-'}" for n, v in valid.items())
+            raise PolicyError(f"unknown {kind} {key!r} for the selected runs; valid: {choices}")
+
+
+def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
+    """One run per algorithm; a request cost no algorithm could ever admit is refused."""
+    for a, p in params.items():
+        most = get_algorithm(a).max_cost(p)
+        if model.max_cost > most:
+            raise PolicyError(
+                f"scenario {scenario} sends requests of cost {model.max_cost:g} but {a} can never admit more than "
+                f"{most:g} at once; raise --burst/--limit or lower the cost")
+    return [SimRun(scenario, a, model, p, policy) for a, p in params.items()]
+
+
+def _config(name: str, seed: int, policy: Policy, runs: list[SimRun], **extra: Any) -> dict[str, Any]:
+    """campaign.yaml: the campaign, then each run's policy and parameters by run folder (the
+    analysis reads them there: entries of one campaign can differ in both)."""
+    return {
+        "name": name, "seed": seed, "policy": asdict(policy), **extra,
+        "runs": {r.name: {"policy": asdict(r.policy), "params": asdict(r.params),
+                          "scenario_params": asdict(r.model.p) if hasattr(r.model, "p") else {}} for r in runs},
+    }
+
+
+def make_plan(
+    *,
+    name: str,
+    policy: Policy,
+    algorithms: list[str],
+    scenarios: list[str],
+    traces: list[str],
+    algorithm_params: list[tuple[str, str]],
+    scenario_params: list[tuple[str, str]],
+    seed: int,
+) -> SimPlan:
+    """The command line's plan (``--scenario``, ``--trace``, ``--param``, ``--scenario-param``);
+    raises PolicyError/ScenarioError naming the problem."""
+    if not scenarios and not traces:
+        raise ScenarioError(f"give --scenario NAME or --trace FILE; scenarios: {', '.join(SCENARIOS)}")
+    algorithms = list(ALGORITHMS) if not algorithms or "all" in algorithms else algorithms
+    for a in algorithms:
+        get_algorithm(a)
+    for s in scenarios:
+        if s not in SCENARIOS:
+            raise ScenarioError(f"unknown scenario {s!r}; choose from: {', '.join(SCENARIOS)}")
+        if scenarios.count(s) > 1:
+            raise ScenarioError(f"--scenario {s} is given twice; to run one scenario with several parameter sets, "
+                                "list labelled entries in a campaign file (run_bench.py simulate --campaign FILE)")
+    a_scoped = _split_scoped(algorithm_params, algorithms)
+    _check_unused("--param", a_scoped, {
+        a: {f.name for f in fields(get_algorithm(a).params_from_policy(policy))} for a in algorithms})
+    s_scoped = _split_scoped(scenario_params, scenarios)
+    _check_unused("--scenario-param", s_scoped, {
+        s: {f.name for f in fields(SCENARIOS[s].params)} for s in scenarios})
+    params = {a: _params_for(a, policy, a_scoped) for a in algorithms}
+    models: list[tuple[str, TrafficModel]] = []
+    for s in scenarios:
+        names = {f.name for f in fields(SCENARIOS[s].params)}
+        overrides = {k: v for k, v in s_scoped.get(None, {}).items() if k in names}
+        overrides.update(s_scoped.get(s, {}))
+        models.append((s, build_model(s, policy.limit, policy.window_s, seed, overrides)))
+    models.extend((m.name, m) for m in (TraceFile(path) for path in traces))
+    runs = [run for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
+    return SimPlan(name, seed, runs, _config(name, seed, policy, runs, algorithms=algorithms,
+                                             scenarios=scenarios, traces=traces))
+
+
+def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
+    """A campaign file's plan: each entry with its own parameters, policy and algorithms, its
+    runs named by the entry (``<scenario>-<label>``)."""
+    runs: list[SimRun] = []
+    for entry in campaign.scenarios:
+        policy = campaign.policy_for(entry)
+        params = {a: campaign.params_for(a, policy) for a in campaign.algorithms_for(entry)}
+        try:
+            runs += _runs_of(entry.run_name, campaign.model_for(entry), policy, params)
+        except PolicyError as exc:
+            raise PolicyError(f"{entry.where}: {exc}") from None
+    return SimPlan(campaign.name, campaign.seed, runs, _config(
+        campaign.name, campaign.seed, campaign.policy_for(), runs, algorithms=campaign.algorithms,
+        scenarios=[e.model_dump(exclude_defaults=True) for e in campaign.scenarios]))
+
+
+def attempt_log(result: Replay) -> pd.DataFrame:
+    """A closed-loop replay as client-log attempts, sent and done at their virtual time, 200 if
+    admitted (503 if admitted during a downstream outage) else 429. A client's attempt 1 starts
+    a new logical request; its retries follow."""
+    a = result.arrivals
+    failed = result.unavailable or [False] * len(a)
+    status = [(503 if down else 200) if ok else 429 for ok, down in zip(result.allowed, failed)]
+    frame = pd.DataFrame({"client_id": a.client_id, "attempt": a.attempt, "sent_t": a.t, "done_t": a.t,
+                          "status": status})
+    seq = (frame["attempt"] == 1).groupby(frame["client_id"]).cumsum()
+    return frame.assign(request_id=frame["client_id"] + "#" + seq.astype(str)).drop(columns="client_id")
+
+
+def execute(plan: SimPlan, out: Path | None, on_run: Callable[[int, int, dict], None] | None = None) -> list[dict]:
+    """Run every planned run; with ``out``, write the results folder as it goes."""
+    folder = ResultsFolder(out) if out is not None else None
+    if folder is not None:
+        config = dict(plan.config, machine=machine_facts(), created=utc_stamp())
+        write_text(out / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+    rows: list[dict] = []
+    ideals: dict[int, list[bool]] = {}  # open-loop arrivals do not depend on the algorithm
+    for i, run in enumerate(plan.runs, 1):
+        started = time.perf_counter()
+        if not run.model.reactive and id(run.model) not in ideals:
+            ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), run.policy)
+        table, result = simulate(run.model, run.algorithm, run.policy, run.params, ideal=ideals.get(id(run.model)))
+        row: dict[str, Any] = {
+            "scenario": run.scenario,
+            "algorithm": run.algorithm,
+            "store": STORE,
+            "limit": run.policy.limit,
+            "window_s": run.policy.window_s,
+            "burst": run.policy.effective_burst,
+            "params": asdict(run.params),
+        }
+        if hasattr(run.model, "p"):
+            row["scenario_params"] = asdict(run.model.p)
+        row.update(summarize(table.to_pandas(), run.policy.limit, run.policy.window_s))
+        if result.arrivals.attempt is not None:
+            row.update(retry_measures(attempt_log(result)))
+        row["evicted_keys"] = result.evictions
+        row["wall_s"] = round(time.perf_counter() - started, 3)
+        if folder is not None:
+            write_parquet(folder.run_dir(run.name) / DECISIONS_FILE, table)
+        rows.append(row)
+        if on_run is not None:
+            on_run(i, len(plan.runs), row)
+    if folder is not None:
+        folder.write_summary(rows)
+    return rows
