@@ -1,6 +1,7 @@
-"""Campaign files (YAML, validated with pydantic): the header and the scenario entries that
-simulation and live campaigns share, and the simulation campaign itself (the live one adds
-stores, Redis, scale and the downstream in harness/campaign/live.py)."""
+"""What every config file shares (simulation and live campaigns, validate's policy files): YAML
+read with one clear error naming the field (a list item by its value, an unknown field with the
+valid ones), pydantic models that forbid unknown fields, the common header with the scenario
+entries both campaigns list, and the check that a results folder will not overwrite anything."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, TypeVar
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from contract.errors import BadInput
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
@@ -22,32 +24,34 @@ LABEL = re.compile(r"[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*")
 ParamValue = str | int | float
 
 
-class ConfigError(ValueError):
+class CampaignError(BadInput):
     """A configuration file that cannot be used; the message names the field's path."""
 
 
 def check_out(out: Path | None) -> None:
     """A results folder must be new or empty: nothing of an earlier run is mixed in or overwritten."""
     if out is not None and out.exists() and any(out.iterdir()):
-        raise ConfigError(f"--out {out}: folder exists and is not empty")
+        raise CampaignError(f"--out {out}: folder exists and is not empty")
 
 
-def str_params(params: dict[str, ParamValue]) -> dict[str, str]:
-    """Campaign parameter values as the ``KEY=VALUE`` strings the scenario and algorithm builders parse."""
+def str_params(params: dict[str, Any]) -> dict[str, str]:
+    """A config file's parameter values as the text ``build_model``/``build_params`` parse (as on a command line)."""
     return {k: str(v) for k, v in params.items()}
 
 
-class _Strict(BaseModel):
+class StrictModel(BaseModel):
+    """A config file's model: an unknown field is an error, not ignored."""
+
     model_config = ConfigDict(extra="forbid")
 
 
-class PolicyConfig(_Strict):
+class PolicyConfig(StrictModel):
     limit: float = Field(gt=0)
     window_s: float = Field(gt=0)
     burst: float | None = Field(default=None, gt=0)
 
 
-class ScenarioEntry(_Strict):
+class ScenarioEntry(StrictModel):
     """One entry of a campaign's ``scenarios``, the same in simulation and live campaigns: a
     scenario with its own parameters (and optionally its own policy and algorithms). Entries of
     one scenario need a distinct ``label`` each; runs are named ``<name>-<label>``."""
@@ -79,7 +83,7 @@ class ScenarioEntry(_Strict):
         return f"scenarios[{self.run_name}]"
 
 
-class CampaignHeader(_Strict):
+class CampaignHeader(StrictModel):
     """What every campaign file starts with (simulation and live); ``scenarios`` may list bare
     names. Subclasses declare ``scenarios`` (a list of ScenarioEntry or a subclass of it)."""
 
@@ -173,38 +177,18 @@ def _check_algorithms(names: list[str], *, all_allowed: bool) -> None:
         raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from: {choices}")
 
 
-LIVE_ONLY = ("stores", "target")
-"""Entry fields of a live campaign (harness.campaign.LiveScenario) that a simulation has no use for."""
-
-
-class SimCampaign(CampaignHeader):
-    scenarios: list[ScenarioEntry] = Field(min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _no_live_only_fields(cls, raw: object) -> object:
-        items = raw.get("scenarios") if isinstance(raw, dict) else None
-        for item in items if isinstance(items, list) else []:
-            live = [k for k in LIVE_ONLY if isinstance(item, dict) and k in item]
-            if live:
-                name = ScenarioEntry.model_construct(name=str(item.get("name")), label=item.get("label")).where
-                raise ValueError(f"{name}.{live[0]}: only live campaigns (run_bench.py run) have {live[0]}; "
-                                 "a simulation runs every algorithm in one process on the memory store")
-        return raw
-
-
 def read_yaml(path: Path) -> Any:
-    """A YAML file's content; a missing or malformed file is a ConfigError naming it."""
+    """A YAML file's content; a missing or malformed file is a CampaignError naming it."""
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: no such file") from None
+        raise CampaignError(f"{path}: no such file") from None
     except yaml.YAMLError as exc:
-        raise ConfigError(f"{path}: not valid YAML ({exc})") from None
+        raise CampaignError(f"{path}: not valid YAML ({exc})") from None
 
 
 def validate_model(model: type[M], raw: Any, source: str) -> M:
-    """``model.model_validate(raw)``; the first error becomes one ConfigError with the field's path
+    """``model.model_validate(raw)``; the first error becomes one CampaignError with the field's path
     (a scenario entry named by its name and label), and an unknown field lists the valid ones."""
     try:
         return model.model_validate(raw)
@@ -216,7 +200,7 @@ def validate_model(model: type[M], raw: Any, source: str) -> M:
         if err["type"] == "extra_forbidden":
             valid = _fields_at(model, loc[:-1])
             msg = f"unknown field; valid: {', '.join(valid)}" if valid else msg
-        raise ConfigError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
+        raise CampaignError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
 
 
 def _where(loc: list[Any], raw: Any) -> str:
@@ -259,7 +243,3 @@ def _unwrap(tp: Any) -> Any:
     """``X | None`` -> ``X``."""
     args = [a for a in typing.get_args(tp) if a is not type(None)]
     return args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp
-
-
-def load_sim_campaign(path: Path) -> SimCampaign:
-    return validate_model(SimCampaign, read_yaml(path), str(path))

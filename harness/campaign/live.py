@@ -42,7 +42,7 @@ class Scale(_Strict):
     """Seconds after the last planned send for replies to arrive."""
 
 
-class Downstream(_Strict):
+class DownstreamSettings(_Strict):
     concurrency: int = Field(default=16, ge=1)
     median_ms: float = Field(default=10.0, ge=0)
     sigma: float = Field(default=0.5, ge=0)
@@ -73,7 +73,7 @@ class Campaign(CampaignHeader):
     routing: Literal["round_robin", "sticky"] = "round_robin"
     """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
     scale: Scale = Scale()
-    downstream: Downstream = Downstream()
+    downstream: DownstreamSettings = DownstreamSettings()
 
     @model_validator(mode="after")
     def _runs_are_buildable(self) -> Campaign:

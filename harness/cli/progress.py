@@ -13,6 +13,7 @@ from rich.status import Status
 from rich.text import Text
 
 from contract.schema import RUN_OK
+from harness.events import RunnerEvents
 
 
 class RunProgress:
@@ -31,8 +32,19 @@ class RunProgress:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
-        if self.status is not None:
-            self.status.stop()
+        self._stop()
+
+    @property
+    def events(self) -> RunnerEvents[Any]:
+        """The runner's hooks that drive this display (any run with a ``name``: a live run, a probe's
+        run). The status line goes after the last run: what follows (the analysis) is no run."""
+        def run_done(i: int, n: int, run: Any, info: dict[str, Any]) -> None:
+            self.done(info)
+            if i == n:
+                self._stop()
+
+        return RunnerEvents(run_start=lambda i, n, run: self.start(i, n, run.name), counters=self.counters,
+                            run_done=run_done)
 
     def start(self, i: int, n: int, name: str) -> None:
         self.label = f"run {i}/{n} {name}"
@@ -63,6 +75,11 @@ class RunProgress:
             error = (info.get("error") or "").strip().splitlines()
             what = f"[red]{info['status']}[/red] after {seconds:.1f} s" + (f": {error[0]}" if error else "")
         self.out.print(f"{self.label}  {what}", highlight=False)
+
+    def _stop(self) -> None:
+        if self.status is not None:
+            self.status.stop()
+            self.status = None
 
     def _show(self, text: str) -> None:
         if self.status is not None:

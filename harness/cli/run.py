@@ -13,9 +13,11 @@ from rich.table import Table
 from analysis.report import build_report
 from contract.folder import utc_stamp
 from contract.schema import RUN_OK
-from harness.campaign.config_file import ConfigError, check_out
+from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.live import StoreName, load_campaign
-from harness.live.runner import Interrupted, LiveRunner, plan_runs
+from harness.live.plan import plan_runs
+from harness.live.runner import LiveRunner
+from harness.live.supervise import Interrupted
 
 from . import term_table
 from .progress import RunProgress
@@ -39,22 +41,21 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     campaign = load_campaign(args.campaign)
     if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+        raise CampaignError(f"--workers must be at least 1, got {args.workers}")
     runs = plan_runs(campaign, args.only, args.store)
     if not runs:
         names = dict.fromkeys([n for sc in campaign.scenarios for n in (sc.name, sc.run_name)]
                               + [a for sc in campaign.scenarios for a in campaign.algorithms_for(sc)])
-        raise ConfigError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}; "
-                          f"choose from: {', '.join(names)}")
+        raise CampaignError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}; "
+                            f"choose from: {', '.join(names)}")
     out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     check_out(out)
     console = term_table.console(wide=args.wide)
     progress = RunProgress(console)
-    runner = LiveRunner(campaign, out, args.workers, progress.counters)
+    runner = LiveRunner(campaign, out, args.workers, progress.events)
     try:
         with progress:
-            results = runner.run_all(runs, lambda i, n, run: progress.start(i, n, run.name),
-                                     lambda i, n, run, info: progress.done(info))
+            results = runner.run_all(runs)
     except Interrupted as exc:
         console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
         _summarize(out, console, args.wide)

@@ -12,11 +12,11 @@ import sys
 import time
 from pathlib import Path
 
-from contract.folder import write_text
-from harness.campaign.config_file import ConfigError, check_out
+from contract.atomic import write_text
+from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.policy_file import PolicyFile, load_policy
-from harness.live.runner import Interrupted
-from harness.validate.checks import Verdict, run_checks
+from harness.live.supervise import Interrupted
+from harness.validate.checks import CheckVerdict, run_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
@@ -39,7 +39,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_validate)
 
 
-def validate(policy: PolicyFile) -> list[Verdict]:
+def validate(policy: PolicyFile) -> list[CheckVerdict]:
     """Every lint, then every simulated check that applies: the whole verdict."""
     return run_lints(policy) + run_checks(policy)
 
@@ -47,7 +47,7 @@ def validate(policy: PolicyFile) -> list[Verdict]:
 def cmd_validate(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     if args.out is not None and not args.live:
-        raise ConfigError("--out: only with --live (it keeps the live results folder)")
+        raise CampaignError("--out: only with --live (it keeps the live results folder)")
     check_out(args.out)
     to_stdout = args.json == "-"
     console = term_table.console(stderr=to_stdout)
@@ -58,8 +58,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     live: LiveOutcome | None = None
     if args.live:
         try:
-            live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False),
-                            RunProgress(console))
+            with RunProgress(console) as progress:
+                live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False),
+                                progress.events)
         except Interrupted as exc:
             kept = f"; partial results in {args.out}" if args.out else ""
             console.print(f"interrupted ({exc}): the target and Locust are stopped{kept}", highlight=False)

@@ -9,16 +9,16 @@ from collections.abc import Callable
 from harness.campaign.policy_file import Limit, PolicyFile
 from harness.campaign.thresholds import effective
 
-from .checks import BURSTY, Verdict, burst_of, display, measure, suggest_fix
+from .checks import BURSTY, CheckVerdict, burst_of, display, measure, suggest_fix
 from .sim import PageTraffic, attack_result, deployment, page_result, rotation_admission
 
 Finding = tuple[str, str | None] | tuple[str, str | None, str | None]
-"""(what is wrong, the suggestion with numbers[, its fix alone: Verdict.fix])."""
+"""(what is wrong, the suggestion with numbers[, its fix alone: CheckVerdict.fix])."""
 
 
-def _verdict(name: str, summary: str, findings: list[Finding]) -> Verdict:
+def _verdict(name: str, summary: str, findings: list[Finding]) -> CheckVerdict:
     fixes = [f[2] if len(f) > 2 else f[1] for f in findings]
-    return Verdict(
+    return CheckVerdict(
         name=f"lint: {name}", kind="lint", limit=None, metric=name, value=float(len(findings)),
         display="ok" if not findings else f"{len(findings)} finding{'s' * (len(findings) > 1)}",
         threshold="no findings", passed=not findings,
@@ -202,6 +202,6 @@ LINTS: dict[str, tuple[str, Callable[[PolicyFile], list[Finding]]]] = {
 }
 
 
-def run_lints(policy: PolicyFile) -> list[Verdict]:
+def run_lints(policy: PolicyFile) -> list[CheckVerdict]:
     return [_verdict(name, summary, lint(policy)) for name, (summary, lint) in LINTS.items()]
 

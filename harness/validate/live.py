@@ -22,14 +22,17 @@ from analysis.analyze import analyze
 from analysis.latency import admitted_latency, nearest_rank
 from analysis.loader import load_results
 from analysis.report import build_report
-from contract.folder import utc_stamp, write_text
+from contract.atomic import write_text
+from contract.folder import utc_stamp
 from contract.machine import machine_facts
-from contract.schema import CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
+from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
-from harness.cli.progress import RunProgress
-from harness.live.runner import LiveRunner, signals_interrupt
+from harness.events import RunnerEvents
+from harness.live.plan import LiveRun
+from harness.live.runner import LiveRunner
+from harness.live.supervise import signals_interrupt
 
-from .probes import LivePlan, Probe, plan_live
+from .probes import Probe, ProbePlan, plan_live
 
 Say = Callable[[str], None]
 
@@ -54,7 +57,7 @@ class ProbeResult:
 
 @dataclass(frozen=True)
 class LiveOutcome:
-    plan: LivePlan
+    plan: ProbePlan
     results: list[ProbeResult]
     folder: Path | None
     """Kept results folder (``--out``), else None."""
@@ -69,9 +72,10 @@ def _folder(out: Path | None, name: str) -> Iterator[Path]:
         yield Path(tmp) / name
 
 
-def run_live(policy: PolicyFile, out: Path | None, say: Say, progress: RunProgress) -> LiveOutcome:
-    """Every live run of the policy, measured; raises live_runner.Interrupted on SIGINT/SIGTERM.
-    ``say`` prints what each run is, ``progress`` one line per run (and a status line on a terminal)."""
+def run_live(policy: PolicyFile, out: Path | None, say: Say, events: RunnerEvents[LiveRun] | None = None) -> LiveOutcome:
+    """Every live run of the policy, measured; raises harness.live.supervise.Interrupted on SIGINT/SIGTERM.
+    ``say`` prints what each run is; ``events`` hears each run start and end and the target's counters
+    (the command line's one line per run and status line)."""
     plan = plan_live(policy)
     if plan.campaign is None:
         return LiveOutcome(plan, [], None)
@@ -79,26 +83,26 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say, progress: RunProgre
         root.mkdir(parents=True, exist_ok=True)
         config = {"validate": policy.model_dump(mode="json"), **plan.campaign.model_dump(mode="json"),
                   "machine": machine_facts(), "created": utc_stamp()}
-        write_text(root / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
-        infos = _execute(plan, root, say, progress)
+        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
+        infos = _execute(plan, root, say, events or RunnerEvents())
         say("live: analysing" + (" and writing the report" if out is not None else ""))
         rows = {r["run"]: r for r in (build_report(root) if out is not None else analyze(load_results(root))).rows}
         results = [_measure(root, probe, info, rows.get(probe.run.name)) for probe, info in zip(plan.probes, infos)]
     return LiveOutcome(plan, results, out)
 
 
-def _execute(plan: LivePlan, root: Path, say: Say, progress: RunProgress) -> list[dict[str, Any]]:
+def _execute(plan: ProbePlan, root: Path, say: Say, events: RunnerEvents[LiveRun]) -> list[dict[str, Any]]:
     assert plan.campaign is not None
-    runner = LiveRunner(plan.campaign, root, workers=1, progress=progress.counters)
+    runner = LiveRunner(plan.campaign, root, workers=1, events=events)
     infos = []
     say(f"live: {plan.setup}")
     try:
-        with signals_interrupt(), progress:
+        with signals_interrupt():
             for i, probe in enumerate(plan.probes, 1):
                 say(f"live {i}/{len(plan.probes)} {probe.summary}")
-                progress.start(i, len(plan.probes), probe.run.name)
+                events.started(i, len(plan.probes), probe.run)
                 info = runner.execute(probe.run)
-                progress.done(info)
+                events.done(i, len(plan.probes), probe.run, info)
                 infos.append(info)
     finally:
         runner.close()  # our own redis-server, if a run started one

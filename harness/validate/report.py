@@ -11,11 +11,11 @@ from rich.table import Table
 
 from harness.campaign.thresholds import parse_threshold
 
-from .checks import Verdict, display
+from .checks import CheckVerdict, display
 from .live import LiveOutcome
 
 
-def threshold_cell(v: Verdict) -> str:
+def threshold_cell(v: CheckVerdict) -> str:
     """The threshold in the unit of the measured column (``< 0.1%`` beside ``37.5%``); the JSON
     keeps the file's own words (``legit_rejection_rate < 0.001``)."""
     try:
@@ -25,7 +25,7 @@ def threshold_cell(v: Verdict) -> str:
     return f"{t.op} {display(v.metric, t.value)}"
 
 
-def verdict_table(policy_name: str, verdicts: list[Verdict]) -> Table:
+def verdict_table(policy_name: str, verdicts: list[CheckVerdict]) -> Table:
     failed = sum(not v.passed for v in verdicts)
     status = "[green]PASS[/green]" if not failed else f"[red]FAIL[/red] ({failed} of {len(verdicts)} checks)"
     table = Table(title=f"validate {policy_name}: {status}", title_justify="left")
@@ -37,10 +37,10 @@ def verdict_table(policy_name: str, verdicts: list[Verdict]) -> Table:
     return table
 
 
-def suggestions(verdicts: list[Verdict]) -> list[str]:
+def suggestions(verdicts: list[CheckVerdict]) -> list[str]:
     """What failed and how to fix it: each failure on its line, then each fix once, under the
     failures it fixes (a lint and the checks that measure its pitfall share one)."""
-    groups: dict[str | None, list[Verdict]] = {}
+    groups: dict[str | None, list[CheckVerdict]] = {}
     for v in verdicts:
         if not v.passed:
             groups.setdefault(v.fix or v.suggestion or f"#{id(v)}", []).append(v)
@@ -52,7 +52,7 @@ def suggestions(verdicts: list[Verdict]) -> list[str]:
     return out
 
 
-def to_json(policy_name: str, source: str, verdicts: list[Verdict], live: LiveOutcome | None = None) -> str:
+def to_json(policy_name: str, source: str, verdicts: list[CheckVerdict], live: LiveOutcome | None = None) -> str:
     doc: dict = {
         "policy": policy_name,
         "file": source,
@@ -65,7 +65,7 @@ def to_json(policy_name: str, source: str, verdicts: list[Verdict], live: LiveOu
     return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
 
 
-def to_junit(policy_name: str, verdicts: list[Verdict], seconds: float) -> str:
+def to_junit(policy_name: str, verdicts: list[CheckVerdict], seconds: float) -> str:
     failures = sum(not v.passed for v in verdicts)
     suites = ET.Element("testsuites", name="ratelimit-bench validate", tests=str(len(verdicts)),
                         failures=str(failures), time=f"{seconds:.3f}")

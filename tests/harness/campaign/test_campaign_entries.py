@@ -115,8 +115,8 @@ def test_config_errors_name_the_entry_and_list_the_choices(tmp_path, capsys, com
 
 def test_shipped_campaigns_load(capsys):
     """Every campaign file of the suite passes the shared entry checks (full.yaml's labelled storms)."""
-    from harness.campaign.config_file import load_sim_campaign
     from harness.campaign.live import load_campaign
+    from harness.campaign.simulate import load_sim_campaign
 
     load_sim_campaign(ROOT / "campaigns" / "simulate.yaml")
     for name in ("smoke", "default", "full"):
@@ -125,7 +125,7 @@ def test_shipped_campaigns_load(capsys):
 
 def test_only_picks_one_labelled_entry_and_a_miss_lists_the_choices(tmp_path, capsys):
     from harness.campaign.live import load_campaign
-    from harness.live.runner import plan_runs
+    from harness.live.plan import plan_runs
 
     path = write(tmp_path, [{**e, "label": e["params"]["backoff"]} for e in UNLABELLED])
     runs = plan_runs(load_campaign(path), ["retry_storm-exponential"])
