@@ -124,15 +124,10 @@ def run_checks(policy: PolicyFile) -> list[CheckVerdict]:
     return [check(policy, limit, m) for limit in policy.limits for m in SIM_METRICS if applies(policy, limit, m)]
 
 
-def suggest(policy: PolicyFile, limit: Limit, metric: str, threshold: Threshold) -> str | None:
-    """The smallest corrected policy that passes ``threshold``, with both numbers measured."""
-    both = suggest_fix(policy, limit, metric, threshold)
-    return None if both is None else both[0]
-
-
 def suggest_fix(policy: PolicyFile, limit: Limit, metric: str, threshold: Threshold) -> tuple[str, str] | None:
-    """``suggest``'s text, and its fix alone (the diagnosis, the change and what it gives, without
-    the measured problem the check's message already says): failures that one change fixes share it."""
+    """The smallest corrected policy that passes ``threshold``, with both numbers measured, and its
+    fix alone (the diagnosis, the change and what it gives, without the measured problem the
+    check's message already says): failures that one change fixes share it."""
     value = measure(policy, limit, metric)
     tried: list[str] = []
     for diagnosis, change, fixed in _fixes(policy, limit, metric, threshold):
