@@ -144,7 +144,8 @@ def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
     if parts is None:
         raise RunDataError(f"no {RUN_FILE} and the folder name is not <scenario>__<algorithm>__<store>")
     scenario, algorithm, store = parts
-    run = (campaign.get("runs") or {}).get(name)
+    runs = campaign.get("runs")  # a simulation's: per run folder; a live campaign's: the list of its runs
+    run = runs.get(name) if isinstance(runs, dict) else None
     if not isinstance(run, dict):  # written before campaign.yaml named each run
         run = {"policy": campaign.get("policy"), "params": (campaign.get("params") or {}).get(algorithm),
                "scenario_params": (campaign.get("scenario_params") or {}).get(scenario)}

@@ -149,3 +149,16 @@ def test_a_simulation_folder_written_before_runs_existed_still_loads(tmp_path, c
     [loaded] = load_results(out).runs
     assert loaded.info.policy.limit == 10 and loaded.info.params["capacity"] == 10
     assert loaded.info.scenario_params["backoff"] == "fixed"
+
+
+def test_a_run_folder_without_run_json_under_a_live_campaign_yaml_loads(tmp_path):
+    """A live campaign.yaml lists its run names under ``runs`` (no per-run policy): a folder there
+    without run.json is read by the campaign's own policy, not a crash on the list."""
+    out = tmp_path / "res"
+    assert main(["simulate", "--scenario", "retry_storm", "--algorithm", "token_bucket", "--limit", "10", "--window", "1",
+                 "--out", str(out)]) == 0
+    config = yaml.safe_load((out / "campaign.yaml").read_text())
+    config["runs"] = list(config["runs"])
+    (out / "campaign.yaml").write_text(yaml.safe_dump(config))
+    [loaded] = load_results(out).runs
+    assert loaded.info.policy.limit == 10 and loaded.info.params == {}
