@@ -4,9 +4,11 @@ name whole, the wide layout when piped or asked for, one progress line per live 
 from __future__ import annotations
 
 import io
+from types import SimpleNamespace
 
 import pytest
 from rich.console import Console
+from rich.text import Text
 
 from harness.cli import main as cli
 from harness.cli import run as run_cmd
@@ -114,3 +116,21 @@ def test_progress_on_a_terminal_keeps_its_ticks_on_the_status_line():
         progress.start(2, 30, "unhealthy_downstream-some-long-label__sliding_window_counter__redis-local-split")
         progress.counters(counters(40_000, 4_000))
         assert len(str(progress.status.status)) == 118  # one line beside the spinner: cut, not wrapped
+
+
+def test_progress_heard_through_the_runner_events_drops_its_status_line_after_the_last_run():
+    """The runners speak RunnerEvents: each run's start, the counters and its end reach the same
+    display, and the status line goes with the last run (the analysis that follows is no run)."""
+    out = io.StringIO()
+    with RunProgress(Console(file=out, force_terminal=True, width=120)) as progress:
+        events, runs = progress.events, [SimpleNamespace(name=f"steady__gcra__memory{i}") for i in (1, 2)]
+        assert events.wants_counters
+        for i, run in enumerate(runs, 1):
+            events.started(i, 2, run)
+            events.counted(counters(100, 5))
+            assert progress.status is not None and f"run {i}/2 steady__gcra__memory{i}" in str(progress.status.status)
+            events.done(i, 2, run, {"status": "ok", "sent": 100})
+        assert progress.status is None
+    shown = Text.from_ansi(out.getvalue()).plain
+    assert "run 1/2 steady__gcra__memory1  ok  100 sent, 5 rejected" in shown
+    assert "run 2/2 steady__gcra__memory2  ok  100 sent, 5 rejected" in shown
