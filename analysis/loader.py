@@ -140,21 +140,26 @@ def _campaign(root: Path) -> dict[str, Any]:
 
 
 def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
-    """A simulation run: names from the folder, policy and parameters from campaign.yaml."""
+    """A simulation run: names from the folder, policy and parameters from campaign.yaml (its
+    ``runs`` entry for the folder)."""
     parts = parse_run_dir_name(name)
     if parts is None:
         raise RunDataError(f"no {RUN_FILE} and the folder name is not <scenario>__<algorithm>__<store>")
-    if "policy" not in campaign:
+    scenario, algorithm, store = parts
+    runs = campaign.get("runs")  # a simulation's: per run folder; a live campaign's: the list of its runs
+    run = runs.get(name) if isinstance(runs, dict) else None
+    if not isinstance(run, dict):  # written before campaign.yaml named each run
+        run = {"policy": campaign.get("policy"), "params": (campaign.get("params") or {}).get(algorithm),
+               "scenario_params": (campaign.get("scenario_params") or {}).get(scenario)}
+    if not run.get("policy"):
         raise RunDataError(f"no {RUN_FILE} and no policy in {CAMPAIGN_FILE}")
     try:
-        policy = RunPolicy.from_dict(campaign["policy"], CAMPAIGN_FILE)
+        policy = RunPolicy.from_dict(run["policy"], CAMPAIGN_FILE)
     except RunFileError as exc:
         raise RunDataError(str(exc)) from None
-    scenario, algorithm, store = parts
     return RunInfo(
         status=RUN_OK, scenario=scenario, algorithm=algorithm, store=store, policy=policy,
-        params=dict((campaign.get("params") or {}).get(algorithm) or {}),
-        scenario_params=dict((campaign.get("scenario_params") or {}).get(scenario) or {}),
+        params=dict(run.get("params") or {}), scenario_params=dict(run.get("scenario_params") or {}),
     )
 
 

@@ -75,6 +75,14 @@ def test_smoke_answers_first_in_the_terminal_and_a_report_that_fits_1400_px(smok
     fits_the_page(smoke / "report.html", len(list((smoke / "charts").glob("*.png"))), tmp_path)
 
 
+def test_piped_progress_is_one_line_per_run(smoke):
+    lines = (smoke.parent / "stdout.txt").read_text().splitlines()
+    runs = [line.split("  ")[:2] for line in lines if line.startswith("run ")]
+    assert [(head.split()[1], status) for head, status in runs] == [(f"{i}/5", "ok") for i in range(1, 6)]
+    assert sorted(head.split()[2] for head, _ in runs) == sorted(p.name for p in (smoke / "runs").iterdir())
+    assert not [line for line in lines if "req/s" in line or "waiting" in line]
+
+
 def test_every_request_is_logged_on_both_sides(smoke):
     path = run_dir(smoke, "page_load_burst", "token_bucket")
     decisions = pd.read_parquet(path / "decisions.parquet")
@@ -171,10 +179,10 @@ def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+        ({"colour": "red"}, "colour: unknown field; valid: name, description, seed, policy, algorithms, params, stores"),
         ({"policy": {"limit": "lots", "window_s": 1}}, "policy.limit: Input should be a valid number"),
         ({"nodes": 2}, "more than one node needs a shared store"),
-        ({"scenarios": [{"name": "page_load_burst", "params": {"users": 0}}]}, "scenarios.0.params: users must be > 0"),
+        ({"scenarios": [{"name": "page_load_burst", "params": {"users": 0}}]}, "scenarios[page_load_burst].params: users must be > 0"),
         ({"algorithms": ["fixed_window", "nope"]}, "unknown algorithm 'nope'"),
         ({"scale": {"workers": 0}}, "scale.workers: Input should be greater than or equal to 1"),
     ],
