@@ -52,8 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.set_defaults(func=cmd_simulate)
 
     bench = sub.add_parser("bench", help="performance benchmarks")
-    bench.add_argument("what", choices=["core", "live"],
-                       help="core: decisions/s per algorithm vs the limits library; live: generator ceiling and burst spread")
+    bench.add_argument("what", choices=["core", "live", "hostile"],
+                       help="core: decisions/s per algorithm vs the limits library; live: generator ceiling and burst spread; "
+                            "hostile: a normal client's P99 alone and under big heads, slowloris and a key flood")
     bench.add_argument("--requests", type=int, default=200_000, help="decisions per measurement")
     bench.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
     bench.add_argument("--sim-requests", type=int, default=1_000_000)
@@ -134,6 +135,11 @@ def summary_table(rows: list[dict]) -> Table:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    if args.what == "hostile":
+        from .bench_hostile import run_hostile_bench
+
+        run_hostile_bench(Console())
+        return 0
     if args.what == "live":
         from .bench_live import run_live_bench
 

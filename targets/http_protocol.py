@@ -19,7 +19,7 @@ head (``h11_max_incomplete_event_size``) but has no head timeout either, answers
   (uvicorn writes its 400 at once and closes, so a pipelined request that had been decided and
   charged got no answer);
 - after an error the connection closes gracefully: the answer, then our FIN, then whatever the
-  client still sends is read and dropped for at most ``LINGER_S`` (closing with unread data
+  client still sends is read and dropped for at most ``LINGER_S`` and ``LINGER_BYTES`` (closing with unread data
   makes the kernel send a reset, which can destroy the answer before the client reads it);
 - nothing is logged per bad request (a client could otherwise write a log line per packet), and
   upgrade requests (WebSocket, CONNECT) are answered as plain HTTP, then the connection closes.
@@ -40,7 +40,9 @@ begins inside one slice is not known (httptools reports no offsets), so a head t
 the slice where the request before it ended is counted from the next slice on: it may exceed
 the bound by up to one slice. The first head of a connection is counted exactly."""
 LINGER_S = 2.0
-"""After an error answer, how long the client's further bytes are read and dropped."""
+LINGER_BYTES = 64 * 1024
+"""After an error answer, for how long and up to how many bytes the client's further bytes are
+read and dropped before the close."""
 
 _REASONS = {400: b"Bad Request", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
@@ -63,6 +65,7 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
         """The error answer owed once the requests before it are answered."""
         self._discard = False
         """Read nothing more (after an error, or an upgrade request)."""
+        self._dropped = 0
 
     @classmethod
     def bounded(cls, max_head_bytes: int, head_timeout_s: float) -> type[HardenedHttpToolsProtocol]:
@@ -81,6 +84,9 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
 
     def data_received(self, data: bytes) -> None:
         if self._discard or self.parser is None:
+            self._dropped += len(data)
+            if self._dropped > LINGER_BYTES and not self.transport.is_closing():
+                self.transport.close()  # lingering is a courtesy, not a sink for a flood
             return
         self._unset_keepalive_if_required()
         self._receive(data)

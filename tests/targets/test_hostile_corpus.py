@@ -9,7 +9,8 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 
 from hostile_corpus import corpus
-from raw_http import exchange, request
+
+from harness.raw_http import exchange, request
 
 ARGS = ["--trusted-proxies", "1", "--max-keys", "200", "--limit", "20", "--window", "1", "--cost", "reports=1",
         "--service-ms", "0", "--head-timeout", "2"]

@@ -9,7 +9,8 @@ import threading
 
 import httpx
 import pytest
-from raw_http import connect, exchange, read_answers, request
+
+from harness.raw_http import connect, exchange, read_answers, request
 
 LOGIN_CONFIG = """
 algorithm: fixed_window

@@ -1,4 +1,4 @@
-"""Raw-socket HTTP for the hostile-input tests: send exact bytes, read the answers as they come.
+"""Raw-socket HTTP for the hostile-input tests and benchmark: exact bytes out, answers as they come.
 
 A client library would refuse (or repair) most of what these tests send, so requests are bytes
 and answers are split by their Content-Length (every answer a target writes carries one).
