@@ -66,6 +66,8 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
         self._discard = False
         """Read nothing more (after an error, or an upgrade request)."""
         self._dropped = 0
+        self._lingering = False
+        """The error answer is written; what the client still sends is dropped until the close."""
 
     @classmethod
     def bounded(cls, max_head_bytes: int, head_timeout_s: float) -> type[HardenedHttpToolsProtocol]:
@@ -85,11 +87,18 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
     def data_received(self, data: bytes) -> None:
         if self._discard or self.parser is None:
             self._dropped += len(data)
-            if self._dropped > LINGER_BYTES and not self.transport.is_closing():
+            if self._lingering and self._dropped > LINGER_BYTES and not self.transport.is_closing():
                 self.transport.close()  # lingering is a courtesy, not a sink for a flood
             return
         self._unset_keepalive_if_required()
-        self._receive(data)
+        n = len(data)
+        if n <= SLICE_BYTES and (self._in_body or self._head_bytes + n <= self.max_head_bytes):
+            # the common case (a whole request, or a piece within the bound) costs no extra call
+            if not self._in_body:
+                self._head_bytes += n
+            self._feed(data)
+        else:
+            self._receive(data)
         if not self._in_body and not self._discard and (self._in_head or self._head_bytes) and self._head_timer is None:
             self._head_timer = self.loop.call_later(self.head_timeout_s, self._head_timed_out)
 
@@ -181,14 +190,15 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
             self._send_failure()
 
     def on_response_complete(self) -> None:
-        if self._failure is None or self.pipeline:
+        if self._failure is None:
             super().on_response_complete()
+            return
+        if self.pipeline:
+            super().on_response_complete()  # the next queued request is served
+            self.flow.pause_reading()  # which uvicorn undid: nothing more is read before the error answer
             return
         self.server_state.total_requests += 1
         self._send_failure()
-
-    def send_400_response(self, msg: str) -> None:
-        self._fail(400, msg.encode("ascii", "replace"))
 
     def _send_failure(self) -> None:
         assert self._failure is not None
@@ -202,6 +212,7 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
         transport.write(b"".join(head) + detail)
         if transport.can_write_eof():
             transport.write_eof()
+            self._lingering, self._dropped = True, 0
             self.flow.resume_reading()  # read and drop what the client still sends, then close
             self.loop.call_later(LINGER_S, transport.close)
         else:
