@@ -2,12 +2,13 @@
 
 One target (token bucket, 100 per 60 s, ``--max-keys 10000``, no downstream delay, a 3 s head
 timeout so slowloris connections are seen closed within the phase) and one normal client on a
-keep-alive connection, one request every 20 ms (64 API keys in turn, so it is never limited).
+keep-alive connection, one request every 10 ms (64 API keys in turn, so it is never limited).
 Phases, each measured by the normal client's latency (P50, P99, and P99 over the median P99 of
 the alone phases, which come before and after each attack, as the machine's noise moves):
 
 - alone;
-- big heads: 20 connections each sending a 10 MB head that never ends, over and over;
+- big heads: 20 connections each sending a 10 MB head that never ends, in 64 KiB pieces until
+  the target answers, over and over;
 - slowloris: 200 connections each sending a head one line a second;
 - key flood: new API keys at ``flood_rate`` per second (pipelined batches on 8 connections),
   while a bursty key sends 150 requests every 5 s. Its admissions are compared with what an
@@ -46,7 +47,7 @@ from .raw_http import Exchange, connect, request, split_answers
 LIMIT, WINDOW, MAX_KEYS = 100, 60, 10_000
 TARGET_ARGS = ["--algorithm", "token_bucket", "--limit", str(LIMIT), "--window", str(WINDOW), "--max-keys", str(MAX_KEYS),
                "--service-ms", "0", "--head-timeout", "3"]
-PROBE_EVERY_S = 0.02
+PROBE_EVERY_S = 0.01
 PROBE_KEYS = 64
 BURSTY_KEY, BURST, BURST_EVERY_S = "bursty", 150, 5.0
 GOAL_P99_RATIO, GOAL_OVER_ADMISSION = 2.0, 1.2
@@ -97,9 +98,9 @@ def big_heads(port: int, seconds: float, connections: int = 20, head_mb: int = 1
                 with connect(port, timeout_s=5) as sock:
                     sock.sendall(b"GET /api/items HTTP/1.1\r\nHost: t\r\nX-Big: ")
                     try:
-                        # stop writing once the target has answered: what is measured is the
+                        # a piece at a time, until the target answers: what is measured is the
                         # target's work, not this process copying megabytes into a dead socket
-                        while sent < head_mb << 20 and time.monotonic() < deadline and not select.select([sock], [], [], 0)[0]:
+                        while sent < head_mb << 20 and time.monotonic() < deadline and not select.select([sock], [], [], 0.005)[0]:
                             sock.sendall(chunk)
                             sent += len(chunk)
                     except OSError:
