@@ -53,6 +53,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"request line and headers larger than this get 431 and the close (default {MAX_HEAD_BYTES})")
     p.add_argument("--head-timeout", type=float, default=HEAD_TIMEOUT_S, metavar="SECONDS",
                    help=f"a request head not complete this long after its first byte gets 408 and the close (default {HEAD_TIMEOUT_S:g})")
+    p.add_argument("--keep-alive", type=float, default=KEEP_ALIVE_S, metavar="SECONDS",
+                   help=f"an idle connection (new, or after an answer) is closed after this long (default {KEEP_ALIVE_S})")
     p.add_argument("--admitted-headers", choices=["full", "draft", "none"],
                    help="quota headers on admitted responses: full (default), draft (RateLimit-Policy and RateLimit only) "
                         "or none; a 429 always carries all")
@@ -115,8 +117,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--port: must be 1..65535, got {args.port}")
         if args.max_head_bytes < 1024:
             raise ConfigError(f"--max-head-bytes: must be at least 1024, got {args.max_head_bytes}")
-        if not 0 < args.head_timeout < 3600:
-            raise ConfigError(f"--head-timeout: must be above 0 and below 3600 seconds, got {args.head_timeout:g}")
+        for flag, seconds in (("--head-timeout", args.head_timeout), ("--keep-alive", args.keep_alive)):
+            if not 0 < seconds <= 3600:
+                raise ConfigError(f"{flag}: must be above 0 and at most 3600 seconds, got {seconds:g}")
         config = load(args.config, overrides(args))
         probe(config.store)
         sock = bind(args.port)
@@ -140,7 +143,7 @@ def main(argv: list[str] | None = None) -> int:
     server = FrozenAfterStartup(uvicorn.Config(
         create_app(config), loop="uvloop", http=HardenedHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout),
         ws="none", proxy_headers=False, access_log=False, log_level="warning",
-        lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S,
+        lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=args.keep_alive,
     ))
     try:
         server.run(sockets=[sock])

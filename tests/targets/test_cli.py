@@ -27,6 +27,9 @@ def listening(port: int) -> bool:
     (["--schedule", "0:healthy,soon:degraded"], "downstream.schedule"),
     (["--param", "capacity=-1"], "params"),
     (["--config", "/nonexistent/target.yaml"], "--config"),
+    (["--max-head-bytes", "100"], "--max-head-bytes"),
+    (["--head-timeout", "0"], "--head-timeout"),
+    (["--keep-alive", "-1"], "--keep-alive"),
 ])
 def test_bad_config_exits_2_naming_the_field_without_a_port(args, field):
     port = free_port()

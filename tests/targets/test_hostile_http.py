@@ -33,7 +33,7 @@ def targets(module_start, tmp_path_factory):
         "proxied": [*FIXED, "--limit", "3", "--trusted-proxies", "1"],
         "login": ["--config", str(config), "--service-ms", "0"],
         "pipelined": [*FIXED, "--limit", "2"],
-        "bounded": [*FIXED, "--limit", "1000", "--max-head-bytes", "2048", "--head-timeout", "0.5"],
+        "bounded": [*FIXED, "--limit", "1000", "--max-head-bytes", "2048", "--head-timeout", "0.5", "--keep-alive", "1"],
     })
 
 
@@ -159,6 +159,15 @@ def test_a_connection_sending_only_line_breaks_is_closed_after_the_head_timeout(
         sock.sendall(b"\r\n\r\n")
         answer = read_answers(sock, 2)
     assert answer.statuses == [408] and answer.closed
+
+
+def test_a_connection_that_never_sends_is_closed_after_the_keep_alive_timeout(targets):
+    """uvicorn armed its keep-alive timer only after a first answer: a connection that sent
+    nothing was held for good. Now it is closed like an idle keep-alive one (1 s here; the 5 s
+    socket timeout only bounds the wait)."""
+    with connect(targets["bounded"].port, timeout_s=5) as sock:
+        idle = read_answers(sock, 1)
+    assert idle.closed and not idle.timed_out and idle.statuses == []
 
 
 def test_pipelined_requests_before_garbage_each_get_their_answer(targets):
