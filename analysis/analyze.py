@@ -15,13 +15,14 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE
+
 from . import client as client_metrics
 from . import latency, metrics, retries
 from .cpu import cpu_ms_per_1k, generator_bound
 from .ideal import ideal_sliding_log
 from .loader import LeftOut, Results, Run, RunDataError
 from .pool import worker_pool
-from .schema import ALGORITHM_NAMES, DECISIONS_FILE
 
 ENVELOPE_POINTS = 16
 BOUNDARY_SCENARIO = "boundary_burst"

@@ -19,9 +19,10 @@ import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
+from contract.atomic import atomic_write
+from contract.schema import ALGORITHM_NAMES, CHARTS_DIR
+
 from .analyze import BOUNDARY_SCENARIO, LATENCY_SCENARIO, RETRY_STORM_PREFIX, RunAnalysis
-from .atomic import atomic_write
-from .schema import ALGORITHM_NAMES, CHARTS_DIR
 from .theory import envelope_bound, over_admission_bound
 
 _TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .schema import STATUS_TOO_MANY
+from contract.schema import STATUS_TOO_MANY
 
 RETRY_AFTER_SLACK_S = 0.001
 """A retry sent this much before Retry-After elapsed still counts as made at Retry-After

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from .schema import ROLE_GENERATOR, ROLE_TARGET
+from contract.schema import ROLE_GENERATOR, ROLE_TARGET
 
 GENERATOR_BOUND_PERCENT = 90.0
 """A generator process busy this much of one core on average could not have sent any faster."""

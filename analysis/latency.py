@@ -13,8 +13,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from .runinfo import Phase
-from .schema import STATUS_TOO_MANY
+from contract.run_info import Phase
+from contract.schema import STATUS_TOO_MANY
 
 PERCENTILES = {"p50": 50.0, "p90": 90.0, "p99": 99.0, "p999": 99.9}
 BASES = {"intended": "intended_t", "sent": "sent_t"}

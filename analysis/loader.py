@@ -18,8 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from .runinfo import Policy, RunFileError, RunInfo, read_run_json
-from .schema import (
+from contract.run_info import Policy, RunFileError, RunInfo, read_run_json
+from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
     CLIENT_SCHEMA,

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
-from .schema import ABUSIVE, LEGIT
+from contract.schema import ABUSIVE, LEGIT
 
 
 def max_window_cost(t: np.ndarray, cost: np.ndarray, window: float) -> float:

@@ -12,14 +12,15 @@ from typing import Any
 
 import yaml
 
+from contract.atomic import write_text
+from contract.schema import CHARTS_DIR, REPORT_HTML, REPORT_MD
+from contract.summary import write_summary
+
 from . import tables
 from .analyze import FolderAnalysis, analyze
-from .atomic import write_text
 from .charts import Chart, draw_all
 from .loader import load_results
 from .pool import worker_pool
-from .schema import CHARTS_DIR, REPORT_HTML, REPORT_MD
-from .summary import write_summary
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .runinfo import Policy
+from contract.run_info import Policy
 
 BUCKETS = ("token_bucket", "leaky_bucket", "gcra")
 

@@ -33,7 +33,7 @@ import yaml
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.schema import CLIENT_FILE, CLIENT_SCHEMA, CPU_FILE, DECISION_SCHEMA, DECISIONS_FILE, RUN_FILE  # noqa: E402
+from contract.schema import CLIENT_FILE, CLIENT_SCHEMA, CPU_FILE, DECISION_SCHEMA, DECISIONS_FILE, RUN_FILE  # noqa: E402
 
 LIMIT, WINDOW = 100.0, 60.0
 T0 = 1_700_000_000.0

@@ -31,7 +31,7 @@ from gevent.pool import Group
 from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 
-from analysis.schema import CLIENT_SCHEMA
+from contract.schema import CLIENT_SCHEMA
 from scenarios.base import Request
 from scenarios.live_plan import ROUTES, LivePlan, Shot, groups, outcome, request_headers, worker_share
 

@@ -23,7 +23,7 @@ from .decision_log import DecisionLog
 from .downstream import Downstream
 from .idempotency import IdempotencyMiddleware
 from .keys import KeyPolicy
-from .limits import Layer, build_layers, remote_stores
+from .layers import Layer, build_layers, remote_stores
 from .metrics import Metrics
 from .middleware import RateLimitMiddleware
 

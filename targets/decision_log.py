@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis.schema import DECISION_SCHEMA
+from contract.schema import DECISION_SCHEMA
 
 Row = tuple
 

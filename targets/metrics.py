@@ -12,7 +12,7 @@ from __future__ import annotations
 from prometheus_client import CollectorRegistry, Counter, Gauge, generate_latest
 
 from .downstream import Downstream
-from .limits import Layer, remote_stores
+from .layers import Layer, remote_stores
 
 REDIS_GAUGES = {
     "redis_errors": "Redis calls that failed or timed out",

@@ -24,7 +24,7 @@ from .config import AdmittedHeaders
 from .decision_log import DecisionLog
 from .headers import Header, limit_headers, quota_headers, rejection
 from .keys import KeyPolicy, token
-from .limits import RoutePlan, Verdict, check, check_remote, complete, complete_remote
+from .layers import RoutePlan, Verdict, check, check_remote, complete, complete_remote
 from .metrics import Metrics
 
 Scope = MutableMapping[str, Any]

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sim_runner import execute, make_plan
+from harness.sim.runner import execute, make_plan
 from targets.algorithms import Policy
 
 from .synth import make_live_folder

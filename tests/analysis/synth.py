@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from analysis.schema import CLIENT_FILE, CLIENT_SCHEMA, CPU_FILE, DECISION_SCHEMA, DECISIONS_FILE, RUN_FILE, RUNS_DIR
+from contract.schema import CLIENT_FILE, CLIENT_SCHEMA, CPU_FILE, DECISION_SCHEMA, DECISIONS_FILE, RUN_FILE, RUNS_DIR
 
 T0 = 1_700_000_000.0
 LIMIT, WINDOW = 20.0, 1.0

@@ -10,8 +10,8 @@ import pytest
 
 from analysis.loader import ResultsError, load_results
 from analysis.report import build_report
-from analysis.schema import DECISIONS_FILE, REPORT_HTML, RUN_FILE
-from harness.cli import main
+from contract.schema import DECISIONS_FILE, REPORT_HTML, RUN_FILE
+from harness.cli.main import main
 
 
 def test_not_a_results_folder(tmp_path: Path, capsys) -> None:

@@ -8,8 +8,8 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from analysis.compare import compare
-from analysis.schema import CLIENT_FILE, DECISIONS_FILE
-from harness.cli import main
+from contract.schema import CLIENT_FILE, DECISIONS_FILE
+from harness.cli.main import main
 
 
 def _slow_down(run: Path, factor: float) -> None:

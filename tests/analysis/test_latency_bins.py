@@ -13,7 +13,7 @@ from analysis.analyze import analyze
 from analysis.latency import time_bin
 from analysis.loader import load_results
 from analysis.report import build_report
-from analysis.schema import CHARTS_DIR, SUMMARY_JSON
+from contract.schema import CHARTS_DIR, SUMMARY_JSON
 
 from .synth import T0, client_table, decisions_table, write_run
 

@@ -11,7 +11,7 @@ from analysis.client import goodput, header_truthfulness
 from analysis.cpu import cpu_ms_per_1k, generator_bound
 from analysis.ideal import ideal_sliding_log
 from analysis.latency import admitted_latency, latency_percentiles, nearest_rank, time_to_recover
-from analysis.runinfo import Phase
+from contract.run_info import Phase
 
 # L = 4 per W = 1 s, one key, cost 1. Admitted: 0.1 0.2 0.3 0.4 | 1.0 1.05 1.1 1.2.
 # Windows [s, s+1): from 0.1 -> {0.1..0.4, 1.0, 1.05} = 6; from 0.2 -> 6; from 0.3 -> 6; 0.4 -> 5.

@@ -17,8 +17,8 @@ import pytest
 from analysis.charts import SPECS
 from analysis.ideal import ideal_sliding_log
 from analysis.report import build_report
-from analysis.schema import CHARTS_DIR, REPORT_HTML, REPORT_MD, SUMMARY_CSV, SUMMARY_JSON
-from harness.cli import main
+from contract.schema import CHARTS_DIR, REPORT_HTML, REPORT_MD, SUMMARY_CSV, SUMMARY_JSON
+from harness.cli.main import main
 
 LIVE_ONLY = {"latency_over_time", "latency_cdf", "retry_storm"}
 CHROMIUM_INSTALL = "apt-get update && apt-get install -y chromium"

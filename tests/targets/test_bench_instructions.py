@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from targets.bench_instructions import serve
+from benchmarks.targets_instructions import serve
 
 
 def test_serves_exactly_the_requests_asked_for(start):

@@ -10,7 +10,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from hostile_corpus import corpus
 
-from harness.raw_http import exchange, request
+from benchmarks.raw_http import exchange, request
 
 ARGS = ["--trusted-proxies", "1", "--max-keys", "200", "--limit", "20", "--window", "1", "--cost", "reports=1",
         "--service-ms", "0", "--head-timeout", "2"]

@@ -10,7 +10,7 @@ import threading
 import httpx
 import pytest
 
-from harness.raw_http import connect, exchange, read_answers, request
+from benchmarks.raw_http import connect, exchange, read_answers, request
 
 LOGIN_CONFIG = """
 algorithm: fixed_window

@@ -13,7 +13,7 @@ import httpx
 import pyarrow.parquet as pq
 import pytest
 
-from analysis.schema import DECISION_SCHEMA
+from contract.schema import DECISION_SCHEMA
 
 DETERMINISTIC = ["fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring",
                  "token_bucket", "leaky_bucket", "gcra"]

@@ -9,7 +9,7 @@ import asyncio
 from targets.config import load
 from targets.downstream import Downstream
 from targets.keys import KeyPolicy
-from targets.limits import build_layers
+from targets.layers import build_layers
 from targets.metrics import Metrics
 from targets.middleware import RateLimitMiddleware
 

@@ -8,7 +8,7 @@ by default. See docs/redis.md for the key layout, the modes and the failure beha
 - failover.py: ``FailoverStore`` (fail-open / fail-closed, outage counters and log lines);
 - connect.py: clients from a REDIS_URL and the start-up check; errors.py: ``RedisConfigError``;
 - factory.py: ``RedisSettings`` and ``open_store``, the one call a target needs;
-- bench.py: ``python -m targets.stores.redis.bench``.
+- bench.py: ``python -m benchmarks.redis_store``.
 """
 
 from .errors import RedisConfigError

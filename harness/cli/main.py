@@ -1,0 +1,168 @@
+"""The one CLI: ``run_bench.py list | simulate | bench``.
+
+Bad input gets one line naming the problem (and the valid choices), exit code 2, nothing written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from contract.folder import summary_json, utc_stamp, write_text
+from harness.campaign.config_file import ConfigError, check_out, load_sim_campaign
+from harness.sim.runner import execute, make_plan, plan_from_campaign
+from scenarios import SCENARIOS, ScenarioError
+from scenarios.trace_file import TraceFile
+from targets.algorithms import ALGORITHMS, Policy, PolicyError
+from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
+from targets.stores import STORES
+from targets.stores.redis import RedisConfigError
+
+from . import analyze as analysis_cmd
+from . import run as run_cmd
+from . import validate
+
+BAD_INPUT = (PolicyError, ScenarioError, ConfigError, RedisConfigError)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="run_bench.py", description="ratelimit-bench: measure rate limiters.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
+
+    sub.add_parser("list", help="algorithms, scenarios and stores").set_defaults(func=cmd_list)
+
+    sim = sub.add_parser("simulate", help="replay scenarios through algorithms in virtual time")
+    sim.add_argument("--campaign", type=Path, help="a simulation campaign YAML (e.g. campaigns/simulate.yaml)")
+    sim.add_argument("--scenario", action="append", default=[], metavar="NAME")
+    sim.add_argument("--trace", action="append", default=[], metavar="FILE",
+                     help="CSV or Parquet with columns t, key[, cost, client_class, route]")
+    sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
+    sim.add_argument("--limit", type=float, default=100.0, help="L: cost units per window (default 100)")
+    sim.add_argument("--window", type=float, default=60.0, help="W: window in seconds (default 60)")
+    sim.add_argument("--burst", type=float, default=None, help="explicit burst allowance (default L)")
+    sim.add_argument("--param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                     help="algorithm parameter; ALGORITHM.KEY=VALUE for one algorithm only")
+    sim.add_argument("--scenario-param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                     help="scenario parameter; SCENARIO.KEY=VALUE for one scenario only")
+    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--json", metavar="PATH|-", help="write the summary as JSON ('-' for stdout)")
+    sim.add_argument("--out", type=Path, help="write the results folder here")
+    sim.set_defaults(func=cmd_simulate)
+
+    bench = sub.add_parser("bench", help="performance benchmarks")
+    bench.add_argument("what", choices=["core", "live", "hostile"],
+                       help="core: decisions/s per algorithm vs the limits library; live: generator ceiling and burst spread; "
+                            "hostile: a normal client's P99 alone and under big heads, slowloris and a key flood")
+    bench.add_argument("--requests", type=int, default=200_000, help="decisions per measurement")
+    bench.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
+    bench.add_argument("--sim-requests", type=int, default=1_000_000)
+    bench.set_defaults(func=cmd_bench)
+
+    # Further commands register themselves here, one line each: module.register(sub)
+    analysis_cmd.register(sub)
+    run_cmd.register(sub)
+    validate.register(sub)
+    return parser
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    console = Console()
+    for title, items in (
+        ("algorithms", {n: a.summary for n, a in ALGORITHMS.items()}),
+        ("scenarios", {**{n: s.summary for n, s in SCENARIOS.items()}, "--trace FILE": TraceFile.summary}),
+        ("stores", STORES),
+    ):
+        table = Table(title=title, title_justify="left", show_header=False, box=None)
+        for name, text in items.items():
+            table.add_row(f"[bold]{name}[/bold]", text)
+        console.print(table)
+        console.print()
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.campaign is not None:
+        if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param:
+            raise ConfigError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param")
+        campaign = load_sim_campaign(args.campaign)
+        if args.seed is not None:
+            campaign.seed = args.seed
+        plan = plan_from_campaign(campaign)
+        out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
+    else:
+        plan = make_plan(
+            name="simulate", policy=Policy(args.limit, args.window, args.burst), algorithms=args.algorithm,
+            scenarios=args.scenario, traces=args.trace, algorithm_params=args.param,
+            scenario_params=args.scenario_param, seed=1 if args.seed is None else args.seed,
+        )
+        out = args.out
+    check_out(out)
+    to_stdout = args.json == "-"
+    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
+
+    def progress(i: int, n: int, row: dict) -> None:
+        console.print(f"[dim]run {i}/{n}[/dim] {row['scenario']} x {row['algorithm']}: "
+                      f"{row['requests']:,} requests in {row['wall_s']:.2f} s", highlight=False)
+
+    rows = execute(plan, out, progress)
+    if to_stdout:
+        sys.stdout.write(summary_json(rows))
+    else:
+        if args.json:
+            write_text(Path(args.json), summary_json(rows))
+        console.print(summary_table(rows))
+        if out is not None:
+            console.print(f"results: {out}")
+    return 0
+
+
+def summary_table(rows: list[dict]) -> Table:
+    table = Table(title="simulation summary (virtual time, memory store)")
+    for col in ("scenario", "algorithm", "requests", "admitted", "rejected", "legit rejected",
+                "over-admission", "false admits", "false rejects"):
+        table.add_column(col, justify="left" if col in ("scenario", "algorithm") else "right")
+    for r in rows:
+        over = f"{r['over_admission']:.2f}x"
+        if r["over_admission"] > 1.0 + 1e-9:
+            over = f"[red]{over}[/red]"
+        table.add_row(
+            r["scenario"], r["algorithm"], f"{r['requests']:,}", f"{r['admitted']:,}", f"{r['rejected']:,}",
+            f"{r['rejected_legit']:,}/{r['legit_requests']:,}", over, f"{r['false_admits']:,}", f"{r['false_rejects']:,}",
+        )
+    return table
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    if args.what == "hostile":
+        from benchmarks.hostile import run_hostile_bench
+
+        run_hostile_bench(Console())
+        return 0
+    if args.what == "live":
+        from benchmarks.live import run_live_bench
+
+        run_live_bench(Console())
+        return 0
+    from benchmarks.core import run_core_bench
+
+    run_core_bench(args.requests, args.repeat, args.sim_requests, Console())
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as exc:  # argparse: --help (0) or a usage error already printed (2)
+        return int(exc.code or 0)
+    try:
+        return args.func(args)
+    except BAD_INPUT as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130

@@ -1,0 +1,119 @@
+"""What a live run measures beyond the raw logs, for run.json: how well the plan was kept
+(send lag, burst spread, the CPU samples of the measured window) and, for multi-node and
+store-failure runs, what the fleet enforced.
+
+- ``fleet``: the limit the fleet really enforced on the key under test (the skewed client of
+  ``multi_node``, else the busiest key): its max admitted cost in any window W, against the
+  advertised L; before and after a node joins (autoscale), and the decisions per node.
+- ``store_failure``: requests and admissions while the store was down against the fallback
+  limit, decisions by source, answers that were not a decision (errors, no answer), and the time
+  from the restart to the first shared decision again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import pyarrow.parquet as pq
+
+from analysis.metrics import max_window_cost
+from contract.schema import DECISIONS_FILE
+from scenarios.live_plan import LivePlan, groups, worker_share
+from scenarios.multi_node import SKEWED
+
+ANSWERS = (200, 201, 429)
+"""A status that is a decision; anything else (5xx, 0 = no answer) is an error shown to a client."""
+
+
+def _worst(admitted: pd.DataFrame, window_s: float) -> float:
+    """Max admitted cost in any window over the keys of ``admitted`` (sorted by t)."""
+    if admitted.empty:
+        return 0.0
+    return max(max_window_cost(g["t"].to_numpy(), g["cost"].to_numpy(), window_s) for _, g in admitted.groupby("key"))
+
+
+def fleet_measures(decisions: pd.DataFrame, limit: float, window_s: float, joins_at: list[float],
+                   routing: str) -> dict[str, Any]:
+    """``joins_at``: epoch seconds each node starts taking traffic."""
+    df = decisions.sort_values("t", kind="stable")
+    key = SKEWED if (df["key"] == SKEWED).any() else (df.groupby("key")["cost"].sum().idxmax() if len(df) else None)
+    admitted = df[df["allowed"] & (df["key"] == key)]
+    enforced = _worst(admitted, window_s)
+    out: dict[str, Any] = {
+        "nodes": len(joins_at), "routing": routing, "key": key, "advertised_limit": limit,
+        "enforced_limit": enforced, "enforced_ratio": round(enforced / limit, 4),
+        "decisions_by_node": {str(k): int(v) for k, v in df.groupby("node").size().items()},
+    }
+    join = max(joins_at, default=0.0)
+    if join > min(joins_at, default=0.0):
+        before, after = admitted[admitted["t"] < join], admitted[admitted["t"] >= join]
+        out["autoscale"] = {"join_t": join, "enforced_before": _worst(before, window_s),
+                            "enforced_after": _worst(after, window_s)}
+    return out
+
+
+def store_failure_measures(decisions: pd.DataFrame, client: pd.DataFrame, start_t: float, end_t: float,
+                           fallback_limit: float, window_s: float) -> dict[str, Any]:
+    """``fallback_limit``: the local limit per node while Redis is down."""
+    df = decisions.sort_values("t", kind="stable")
+    down = df[(df["t"] >= start_t) & (df["t"] < end_t)]
+    after = df[(df["t"] >= end_t) & (df["source"] == "redis")]
+    fallback = down[down["allowed"] & (down["source"] == "fallback")]
+    per_node = [_worst(g, window_s) for _, g in fallback.groupby("node")]
+    status = client["status"].to_numpy()
+    return {
+        "outage": {"start_t": start_t, "end_t": end_t, "duration_s": round(end_t - start_t, 3)},
+        "requests_during_outage": len(down),
+        "admitted_during_outage": int(down["allowed"].sum()),
+        "fallback_limit_per_node": fallback_limit,
+        "fallback_max_window_per_node": max(per_node, default=0.0),
+        "sources_during_outage": {str(k): int(v) for k, v in down.groupby("source").size().items()},
+        "client_errors": int((~np.isin(status, ANSWERS)).sum()),
+        "unanswered": int((status == 0).sum()),
+        "recovery_s": round(float(after["t"].iloc[0]) - end_t, 3) if len(after) else None,
+    }
+
+
+def measured_window(rows: list[tuple], info: dict[str, Any], interval_s: float) -> list[tuple]:
+    """The samples of the measured window (plan start to end, one sample either side): start-up
+    (imports, warm-up) is not what a run measures. A run that failed early keeps everything."""
+    if "start_at" not in info or "end_at" not in info:
+        return rows
+    first, last = info["start_at"] - interval_s, info["end_at"] + interval_s
+    return [r for r in rows if first <= r[0] <= last]
+
+
+def pct_ms(values: np.ndarray, q: float) -> float | None:
+    values = values[np.isfinite(values)]
+    return round(float(np.percentile(values, q)) * 1000.0, 3) if len(values) else None
+
+
+def burst_spread(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
+    """For every planned group of 10+ simultaneous requests, first to last in ms: when they
+    reached the target (``burst_spread_ms``: how tightly the burst landed) and when the target
+    decided them (``burst_decision_spread_ms``: one target process decides them one after the
+    other, so this adds its per-request work). Read against the send lag of the client log."""
+    shots = worker_share(plan.arrivals(), 0, 1)
+    big = [g for g in groups(shots, plan.burst_gap_s) if len(g) >= 10]
+    if not big:
+        return {}
+    decisions = pq.read_table(run_dir / DECISIONS_FILE, columns=["t", "arrived_t", "request_id"]).to_pandas()
+    first = decisions.groupby("request_id")[["t", "arrived_t"]].min()
+    spreads: dict[str, list[float]] = {"arrived_t": [], "t": []}
+    for g in big:
+        rows = first.reindex([s.headers["x-request-id"] for s in g])
+        for column, values in spreads.items():
+            ts = rows[column].dropna()
+            if len(ts) > 1:
+                values.append((ts.max() - ts.min()) * 1000.0)
+    if not spreads["t"]:
+        return {}
+
+    def summary(values: list[float]) -> dict[str, float] | None:
+        return {"median": round(float(np.median(values)), 3), "max": round(float(np.max(values)), 3)} if values else None
+
+    return {"burst_groups": len(spreads["t"]), "burst_size": max(len(g) for g in big),
+            "burst_spread_ms": summary(spreads["arrived_t"]), "burst_decision_spread_ms": summary(spreads["t"])}

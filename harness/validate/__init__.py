@@ -1,0 +1,1 @@
+"""validate: a policy file checked by simulation (and optionally live)."""

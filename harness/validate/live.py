@@ -1,0 +1,156 @@
+"""`validate --live`: replay the policy's traffic over HTTP with the campaign runner (LiveRunner:
+real target, Locust, CPU sampling) and measure each run with the analysis code.
+
+The results folder is a temp dir unless ``--out`` keeps it (then the report is built there too).
+SIGINT/SIGTERM raise ``Interrupted`` inside the runner, which stops its children; the temp dir
+goes with the ``with`` block.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import yaml
+
+from analysis.analyze import analyze
+from analysis.latency import admitted_latency, nearest_rank
+from analysis.loader import load_results
+from analysis.report import build_report
+from contract.folder import utc_stamp, write_text
+from contract.machine import machine_facts
+from contract.schema import CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
+from harness.campaign.policy_file import PolicyFile
+from harness.live.runner import LiveRunner, signals_interrupt
+
+from .probes import LivePlan, Probe, plan_live
+
+Say = Callable[[str], None]
+COUNTERS_EVERY_S = 2.0
+
+
+@dataclass
+class ProbeResult:
+    probe: Probe
+    info: dict[str, Any]
+    """The run's run.json."""
+    values: dict[str, float | None] = field(default_factory=dict)
+    """Live metric name -> measured value (validate_thresholds.LIVE_METRICS)."""
+    facts: dict[str, Any] = field(default_factory=dict)
+    """Counts the messages quote."""
+
+    @property
+    def error(self) -> str | None:
+        if self.info.get("status") == RUN_OK:
+            return None
+        lines = str(self.info.get("error") or self.info.get("status") or "no result").strip().splitlines()
+        return lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
+
+
+@dataclass(frozen=True)
+class LiveOutcome:
+    plan: LivePlan
+    results: list[ProbeResult]
+    folder: Path | None
+    """Kept results folder (``--out``), else None."""
+
+
+@contextmanager
+def _folder(out: Path | None, name: str) -> Iterator[Path]:
+    if out is not None:
+        yield out
+        return
+    with tempfile.TemporaryDirectory(prefix="validate-live-") as tmp:
+        yield Path(tmp) / name
+
+
+def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
+    """Every live run of the policy, measured; raises live_runner.Interrupted on SIGINT/SIGTERM."""
+    plan = plan_live(policy)
+    if plan.campaign is None:
+        return LiveOutcome(plan, [], None)
+    with _folder(out, policy.name) as root:
+        root.mkdir(parents=True, exist_ok=True)
+        config = {"validate": policy.model_dump(mode="json"), **plan.campaign.model_dump(mode="json"),
+                  "machine": machine_facts(), "created": utc_stamp()}
+        write_text(root / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+        infos = _execute(plan, root, say)
+        say("live: analysing" + (" and writing the report" if out is not None else ""))
+        rows = {r["run"]: r for r in (build_report(root) if out is not None else analyze(load_results(root))).rows}
+        results = [_measure(root, probe, info, rows.get(probe.run.name)) for probe, info in zip(plan.probes, infos)]
+    return LiveOutcome(plan, results, out)
+
+
+def _execute(plan: LivePlan, root: Path, say: Say) -> list[dict[str, Any]]:
+    assert plan.campaign is not None
+    ticker = _Ticker(say)
+    runner = LiveRunner(plan.campaign, root, workers=1, progress=ticker)
+    infos = []
+    say(f"live: {plan.setup}")
+    try:
+        with signals_interrupt():
+            for i, probe in enumerate(plan.probes, 1):
+                say(f"live {i}/{len(plan.probes)} {probe.summary}")
+                ticker.start()
+                info = runner.execute(probe.run)
+                status = info["status"] if info["status"] != RUN_OK else f"{info.get('sent', 0)} requests"
+                say(f"  done in {time.monotonic() - ticker.t0:.0f} s: {status}")
+                infos.append(info)
+    finally:
+        runner.close()  # our own redis-server, if a run started one
+    return infos
+
+
+class _Ticker:
+    """A progress line every few seconds from the target's counters while a run is on."""
+
+    def __init__(self, say: Say) -> None:
+        self.say, self.t0, self.last = say, time.monotonic(), 0.0
+
+    def start(self) -> None:
+        self.t0 = self.last = time.monotonic()
+
+    def __call__(self, counters: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if now - self.last < COUNTERS_EVERY_S:
+            return
+        self.last = now
+        limits = counters.get("limits", {}).values()
+        decided, rejected = sum(v["decisions"] for v in limits), sum(v["rejections"] for v in limits)
+        self.say(f"  {now - self.t0:4.0f} s  {decided} decisions, {rejected} rejected")
+
+
+def _measure(root: Path, probe: Probe, info: dict[str, Any], row: dict[str, Any] | None) -> ProbeResult:
+    result = ProbeResult(probe, info)
+    if result.error is not None or row is None:
+        if result.error is None:
+            result.info = {**info, "status": "left out", "error": "the analysis left the run out (see the report)"}
+        return result
+    result.facts["generator_bound"] = bool(row.get("generator_bound"))
+    if probe.kind == "burst":
+        result.values["live_over_admission"] = row["over_admission"]
+        return result
+    run_dir = root / "runs" / probe.run.name
+    decisions = pd.read_parquet(run_dir / DECISIONS_FILE, columns=["request_id", "client_class", "allowed",
+                                                                   "limit_name"])
+    client = pd.read_parquet(run_dir / CLIENT_FILE)
+    legit_ids = decisions.loc[decisions["client_class"] == LEGIT, "request_id"].unique()
+    legit = client[client["request_id"].isin(legit_ids) & (client["status"] != 0)]
+    rejected = int((legit["status"] == STATUS_TOO_MANY).sum())
+    by_limit = decisions[(decisions["client_class"] == LEGIT) & ~decisions["allowed"]]["limit_name"].value_counts()
+    result.facts.update(legit=len(legit), rejected=rejected, rejected_by=by_limit.to_dict(), requests=len(client))
+    rate = rejected / len(legit) if len(legit) else None
+    if probe.kind == "nat":
+        result.values["live_nat_legit_rejection_rate"] = rate
+        return result
+    latency = admitted_latency(legit)
+    result.facts["admitted"] = len(latency)
+    result.values.update(live_legit_rejection_rate=rate, live_p99_ms=nearest_rank(latency["intended"].to_numpy(), 99),
+                         live_cpu_ms_per_1k=row.get("cpu_target_ms_per_1k"))
+    return result

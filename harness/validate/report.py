@@ -1,0 +1,67 @@
+"""The three shapes of a `validate` verdict: a rich table for people, JSON for scripts, JUnit XML
+for CI systems (one testcase per check, so a CI page lists each lint and check by name)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from dataclasses import asdict
+
+from rich.table import Table
+
+from .checks import Verdict
+from .live import LiveOutcome
+
+
+def verdict_table(policy_name: str, verdicts: list[Verdict]) -> Table:
+    failed = sum(not v.passed for v in verdicts)
+    status = "[green]PASS[/green]" if not failed else f"[red]FAIL[/red] ({failed} of {len(verdicts)} checks)"
+    table = Table(title=f"validate {policy_name}: {status}", title_justify="left")
+    for col in ("check", "measured", "threshold", "result"):
+        table.add_column(col, justify="right" if col == "measured" else "left")
+    for v in verdicts:
+        table.add_row(v.name, v.display, v.threshold, "[green]pass[/green]" if v.passed else "[red]FAIL[/red]")
+    return table
+
+
+def suggestions(verdicts: list[Verdict]) -> list[str]:
+    """One paragraph per failure: what is wrong and the measured fix."""
+    out = []
+    for v in verdicts:
+        if not v.passed:
+            text = f"{v.name}: {v.message}"
+            if v.suggestion:
+                text += f"\n  -> {v.suggestion}"
+            out.append(text)
+    return out
+
+
+def to_json(policy_name: str, source: str, verdicts: list[Verdict], live: LiveOutcome | None = None) -> str:
+    doc: dict = {
+        "policy": policy_name,
+        "file": source,
+        "passed": all(v.passed for v in verdicts),
+        "failures": sum(not v.passed for v in verdicts),
+        "checks": [asdict(v) for v in verdicts],
+    }
+    if live is not None:
+        doc["live"] = {"results": None if live.folder is None else str(live.folder), "notes": live.plan.notes}
+    return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
+
+
+def to_junit(policy_name: str, verdicts: list[Verdict], seconds: float) -> str:
+    failures = sum(not v.passed for v in verdicts)
+    suites = ET.Element("testsuites", name="ratelimit-bench validate", tests=str(len(verdicts)),
+                        failures=str(failures), time=f"{seconds:.3f}")
+    suite = ET.SubElement(suites, "testsuite", name=f"validate {policy_name}", tests=str(len(verdicts)),
+                          failures=str(failures), errors="0", skipped="0", time=f"{seconds:.3f}")
+    for v in verdicts:
+        case = ET.SubElement(suite, "testcase", classname=f"validate.{policy_name}.{v.kind}", name=v.name)
+        if v.passed:
+            ET.SubElement(case, "system-out").text = f"{v.display} ({v.threshold}): {v.message}"
+        else:
+            failure = ET.SubElement(case, "failure", message=f"{v.display} vs {v.threshold}: {v.message}",
+                                    type=v.kind)
+            failure.text = v.suggestion or v.message
+    ET.indent(suites)
+    return ET.tostring(suites, encoding="unicode", xml_declaration=True) + "\n"

@@ -1,0 +1,174 @@
+"""`run_bench.py run`: the smoke campaign end to end against real targets and Locust, the
+physics it must show, interruption, and bad campaign files."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+from analysis.metrics import over_admission
+from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
+from harness.campaign.live import load_campaign
+from harness.cli.main import main
+from harness.live.runner import LiveRunner, plan_runs
+
+ROOT = Path(__file__).resolve().parents[3]
+SMOKE = ROOT / "campaigns" / "smoke.yaml"
+
+
+@pytest.fixture(scope="module")
+def smoke(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("smoke") / "res"
+    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(SMOKE), "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=240)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return out
+
+
+def run_dir(root: Path, scenario: str, algorithm: str) -> Path:
+    return root / "runs" / f"{scenario}__{algorithm}__memory"
+
+
+def test_smoke_writes_the_whole_results_layout(smoke):
+    assert (smoke / "campaign.yaml").is_file()
+    rows = json.loads((smoke / "summary.json").read_text())["runs"]
+    assert len(rows) == 5 == len(list((smoke / "runs").iterdir()))
+    assert (smoke / "summary.csv").read_text().count("\n") == 6
+    for path in (smoke / "runs").iterdir():
+        info = json.loads((path / "run.json").read_text())
+        assert info["status"] == "ok", info.get("error")
+        assert pd.read_parquet(path / "decisions.parquet").columns.tolist() == DECISION_SCHEMA.names
+        client = pd.read_parquet(path / "client.parquet")
+        assert client.columns.tolist() == CLIENT_SCHEMA.names
+        assert len(client) == info["planned_requests"] == info["sent"]
+        assert (path / "cpu.csv").read_text().startswith("t,process,role,cpu_percent,rss_bytes")
+        assert (path / "locust" / "stats_stats.csv").is_file()
+        assert (path / "target.yaml").is_file() and (path / "plan.json").is_file()
+    assert (smoke / "report.html").is_file() and (smoke / "report.md").is_file()
+    assert list((smoke / "charts").glob("*.png"))
+    assert not list(smoke.rglob("*.tmp"))
+
+
+def test_every_request_is_logged_on_both_sides(smoke):
+    path = run_dir(smoke, "page_load_burst", "token_bucket")
+    decisions = pd.read_parquet(path / "decisions.parquet")
+    client = pd.read_parquet(path / "client.parquet")
+    assert set(client["request_id"]) == set(decisions["request_id"])
+    assert set(client["status"]) <= {200, 429}
+
+
+def test_boundary_burst_live_matches_physics_and_the_simulator(smoke):
+    path = run_dir(smoke, "boundary_burst", "fixed_window")
+    info = json.loads((path / "run.json").read_text())
+    live = over_admission(pd.read_parquet(path / "decisions.parquet"), 20, 1.0)
+    assert live >= 1.8
+    assert abs(live - info["virtual_over_admission"]) <= 0.05 * info["virtual_over_admission"]
+    assert info["burst_size"] == 20 and info["burst_spread_ms"]["max"] > 0
+
+
+def test_page_loads_hurt_a_strict_limit_more_than_a_bucket(smoke):
+    rows = {(r["scenario"], r["algorithm"]): r for r in json.loads((smoke / "summary.json").read_text())["runs"]}
+    bucket, strict = rows["page_load_burst", "token_bucket"], rows["page_load_burst", "sliding_log"]
+    assert strict["rejected_legit"] > bucket["rejected_legit"]
+
+
+def test_adaptive_keeps_p99_below_the_fixed_window_when_the_downstream_degrades(smoke):
+    rows = {(r["scenario"], r["algorithm"]): r for r in json.loads((smoke / "summary.json").read_text())["runs"]}
+    adaptive, fixed = rows["unhealthy_downstream", "adaptive"], rows["unhealthy_downstream", "fixed_window"]
+    assert adaptive["latency_p99_intended_ms"] < fixed["latency_p99_intended_ms"]
+    for run_dir in (smoke / "runs").glob("unhealthy_downstream__*"):  # the degraded phase is recorded
+        info = json.loads((run_dir / "run.json").read_text())
+        assert [p["name"] for p in info["phases"]] == ["degraded"]
+        assert info["phases"][0]["end_t"] > info["phases"][0]["start_t"] > info["start_at"]
+
+
+def _children(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _is_target(p: psutil.Process) -> bool:
+    try:
+        return "targets" in " ".join(p.cmdline())
+    except psutil.Error:  # it exited meanwhile
+        return False
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_stops_every_child_and_keeps_finished_runs(tmp_path, sig):
+    out = tmp_path / "res"
+    proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(SMOKE), "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    first = out / "runs" / "boundary_burst__fixed_window__memory" / "run.json"
+    second = out / "runs" / "page_load_burst__token_bucket__memory"
+    deadline = time.monotonic() + 90
+    seen: dict[int, psutil.Process] = {}
+    while time.monotonic() < deadline and not (first.exists() and (second / "plan.json").exists()):
+        seen.update((p.pid, p) for p in _children(proc.pid))
+        time.sleep(0.1)
+    children: list[psutil.Process] = []
+    while time.monotonic() < deadline and not any(_is_target(p) for p in children):  # inside the second run
+        children = _children(proc.pid)
+        time.sleep(0.1)
+    assert any(_is_target(p) for p in children)
+    seen.update((p.pid, p) for p in children)
+    proc.send_signal(sig)
+    assert proc.wait(60) == 130
+    # is_running() also compares the start time, so a PID reused by another process is not ours
+    alive = [f"{p.pid} {p.cmdline()}" for p in seen.values()
+             if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], f"left behind: {alive}"
+    assert json.loads(first.read_text())["status"] == "ok"
+    assert json.loads((second / "run.json").read_text())["status"] == "interrupted"
+    assert (out / "summary.json").is_file()
+
+
+def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
+    import harness.live.runner as live
+
+    real = live.target_config
+
+    def broken_boundary(run, campaign, start_at, path):
+        config = real(run, campaign, start_at, path)
+        return {**config, "algorithm": "bogus"} if run.scenario.name == "boundary_burst" else config
+
+    monkeypatch.setattr(live, "target_config", broken_boundary)
+    campaign = load_campaign(SMOKE)
+    infos = LiveRunner(campaign, tmp_path / "res").run_all(plan_runs(campaign, ["boundary_burst", "token_bucket"]))
+    assert [i["status"] for i in infos] == ["failed", "ok"]
+    assert "target did not start" in infos[0]["error"] and "bogus" in infos[0]["error"]
+    assert (tmp_path / "res" / "runs" / "boundary_burst__fixed_window__memory" / "logs").is_dir()
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+        ({"policy": {"limit": "lots", "window_s": 1}}, "policy.limit: Input should be a valid number"),
+        ({"nodes": 2}, "more than one node needs a shared store"),
+        ({"scenarios": [{"name": "page_load_burst", "params": {"users": 0}}]}, "scenarios.0.params: users must be > 0"),
+        ({"algorithms": ["fixed_window", "nope"]}, "unknown algorithm 'nope'"),
+        ({"scale": {"workers": 0}}, "scale.workers: Input should be greater than or equal to 1"),
+    ],
+)
+def test_bad_campaign_exits_2_naming_the_field_and_starts_nothing(tmp_path, capsys, change, message):
+    config = yaml.safe_load(SMOKE.read_text())
+    config.update(change)
+    path = tmp_path / "bad.yaml"
+    path.write_text(yaml.safe_dump(config))
+    out = tmp_path / "never"
+    assert main(["run", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not out.exists()
