@@ -1,6 +1,6 @@
 """The comparison charts (matplotlib, Agg, no pyplot state): PNG and SVG under ``charts/``.
 
-One colour per algorithm in every chart (PALETTE, keyed by DESIGN.md's algorithm names). A chart
+One colour per algorithm in every chart (PALETTE, keyed by docs/architecture.md's algorithm names). A chart
 whose data is absent is skipped with the reason, which the report prints.
 """
 

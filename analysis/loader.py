@@ -18,7 +18,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from contract.run_info import Policy, RunFileError, RunInfo, read_run_json
+from contract.errors import BadInput
+from contract.run_info import RunFileError, RunInfo, RunPolicy, read_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
@@ -38,7 +39,7 @@ CATEGORICAL = ("key", "client_class", "limit_name", "client_id")
 """Low-cardinality strings read dictionary-encoded: ten million keys cost codes, not strings."""
 
 
-class ResultsError(ValueError):
+class ResultsError(BadInput):
     """The folder is not a results folder at all."""
 
 
@@ -144,7 +145,7 @@ def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
     if "policy" not in campaign:
         raise RunDataError(f"no {RUN_FILE} and no policy in {CAMPAIGN_FILE}")
     try:
-        policy = Policy.from_dict(campaign["policy"], CAMPAIGN_FILE)
+        policy = RunPolicy.from_dict(campaign["policy"], CAMPAIGN_FILE)
     except RunFileError as exc:
         raise RunDataError(str(exc)) from None
     scenario, algorithm, store = parts

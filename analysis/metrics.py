@@ -1,6 +1,6 @@
 """Metrics computed from decision logs, one piece of code for the simulator and live runs.
 
-Definitions (DESIGN.md):
+Definitions (docs/architecture.md):
 - over-admission: max over every window [s, s + W) of the admitted cost / L, for the worst key.
   An admitted request counts at ``t + delay_s`` (when a queueing limiter lets it through).
 - admitted-traffic envelope: the same maximum for every interval length d.

@@ -1,4 +1,4 @@
-"""Each algorithm's theoretical bounds (DESIGN.md's table), from the run's policy and parameters.
+"""Each algorithm's theoretical bounds (docs/architecture.md's table), from the run's policy and parameters.
 
 Drawn beside the measurements: a measured value above its bound is a bug, far below it means the
 scenario did not find the worst case. Algorithms without a bound on admitted traffic
@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from contract.run_info import Policy
+from contract.run_info import RunPolicy
 
 BUCKETS = ("token_bucket", "leaky_bucket", "gcra")
 
 
-def _capacity_rate(algorithm: str, policy: Policy, params: dict[str, Any]) -> tuple[float, float]:
+def _capacity_rate(algorithm: str, policy: RunPolicy, params: dict[str, Any]) -> tuple[float, float]:
     """Burst capacity C (cost units) and refill rate r (units/s) of the bucket-like algorithms."""
     if algorithm == "gcra" and params.get("interval_s"):
         return float(params.get("burst", policy.burst)), 1.0 / float(params["interval_s"])
@@ -25,7 +25,7 @@ def _capacity_rate(algorithm: str, policy: Policy, params: dict[str, Any]) -> tu
     return float(params.get("capacity", policy.burst)), rate
 
 
-def over_admission_bound(algorithm: str, policy: Policy, params: dict[str, Any]) -> float | None:
+def over_admission_bound(algorithm: str, policy: RunPolicy, params: dict[str, Any]) -> float | None:
     """The most admitted cost in any window W, as a multiple of L."""
     if algorithm in ("fixed_window", "sliding_window_counter", "sliding_window_ring"):
         return 2.0
@@ -37,7 +37,7 @@ def over_admission_bound(algorithm: str, policy: Policy, params: dict[str, Any])
     return None
 
 
-def envelope_bound(algorithm: str, policy: Policy, params: dict[str, Any], d: np.ndarray) -> np.ndarray | None:
+def envelope_bound(algorithm: str, policy: RunPolicy, params: dict[str, Any], d: np.ndarray) -> np.ndarray | None:
     """The theoretical arrival curve: the most admitted cost in any interval of length d.
 
     Buckets: C + r*d. Fixed window: an interval of length d meets at most ceil(d/W) + 1 aligned

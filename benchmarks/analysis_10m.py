@@ -126,12 +126,12 @@ def time_report(root: Path) -> tuple[int, float, float, int]:
     return child.returncode, wall, cpu, max(peak, after.ru_maxrss * 1024)
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run_bench.py bench analysis-10m", description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=10_000_000, help="decision rows in the folder")
     parser.add_argument("--keep", type=Path, help="build the folder here and keep it (or reuse it when it exists)")
     parser.add_argument("--repeat", type=int, default=3, help="time the report this many times; print the median")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp) / "bench-10m"
         if not (root / "runs").is_dir():

@@ -9,6 +9,7 @@ both admit and reject. Measurements are interleaved (ours, theirs, ours, ...) an
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -97,3 +98,17 @@ def run_core_bench(n: int, repeat: int, sim_requests: int, console: Console) -> 
         full_s = time.perf_counter() - start
         sim.add_row(algorithm, f"{len(arrivals):,}", f"{replay_s:.2f}", f"{full_s:.2f}")
     console.print(sim)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run_bench.py bench core", description=__doc__.splitlines()[0])
+    parser.add_argument("--requests", type=int, default=200_000, help="decisions per measurement")
+    parser.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
+    parser.add_argument("--sim-requests", type=int, default=1_000_000)
+    args = parser.parse_args(argv)
+    run_core_bench(args.requests, args.repeat, args.sim_requests, Console())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -22,6 +22,7 @@ target's RSS is read before and after each phase.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import multiprocessing
 import select
@@ -292,3 +293,21 @@ def _attacks(rows: list[tuple]) -> Table:
 
 def _p99(values: list[float]) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[98]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run_bench.py bench hostile", description=__doc__.splitlines()[0])
+    parser.add_argument("--phase-seconds", type=float, default=8.0, help="length of each alone, big-heads and slowloris phase")
+    parser.add_argument("--flood-seconds", type=float, default=30.0, help="length of the key flood")
+    parser.add_argument("--flood-rate", type=float, default=2400, help="new API keys per second during the key flood")
+    args = parser.parse_args(argv)
+    for flag, value in (("--phase-seconds", args.phase_seconds), ("--flood-seconds", args.flood_seconds),
+                        ("--flood-rate", args.flood_rate)):
+        if not value > 0:
+            parser.error(f"{flag}: must be above 0, got {value:g}")
+    run_hostile_bench(Console(), args.phase_seconds, args.flood_seconds, args.flood_rate)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -11,6 +11,7 @@ On 2 cores the generator and the target share the machine; the table prints both
 
 from __future__ import annotations
 
+import argparse
 import re
 import shutil
 import subprocess
@@ -23,7 +24,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.campaign.live import Campaign
-from harness.live.runner import LiveRunner, plan_runs
+from harness.live.plan import plan_runs
+from harness.live.runner import LiveRunner
 from targets.process import running_target
 
 WRK_SECONDS = 5
@@ -102,3 +104,13 @@ def run_live_bench(console: Console, seconds: float = 4.0) -> None:
             bursts.add_row(f"{size:,}", _median_max(landed), _median_max(decided), f"{lag.get('p50', float('nan')):.1f}",
                            f"{lag.get('max', float('nan')):.1f}")
         console.print(bursts)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argparse.ArgumentParser(prog="run_bench.py bench live", description=__doc__.splitlines()[0]).parse_args(argv)
+    run_live_bench(Console())
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -311,18 +311,19 @@ def run(url: str, n: int, clients: int, batch: int, rounds: int) -> None:
         print(f"{label:44} {used:>9,}")
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run_bench.py bench redis", description=__doc__.split("\n\n")[0])
     parser.add_argument("--url", help="a Redis to use (default: start a redis-server of our own)")
     parser.add_argument("--decisions", type=int, default=2000)
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--batch", type=int, default=100)
     parser.add_argument("--rounds", type=int, default=7)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
         url = args.url or stack.enter_context(RedisServer()).url
         run(url, args.decisions, args.clients, args.batch, args.rounds)
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

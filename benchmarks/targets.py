@@ -78,7 +78,7 @@ def measure(pid: int, url: str, args: argparse.Namespace) -> Sample:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m benchmarks.targets", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(prog="run_bench.py bench targets", description=__doc__.split("\n\n")[0])
     parser.add_argument("--algorithm", action="append", default=[], help="repeatable; default: all")
     parser.add_argument("--seconds", type=int, default=8, help="measured seconds per target per round")
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured seconds before each measurement")

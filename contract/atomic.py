@@ -1,8 +1,5 @@
-"""Atomic writes (temp file + rename) so a reader never sees half a report.
-
-A copy of the harness helper: analysis reads and writes files by schema and imports nothing of
-the harness, targets or Locust (DESIGN.md).
-"""
+"""Atomic writes (temp file + rename) so a reader never sees half a file: the one helper every
+writer of the results folder uses (targets, Locust users, runners, the analysis)."""
 
 from __future__ import annotations
 

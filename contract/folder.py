@@ -1,9 +1,8 @@
-"""The results folder: atomic writes (temp file + rename) so a reader never sees half a file.
-The writing helpers are the analysis package's (the harness may import analysis, not the reverse)."""
+"""The results folder the runners write: ``runs/<scenario>__<algorithm>__<store>/`` and the summary
+files, every file written atomically (temp file + rename) so a reader never sees half a file."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -12,9 +11,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from .atomic import atomic_write, write_text
-from .schema import RUNS_DIR, SUMMARY_CSV, SUMMARY_JSON
-from .summary import summary_csv
+from .atomic import atomic_write
+from .schema import RUNS_DIR
+from .summary import write_rows
 
 
 def utc_stamp(now: datetime | None = None) -> str:
@@ -23,16 +22,6 @@ def utc_stamp(now: datetime | None = None) -> str:
 
 def write_parquet(path: Path, table: pa.Table) -> None:
     atomic_write(path, lambda tmp: pq.write_table(table, tmp))
-
-
-def summary_json(rows: Sequence[dict[str, Any]]) -> str:
-    return json.dumps({"runs": list(rows)}, indent=2, default=_jsonable) + "\n"
-
-
-def _jsonable(value: Any) -> Any:
-    if hasattr(value, "item"):  # numpy scalars
-        return value.item()
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 class ResultsFolder:
@@ -45,5 +34,4 @@ class ResultsFolder:
         return self.root / RUNS_DIR / name
 
     def write_summary(self, rows: Sequence[dict[str, Any]]) -> None:
-        write_text(self.root / SUMMARY_JSON, summary_json(rows))
-        write_text(self.root / SUMMARY_CSV, summary_csv(rows))
+        write_rows(self.root, rows)

@@ -1,8 +1,9 @@
 """run.json: what a live run was (scenario, algorithm, store, policy, phases) and how it ended.
 
-The campaign runner writes it (schema constants in ``schema.py``, documented in
-docs/analysis.md); simulation runs have none, and the loader derives the same facts from the run
-folder's name and campaign.yaml.
+The campaign runner writes it with ``write_run_json`` and the analysis reads it with
+``read_run_json``, both here (schema constants in ``schema.py``, documented in docs/analysis.md);
+simulation runs have none, and the loader derives the same facts from the run folder's name and
+campaign.yaml.
 """
 
 from __future__ import annotations
@@ -13,21 +14,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_STATUSES
+from .atomic import write_text
+from .errors import BadInput
+from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_SCHEMA_VERSION, RUN_STATUSES
 
 
-class RunFileError(ValueError):
+class RunFileError(BadInput):
     """A run.json that cannot be used; the message names the file and the field."""
 
 
 @dataclass(frozen=True)
-class Policy:
+class RunPolicy:
     limit: float
     window_s: float
     burst: float  # effective: the limit when the policy gives none
 
     @classmethod
-    def from_dict(cls, raw: Any, where: str) -> Policy:
+    def from_dict(cls, raw: Any, where: str) -> RunPolicy:
         if not isinstance(raw, dict):
             raise RunFileError(f"{where}: policy must be an object with limit, window_s, burst")
         values = {}
@@ -55,7 +58,7 @@ class RunInfo:
     scenario: str
     algorithm: str
     store: str
-    policy: Policy
+    policy: RunPolicy
     params: dict[str, Any] = field(default_factory=dict)
     scenario_params: dict[str, Any] = field(default_factory=dict)
     phases: tuple[Phase, ...] = ()
@@ -65,6 +68,14 @@ class RunInfo:
     @property
     def degraded(self) -> Phase | None:
         return next((p for p in self.phases if p.name == DEGRADED_PHASE), None)
+
+
+def write_run_json(path: Path, info: dict[str, Any]) -> None:
+    """The one writer of run.json: the schema version first, then the run's fields (atomically)."""
+    missing = [k for k in RUN_REQUIRED if k not in info]
+    if missing:
+        raise ValueError(f"run.json needs {', '.join(missing)}")
+    write_text(path, json.dumps({"schema": RUN_SCHEMA_VERSION, **info}, indent=2, default=float) + "\n")
 
 
 def read_run_json(path: Path) -> RunInfo:
@@ -87,7 +98,7 @@ def read_run_json(path: Path) -> RunInfo:
             raise RunFileError(f"{path}: phases[{i}] needs name, start_t and end_t (numbers)") from None
     return RunInfo(
         status=raw["status"], scenario=str(raw["scenario"]), algorithm=str(raw["algorithm"]), store=str(raw["store"]),
-        policy=Policy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
+        policy=RunPolicy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
         scenario_params=dict(raw.get("scenario_params") or {}), phases=tuple(phases),
         generator_bound=raw.get("generator_bound"), error=raw.get("error"),
     )

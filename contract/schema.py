@@ -23,7 +23,7 @@ DECISION_SCHEMA = pa.schema(
         ("decision_us", pa.float64()),
         ("client_class", pa.string()),  # "legit" or "abusive"
         ("request_id", pa.string()),
-        # beyond DESIGN.md's list: needed for fairness, cost analysis and queueing limiters
+        # beyond docs/architecture.md's list: needed for fairness, cost analysis and queueing limiters
         ("client_id", pa.string()),
         ("route", pa.string()),
         ("delay_s", pa.float64()),  # admitted but held this long (queueing limiters)
@@ -58,19 +58,40 @@ RUNS_DIR = "runs"
 def run_dir_name(scenario: str, algorithm: str, store: str) -> str:
     return f"{scenario}__{algorithm}__{store}"
 
-# --- results folder: the rest of the layout (DESIGN.md "Logs and results") ---
+# --- results folder: the rest of the layout (docs/architecture.md "Logs and results") ---
 
 CAMPAIGN_FILE = "campaign.yaml"
 CHARTS_DIR = "charts"
 REPORT_HTML = "report.html"
 REPORT_MD = "report.md"
 LOCUST_DIR = "locust"
+PLAN_FILE = "plan.json"
+"""The plan Locust replays (scenarios.live_plan.LivePlan), beside run.json."""
+
+# The Locust handshake: a run folder's ``client/`` holds, per worker, a ready marker (its start-up
+# time), its client log part and, beside that part, how many burst groups it sent late. The runner
+# merges the parts into client.parquet, sums the late counts and removes the folder.
+HANDSHAKE_DIR = "client"
+
+
+def ready_marker(worker: int | str) -> str:
+    return f"ready-{worker}"
+
+
+def client_part(worker: int | str, pid: int) -> str:
+    return f"client-{worker}-{pid}.parquet"
+
+
+READY_GLOB = ready_marker("*")
+CLIENT_PART_GLOB = "client-*.parquet"
+LATE_SUFFIX = ".late"
+"""``client-<worker>-<pid>.late`` beside each part: that worker's count of late burst groups."""
 
 ALGORITHM_NAMES = (
     "fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "token_bucket",
     "leaky_bucket", "gcra", "concurrency", "adaptive", "none",
 )
-"""DESIGN.md's algorithm list, in its order: charts key their fixed palette on it."""
+"""docs/architecture.md's algorithm list, in its order: charts key their fixed palette on it."""
 
 # cpu.csv: psutil samples of every process of a live run, one row per process per sample.
 CPU_FILE = "cpu.csv"

@@ -50,7 +50,14 @@ def merged_rows(root: Path, rows: Sequence[dict[str, Any]]) -> list[dict[str, An
 
 
 def summary_json(rows: Sequence[dict[str, Any]]) -> str:
-    return json.dumps({"runs": list(rows)}, indent=2) + "\n"
+    """The one writer of summary.json (and of ``simulate --json``): numpy scalars as numbers, NaN as null."""
+    return json.dumps({"runs": [{k: _plain(v) for k, v in row.items()} for row in rows]}, indent=2, default=_scalar) + "\n"
+
+
+def _scalar(value: Any) -> Any:
+    if hasattr(value, "item"):  # numpy scalars deeper than a row's own fields
+        return value.item()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def summary_csv(rows: Sequence[dict[str, Any]]) -> str:
@@ -65,9 +72,14 @@ def summary_csv(rows: Sequence[dict[str, Any]]) -> str:
     return buf.getvalue()
 
 
+def write_rows(root: Path, rows: Sequence[dict[str, Any]]) -> None:
+    """Both files, atomically, exactly these rows."""
+    write_text(root / SUMMARY_JSON, summary_json(rows))
+    write_text(root / SUMMARY_CSV, summary_csv(rows))
+
+
 def write_summary(root: Path, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Write both files atomically; returns the rows as written."""
+    """The analysis' rows with what only the folder's previous summary knows; returns the rows as written."""
     merged = merged_rows(root, rows)
-    write_text(root / SUMMARY_JSON, summary_json(merged))
-    write_text(root / SUMMARY_CSV, summary_csv(merged))
+    write_rows(root, merged)
     return merged

@@ -1,1 +1,1 @@
-"""Orchestration: configuration, the virtual-time simulator, processes and the results folder."""
+"""Orchestration, one subpackage per workflow: campaign (config files), sim, live, validate, cli."""

@@ -16,10 +16,12 @@ from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
+from contract.errors import BadInput
+
 LEGIT, ABUSIVE = "legit", "abusive"
 
 
-class ScenarioError(ValueError):
+class ScenarioError(BadInput):
     """A scenario parameter out of range or a trace that cannot be read; names the parameter."""
 
 

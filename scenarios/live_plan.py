@@ -20,17 +20,11 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from contract.routes import MODEL_ROUTES
+
 from . import build_model
 from .base import Arrivals, Request, TrafficModel
 from .fleet import Fleet, assign_nodes
-
-ROUTES: dict[str, tuple[str, str]] = {
-    "GET /api/items": ("GET", "/api/items"),
-    "GET /api/search": ("GET", "/api/search"),
-    "POST /api/reports": ("POST", "/api/reports"),
-    "POST /login": ("POST", "/login"),
-}
-"""Model route names -> (method, path) of the target."""
 
 
 @dataclass(frozen=True)
@@ -95,7 +89,7 @@ def request_headers(request: Request, request_id: str) -> dict[str, str]:
     its key; the benchmark tags; an Idempotency-Key on POSTs (the same on every retry)."""
     headers: dict[str, str] = dict(request.headers) if request.headers is not None else {"x-api-key": request.key}
     headers.update({"x-client-id": request.client_id, "x-client-class": request.client_class, "x-request-id": request_id})
-    if ROUTES.get(request.route, ("GET", ""))[0] == "POST":
+    if MODEL_ROUTES.get(request.route, ("GET", ""))[0] == "POST":
         headers["idempotency-key"] = request_id
     return headers
 
@@ -106,7 +100,7 @@ def worker_share(arrivals: Arrivals, worker: int, workers: int) -> list[Shot]:
     for i, request in enumerate(arrivals.requests()):
         if i % workers != worker:
             continue
-        method, path = ROUTES.get(request.route, ("GET", "/api/items"))
+        method, path = MODEL_ROUTES.get(request.route, ("GET", "/api/items"))
         shots.append(Shot(i, request.t, method, path, request_headers(request, f"r{i}")))
     return shots
 

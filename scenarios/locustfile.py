@@ -31,9 +31,10 @@ from gevent.pool import Group
 from locust import FastHttpUser, events, task
 from locust.exception import StopUser
 
-from contract.schema import CLIENT_SCHEMA
+from contract.routes import MODEL_ROUTES
+from contract.schema import CLIENT_SCHEMA, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
-from scenarios.live_plan import ROUTES, LivePlan, Shot, groups, outcome, request_headers, worker_share
+from scenarios.live_plan import LivePlan, Shot, groups, outcome, request_headers, worker_share
 
 PREPARE_AHEAD_S = 0.05
 """Greenlets of a group are spawned this long before its deadline and then wait on its event."""
@@ -72,7 +73,7 @@ class _ClientLog:
         tmp = self.path.with_suffix(".tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, self.path)
-        self.path.with_suffix(".late").write_text(str(self.late_groups))
+        self.path.with_suffix(LATE_SUFFIX).write_text(str(self.late_groups))
 
 
 LOG = _ClientLog()
@@ -90,7 +91,7 @@ def _start(user: FastHttpUser) -> tuple[LivePlan, int]:
     user.host = plan.hosts[0]
     client_dir = Path(plan.client_dir)
     client_dir.mkdir(parents=True, exist_ok=True)
-    LOG.path = client_dir / f"client-{worker}-{os.getpid()}.parquet"
+    LOG.path = client_dir / client_part(worker, os.getpid())
     return plan, worker
 
 
@@ -100,7 +101,7 @@ def _warm_up(user: FastHttpUser, largest: int, client_dir: Path, worker: int) ->
     _wait_for_target(user)
     warm = [gevent.spawn(user.client.get, "/healthz", name="warm-up") for _ in range(min(largest, 200))]
     gevent.joinall(warm, timeout=5)
-    (client_dir / f"ready-{worker}").write_text(f"{time.time():.6f}")
+    (client_dir / ready_marker(worker)).write_text(f"{time.time():.6f}")
 
 
 def _wait_for_target(user: FastHttpUser, timeout_s: float = 30.0) -> None:
@@ -190,7 +191,7 @@ class ReactiveUser(FastHttpUser):
         start_at = self.plan.start_at
         deadline = start_at + request.t
         _sleep_until(deadline)
-        method, path = ROUTES.get(request.route, ("GET", "/api/items"))
+        method, path = MODEL_ROUTES.get(request.route, ("GET", "/api/items"))
         sent = time.time()
         LOG.in_flight[request_id] = (deadline, sent, request.attempt)
         with self.client.request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",

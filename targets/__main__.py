@@ -15,6 +15,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from contract.errors import BadInput
+
 from .cli_args import EXIT_BAD_INPUT, Parser, key_value
 
 HOST = "127.0.0.1"
@@ -110,7 +112,6 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .config import ConfigError, load
     from .layer_store import probe
-    from .stores.redis import RedisConfigError
 
     try:
         if not 0 < args.port < 65536:
@@ -123,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         config = load(args.config, overrides(args))
         probe(config.store)
         sock = bind(args.port)
-    except (ConfigError, RedisConfigError, PortInUse) as exc:
+    except (BadInput, PortInUse) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     import uvicorn

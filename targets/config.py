@@ -17,6 +17,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from contract.errors import BadInput
+from contract.routes import ROUTE_PATHS
+
 from .algorithms import PolicyError, build_params, get_algorithm
 from .algorithms.policy import Policy
 
@@ -31,18 +34,11 @@ PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 ParamValue = str | int | float
 
-ROUTE_PATHS: dict[str, tuple[str, str]] = {
-    "items": ("GET", "/api/items"),
-    "search": ("GET", "/api/search"),
-    "reports": ("POST", "/api/reports"),
-    "login": ("POST", "/login"),
-}
-"""The limited routes (``GET /healthz`` and the admin endpoints are never limited)."""
 DEFAULT_COSTS = {"items": 1.0, "search": 2.0, "reports": 20.0, "login": 1.0}
 API_ROUTES = ("items", "search", "reports")
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """Bad target configuration; the message names the field."""
 
 
@@ -320,7 +316,7 @@ def load(path: Path | None, overrides: dict[str, Any]) -> TargetConfig:
         if not isinstance(loaded, dict):
             raise ConfigError(f"--config {path}: expected a mapping at the top level")
         data = loaded
-    data = _merge(data, overrides)
+    data = deep_merge(data, overrides)
     try:
         config = TargetConfig.model_validate(data)
     except ValidationError as exc:
@@ -336,11 +332,12 @@ def _message(err: Any) -> str:
     return text.removeprefix("Value error, ")
 
 
-def _merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
+    """``top`` over ``base``, mappings merged key by key."""
     out = dict(base)
     for key, value in top.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict):
-            out[key] = _merge(out[key], value)
+            out[key] = deep_merge(out[key], value)
         else:
             out[key] = value
     return out

@@ -18,13 +18,14 @@ from typing import Any
 from .algorithms import Algorithm, Policy, build_params
 from .config import StoreConfig
 from .stores.memory import MemoryStore
+from .stores.protocol import SharedStore
 from .stores.redis import SUFFIXES, RedisSettings, open_store
 from .stores.redis.connect import check
 
 
 @dataclass(frozen=True)
 class LayerStore:
-    store: Any
+    store: MemoryStore | SharedStore
     remote: bool
     """True: ``await store.decide(key, None, cost)`` (Redis server time); else MemoryStore."""
     source: str | None

@@ -28,13 +28,14 @@ from .config import API_ROUTES, ROUTE_PATHS, LimitConfig, TargetConfig, resolve_
 from .headers import QuotaText
 from .keys import Identity
 from .layer_store import open_layer_store
+from .stores.protocol import SharedStore
 
 
 @dataclass
 class Variant:
     """A layer's policy for one tier: its own store, quota and header item."""
 
-    store: Any
+    store: MemoryStore | SharedStore
     """A MemoryStore, or (``remote``) an async Redis store."""
     text: QuotaText
     remote: bool = False
@@ -130,7 +131,7 @@ def build_layers(config: TargetConfig) -> tuple[list[Layer], dict[tuple[str, str
     return [layer for _, layer in layers], routes
 
 
-def remote_stores(layers: list[Layer]) -> list[tuple[str, Any]]:
+def remote_stores(layers: list[Layer]) -> list[tuple[str, SharedStore]]:
     """(layer name, store) of every Redis store, for metrics and shutdown."""
     return [(layer.name, v.store) for layer in layers for v in layer.variants.values() if v.remote]
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,6 +22,7 @@ import httpx
 
 from .__main__ import HOST
 from .cli_args import EXIT_BAD_INPUT
+from .ports import free_port
 
 EXIT_PORT_IN_USE = EXIT_BAD_INPUT
 """How a target says its port was taken (it exits 2 with "in use" for every bad input)."""
@@ -31,12 +31,6 @@ PORT_ATTEMPTS = 3
 
 class TargetError(RuntimeError):
     """A target did not come up; the message carries its stderr."""
-
-
-def free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((HOST, 0))
-        return sock.getsockname()[1]
 
 
 @dataclass

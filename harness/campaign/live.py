@@ -9,11 +9,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from scenarios import SCENARIOS, ScenarioError, build_model
+from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from scenarios.fleet import fleet_of
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
-from .config_file import CampaignHeader, PolicyConfig, read_yaml, validate_model
+from .config_file import CampaignHeader, PolicyConfig, read_yaml, str_params, validate_model
 
 ParamValue = str | int | float
 StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
@@ -56,7 +56,7 @@ class Scale(_Strict):
     """Seconds after the last planned send for replies to arrive."""
 
 
-class Downstream(_Strict):
+class DownstreamSettings(_Strict):
     concurrency: int = Field(default=16, ge=1)
     median_ms: float = Field(default=10.0, ge=0)
     sigma: float = Field(default=0.5, ge=0)
@@ -89,7 +89,7 @@ class Campaign(CampaignHeader):
     routing: Literal["round_robin", "sticky"] = "round_robin"
     """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
     scale: Scale = Scale()
-    downstream: Downstream = Downstream()
+    downstream: DownstreamSettings = DownstreamSettings()
 
     @field_validator("algorithms")
     @classmethod
@@ -112,7 +112,7 @@ class Campaign(CampaignHeader):
                 raise ValueError(f"{where}.name: unknown scenario {sc.name!r}; choose from: {', '.join(SCENARIOS)}")
             policy = self.policy_for(sc)
             try:
-                model = build_model(sc.name, policy.limit, policy.window_s, self.seed, {k: str(v) for k, v in sc.params.items()})
+                model = self.model_for(sc)
             except ScenarioError as exc:
                 raise ValueError(f"{where}.params: {exc}") from None
             fleet = fleet_of(model)
@@ -141,6 +141,11 @@ class Campaign(CampaignHeader):
         p = scenario.policy or self.policy
         return Policy(p.limit, p.window_s, p.burst)
 
+    def model_for(self, scenario: LiveScenario) -> TrafficModel:
+        """The scenario's traffic model at its policy and the campaign's seed (ScenarioError on bad params)."""
+        policy = self.policy_for(scenario)
+        return build_model(scenario.name, policy.limit, policy.window_s, self.seed, str_params(scenario.params))
+
     def stores_for(self, scenario: LiveScenario) -> list[str]:
         return list(scenario.stores or self.stores)
 
@@ -159,7 +164,7 @@ class Campaign(CampaignHeader):
         return scenario.algorithms or self.algorithms
 
     def params_for(self, algorithm: str, policy: Policy) -> Any:
-        return build_params(algorithm, policy, {k: str(v) for k, v in self.params.get(algorithm, {}).items()})
+        return build_params(algorithm, policy, str_params(self.params.get(algorithm, {})))
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -15,7 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.stores.redis import local_params
 
-from .config_file import ConfigError, read_yaml, validate_model
+from .config_file import CampaignError, read_yaml, str_params, validate_model
 from .thresholds import Threshold, parse_threshold
 
 RateAlgorithm = Literal[
@@ -42,7 +42,7 @@ class Route(_Strict):
     """A credential check: must be limited per IP and per account."""
 
 
-class KeyPolicy(_Strict):
+class PolicyKeys(_Strict):
     behind_proxies: bool = False
     """Clients reach the service through load balancers / CDNs that add X-Forwarded-For."""
     trusted_proxies: int | None = Field(default=None, ge=0)
@@ -115,7 +115,7 @@ class PolicyFile(_Strict):
     name: str = Field(pattern=NAME)
     description: str = ""
     routes: list[Route] = Field(min_length=1)
-    keys: KeyPolicy = KeyPolicy()
+    keys: PolicyKeys = PolicyKeys()
     limits: list[Limit] = Field(min_length=1)
     store: Store = Store()
     nodes: int = Field(default=1, ge=1, le=1000)
@@ -143,12 +143,12 @@ def params_of(limit: Limit, divisor: int = 1) -> Any:
     """A limit's algorithm parameters, optionally one node's share of ``divisor``: divided after
     the file's parameter overrides, as the target's local store divides them (``local_params``)."""
     params = build_params(limit.algorithm, Policy(limit.limit, limit.window_s, limit.burst),
-                          {k: str(v) for k, v in limit.params.items()})
+                          str_params(limit.params))
     return params if divisor == 1 else local_params(params, divisor)
 
 
 def _cross_check(p: PolicyFile) -> None:
-    """What pydantic cannot see field by field; raises ConfigError-ready (path, message)."""
+    """What pydantic cannot see field by field; raises CampaignError-ready (path, message)."""
     route_names = [r.name for r in p.routes]
     for i, r in enumerate(p.routes):
         if r.name in route_names[:i]:
@@ -183,7 +183,7 @@ def parse_policy(raw: Any, source: str) -> PolicyFile:
     try:
         _cross_check(policy)
     except _Bad as exc:
-        raise ConfigError(f"{source}: {exc}") from None
+        raise CampaignError(f"{source}: {exc}") from None
     return policy
 
 

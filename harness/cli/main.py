@@ -1,4 +1,4 @@
-"""The one CLI: ``run_bench.py list | simulate | bench``.
+"""The one CLI: ``run_bench.py list | simulate`` here, the other commands one module each.
 
 Bad input gets one line naming the problem (and the valid choices), exit code 2, nothing written.
 """
@@ -12,21 +12,23 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from contract.folder import summary_json, utc_stamp, write_text
-from harness.campaign.config_file import ConfigError, check_out, load_sim_campaign
-from harness.sim.runner import execute, make_plan, plan_from_campaign
-from scenarios import SCENARIOS, ScenarioError
+from contract.atomic import write_text
+from contract.errors import BadInput
+from contract.folder import utc_stamp
+from contract.summary import summary_json
+from harness.campaign.config_file import CampaignError, check_out
+from harness.campaign.simulate import load_sim_campaign
+from harness.events import RunnerEvents
+from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
+from scenarios import SCENARIOS
 from scenarios.trace_file import TraceFile
-from targets.algorithms import ALGORITHMS, Policy, PolicyError
+from targets.algorithms import ALGORITHMS, Policy
 from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
 from targets.stores import STORES
-from targets.stores.redis import RedisConfigError
 
 from . import analyze as analysis_cmd
+from . import benchmarks, validate
 from . import run as run_cmd
-from . import validate
-
-BAD_INPUT = (PolicyError, ScenarioError, ConfigError, RedisConfigError)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,17 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--out", type=Path, help="write the results folder here")
     sim.set_defaults(func=cmd_simulate)
 
-    bench = sub.add_parser("bench", help="performance benchmarks")
-    bench.add_argument("what", choices=["core", "live", "hostile"],
-                       help="core: decisions/s per algorithm vs the limits library; live: generator ceiling and burst spread; "
-                            "hostile: a normal client's P99 alone and under big heads, slowloris and a key flood")
-    bench.add_argument("--requests", type=int, default=200_000, help="decisions per measurement")
-    bench.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
-    bench.add_argument("--sim-requests", type=int, default=1_000_000)
-    bench.set_defaults(func=cmd_bench)
 
     # Further commands register themselves here, one line each: module.register(sub)
     analysis_cmd.register(sub)
+    benchmarks.register(sub)
     run_cmd.register(sub)
     validate.register(sub)
     return parser
@@ -87,7 +82,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_simulate(args: argparse.Namespace) -> int:
     if args.campaign is not None:
         if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param:
-            raise ConfigError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param")
+            raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param")
         campaign = load_sim_campaign(args.campaign)
         if args.seed is not None:
             campaign.seed = args.seed
@@ -104,11 +99,11 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     to_stdout = args.json == "-"
     console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
 
-    def progress(i: int, n: int, row: dict) -> None:
+    def progress(i: int, n: int, run: SimRun, row: dict) -> None:
         console.print(f"[dim]run {i}/{n}[/dim] {row['scenario']} x {row['algorithm']}: "
                       f"{row['requests']:,} requests in {row['wall_s']:.2f} s", highlight=False)
 
-    rows = execute(plan, out, progress)
+    rows = execute(plan, out, RunnerEvents(run_done=progress))
     if to_stdout:
         sys.stdout.write(summary_json(rows))
     else:
@@ -136,23 +131,6 @@ def summary_table(rows: list[dict]) -> Table:
     return table
 
 
-def cmd_bench(args: argparse.Namespace) -> int:
-    if args.what == "hostile":
-        from benchmarks.hostile import run_hostile_bench
-
-        run_hostile_bench(Console())
-        return 0
-    if args.what == "live":
-        from benchmarks.live import run_live_bench
-
-        run_live_bench(Console())
-        return 0
-    from benchmarks.core import run_core_bench
-
-    run_core_bench(args.requests, args.repeat, args.sim_requests, Console())
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser().parse_args(argv)
@@ -160,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
         return int(exc.code or 0)
     try:
         return args.func(args)
-    except BAD_INPUT as exc:
+    except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except KeyboardInterrupt:

@@ -14,9 +14,12 @@ from rich.table import Table
 from analysis.report import build_report
 from contract.folder import utc_stamp
 from contract.schema import RUN_OK
-from harness.campaign.config_file import ConfigError, check_out
+from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.live import StoreName, load_campaign
-from harness.live.runner import Interrupted, LiveRun, LiveRunner, plan_runs
+from harness.events import RunnerEvents
+from harness.live.plan import LiveRun, plan_runs
+from harness.live.runner import LiveRunner
+from harness.live.supervise import Interrupted
 
 DEFAULT_CAMPAIGN = Path("campaigns/default.yaml")
 
@@ -35,10 +38,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_run(args: argparse.Namespace) -> int:
     campaign = load_campaign(args.campaign)
     if args.workers is not None and args.workers < 1:
-        raise ConfigError(f"--workers must be at least 1, got {args.workers}")
+        raise CampaignError(f"--workers must be at least 1, got {args.workers}")
     runs = plan_runs(campaign, args.only, args.store)
     if not runs:
-        raise ConfigError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}")
+        raise CampaignError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}")
     out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     check_out(out)
     console = Console(width=None if sys.stdout.isatty() else 160)
@@ -67,9 +70,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         console.print(f"  [{colour}]{status}[/{colour}] {info.get('sent', 0)} requests sent"
                       + (f"; {info['error'].splitlines()[0]}" if info.get("error") else ""), highlight=False)
 
-    runner = LiveRunner(campaign, out, args.workers, on_counters)
+    runner = LiveRunner(campaign, out, args.workers, RunnerEvents(run_start=on_start, counters=on_counters, run_done=on_done))
     try:
-        results = runner.run_all(runs, on_start, on_done)
+        results = runner.run_all(runs)
     except Interrupted as exc:
         console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
         _summarize(out, console)

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from rich.console import Console
 
-from contract.folder import write_text
-from harness.campaign.config_file import ConfigError, check_out
+from contract.atomic import write_text
+from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.policy_file import PolicyFile, load_policy
-from harness.live.runner import Interrupted
-from harness.validate.checks import Verdict, run_checks
+from harness.live.supervise import Interrupted
+from harness.validate.checks import CheckVerdict, run_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
@@ -38,7 +38,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_validate)
 
 
-def validate(policy: PolicyFile) -> list[Verdict]:
+def validate(policy: PolicyFile) -> list[CheckVerdict]:
     """Every lint, then every simulated check that applies: the whole verdict."""
     return run_lints(policy) + run_checks(policy)
 
@@ -46,7 +46,7 @@ def validate(policy: PolicyFile) -> list[Verdict]:
 def cmd_validate(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     if args.out is not None and not args.live:
-        raise ConfigError("--out: only with --live (it keeps the live results folder)")
+        raise CampaignError("--out: only with --live (it keeps the live results folder)")
     check_out(args.out)
     to_stdout = args.json == "-"
     console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)

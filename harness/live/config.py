@@ -7,16 +7,17 @@ from __future__ import annotations
 
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import yaml
+
+from contract.atomic import write_text
+from contract.routes import TARGET_ROUTES
 from contract.schema import DECISIONS_FILE
 from harness.campaign.live import Campaign
-from scenarios import build_model
-from scenarios.live_plan import ROUTES
-from targets.config import ROUTE_PATHS
+from targets.config import deep_merge
 
-if TYPE_CHECKING:
-    from .runner import LiveRun
+from .plan import LiveRun
 
 
 def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Path) -> dict[str, Any]:
@@ -27,12 +28,11 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
         "start_at": start_at,
         "seed": campaign.seed,
     }
-    model = build_model(run.scenario.name, run.policy.limit, run.policy.window_s, campaign.seed, str_params(run.scenario.params))
+    model = run.model
     # one limit on exactly the routes the scenario calls (a route it never calls must not make
     # the config invalid, e.g. a cost-20 report under a burst of 10); adaptive guards the
     # downstream as a whole, every other algorithm limits per client key
-    by_path = {method_path: name for name, method_path in ROUTE_PATHS.items()}
-    routes = sorted({by_path[ROUTES[r]] for r in set(model.arrivals().route) if r in ROUTES})
+    routes = sorted({TARGET_ROUTES[r] for r in set(model.arrivals().route) if r in TARGET_ROUTES})
     adaptive = run.algorithm == "adaptive"
     limit = {
         "name": "adaptive" if adaptive else "per-client",
@@ -54,16 +54,8 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
         "decision_log": {"path": str(run_dir / DECISIONS_FILE)},
         "node": "node-1",
     }
-    return {**_merged(config, model.target_config()), **run.scenario.target}
-
-
-def _merged(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:
-    """``top`` over ``base``, mappings merged key by key (a model's downstream schedule keeps the
-    campaign's concurrency and the shared start time)."""
-    out = dict(base)
-    for key, value in top.items():
-        out[key] = _merged(out[key], value) if isinstance(value, dict) and isinstance(out.get(key), dict) else value
-    return out
+    # a model's downstream schedule keeps the campaign's concurrency and the shared start time
+    return {**deep_merge(config, model.target_config()), **run.scenario.target}
 
 
 def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str, Any]:
@@ -79,5 +71,15 @@ def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str,
             "namespace": f"rb{start_at * 1000:.0f}"}
 
 
-def str_params(params: dict[str, Any]) -> dict[str, str]:
-    return {k: str(v) for k, v in params.items()}
+def node_configs(config: dict[str, Any], nodes: list[str], run_dir: Path) -> list[Path]:
+    """One config file per node (``target.yaml`` for node-1, ``target-<node>.yaml`` for the
+    others); with several nodes each writes ``decisions-<node>.parquet``."""
+    paths = []
+    for node in nodes:
+        mine = dict(config)
+        if len(nodes) > 1:
+            mine.update(node=node, decision_log={"path": str(run_dir / f"decisions-{node}.parquet")})
+        path = run_dir / ("target.yaml" if node == "node-1" else f"target-{node}.yaml")
+        write_text(path, yaml.safe_dump(mine))
+        paths.append(path)
+    return paths

@@ -17,6 +17,8 @@ from targets.stores.memory import MemoryStore
 
 
 class ClusterStore:
+    """A ReplayStore (targets.stores.protocol) of N memory stores, one per node."""
+
     def __init__(self, algorithm: Algorithm, params: Any, nodes: int, assignment: Sequence[int] | None = None) -> None:
         self.algorithm, self.params = algorithm, params
         self.stores = [MemoryStore(algorithm, params, max_keys=1_000_000) for _ in range(nodes)]

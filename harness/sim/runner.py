@@ -4,7 +4,7 @@ input), then replay each scenario x algorithm and write the results folder."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -14,10 +14,12 @@ import yaml
 
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
-from contract.folder import ResultsFolder, utc_stamp, write_parquet, write_text
+from contract.atomic import write_text
+from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
-from contract.schema import DECISIONS_FILE, run_dir_name
-from harness.campaign.config_file import SimCampaign
+from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, run_dir_name
+from harness.campaign.simulate import SimCampaign
+from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
 
@@ -147,12 +149,12 @@ def attempt_log(result: Replay) -> pd.DataFrame:
     return frame.assign(request_id=frame["client_id"] + "#" + seq.astype(str)).drop(columns="client_id")
 
 
-def execute(plan: SimPlan, out: Path | None, on_run: Callable[[int, int, dict], None] | None = None) -> list[dict]:
+def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None = None) -> list[dict]:
     """Run every planned run; with ``out``, write the results folder as it goes."""
     folder = ResultsFolder(out) if out is not None else None
     if folder is not None:
         config = dict(plan.config, machine=machine_facts(), created=utc_stamp())
-        write_text(out / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+        write_text(out / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
     rows: list[dict] = []
     ideals: dict[int, list[bool]] = {}  # open-loop arrivals do not depend on the algorithm
     for i, run in enumerate(plan.runs, 1):
@@ -177,8 +179,8 @@ def execute(plan: SimPlan, out: Path | None, on_run: Callable[[int, int, dict], 
         if folder is not None:
             write_parquet(folder.run_dir(run_dir_name(run.scenario, run.algorithm, STORE)) / DECISIONS_FILE, table)
         rows.append(row)
-        if on_run is not None:
-            on_run(i, len(plan.runs), row)
+        if events is not None:
+            events.done(i, len(plan.runs), run, row)
     if folder is not None:
         folder.write_summary(rows)
     return rows

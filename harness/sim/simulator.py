@@ -33,6 +33,7 @@ from targets.downstream import OUTAGE
 from targets.headers import reset_seconds
 from targets.keys import KeyPolicy
 from targets.stores.memory import MemoryStore
+from targets.stores.protocol import ReplayStore
 from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
@@ -137,14 +138,13 @@ def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: 
         arrivals = virtual_arrivals(model)
         per_node = local_params(params, fleet.nodes) if fleet.virtual_store == "local_split" else params
         cluster = ClusterStore(algorithm, per_node, fleet.nodes, assign_nodes(arrivals.t, arrivals.client_id, fleet))
-        return replay_on(cluster, model)  # type: ignore[arg-type]  # ClusterStore has the store interface
+        return replay_on(cluster, model)
     return replay_on(MemoryStore(algorithm, params, max_keys=max_keys), model)
 
 
-def replay_on(store: MemoryStore, traffic: TrafficModel | Arrivals) -> Replay:
-    """Replay a model (or bare open-loop arrivals, keys as given) through a store; anything with
-    the store's ``decide``/``decide_many``/``release``/``algorithm``/``params``/``evictions`` will
-    do, e.g. several nodes behind a balancer."""
+def replay_on(store: ReplayStore, traffic: TrafficModel | Arrivals) -> Replay:
+    """Replay a model (or bare open-loop arrivals, keys as given) through a store: a MemoryStore,
+    or several nodes behind a balancer (ClusterStore)."""
     with _no_gc():
         if not isinstance(traffic, Arrivals) and traffic.reactive:
             return _replay_general(traffic, store)
@@ -167,7 +167,7 @@ def _no_gc() -> Iterator[None]:
             gc.enable()
 
 
-def _replay_open(arrivals: Arrivals, store: MemoryStore) -> Replay:
+def _replay_open(arrivals: Arrivals, store: ReplayStore) -> Replay:
     """Hot path for open-loop traffic: blocks of decisions through the store's batch call."""
     decide_many, clock = store.decide_many, time.perf_counter_ns
     ts, keys, costs = arrivals.t, arrivals.key, arrivals.cost
@@ -182,7 +182,7 @@ def _replay_open(arrivals: Arrivals, store: MemoryStore) -> Replay:
     return Replay(arrivals, decisions, micros, store.evictions)
 
 
-def _replay_open_releasing(arrivals: Arrivals, store: MemoryStore) -> Replay:
+def _replay_open_releasing(arrivals: Arrivals, store: ReplayStore) -> Replay:
     """Open-loop traffic through a concurrency limiter: the arrivals stay columns; the virtual
     completions that give the slots back wait in a FIFO."""
     decide, releases, clock = store.decide, _Releases(store), time.perf_counter_ns
@@ -206,7 +206,7 @@ def _replay_open_releasing(arrivals: Arrivals, store: MemoryStore) -> Replay:
     return Replay(arrivals, decisions, micros, store.evictions)
 
 
-def _replay_general(model: TrafficModel, store: MemoryStore) -> Replay:
+def _replay_general(model: TrafficModel, store: ReplayStore) -> Replay:
     """Closed-loop traffic, one request at a time: planned arrivals are merged with each
     decision's follow-ups (a heap), and virtual completions release slots. A request admitted
     during a scheduled downstream outage is answered 503: the model reacts to a refusal whose
@@ -259,7 +259,7 @@ class _Releases:
     the algorithm's ``hold_s`` (a stand-in for service time). Decisions come in time order and
     the hold is constant, so completions are due in admission order: a FIFO, not a heap."""
 
-    def __init__(self, store: MemoryStore) -> None:
+    def __init__(self, store: ReplayStore) -> None:
         self.store = store
         self.enabled = store.algorithm.release is not None
         self.hold_s = getattr(store.params, "hold_s", 0.0)

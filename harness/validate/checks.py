@@ -26,7 +26,7 @@ WINDOWED = ("fixed_window", "sliding_window_counter", "sliding_window_ring")
 
 
 @dataclass(frozen=True)
-class Verdict:
+class CheckVerdict:
     """One row of the verdict table (and one JUnit testcase)."""
 
     name: str
@@ -99,11 +99,11 @@ def phrase(policy: PolicyFile, metric: str, value: float) -> str:
     return prefix + text
 
 
-def check(policy: PolicyFile, limit: Limit, metric: str) -> Verdict:
+def check(policy: PolicyFile, limit: Limit, metric: str) -> CheckVerdict:
     threshold = effective(metric, limit.name, policy.thresholds)
     value = measure(policy, limit, metric)
     passed = threshold.holds(value)
-    return Verdict(
+    return CheckVerdict(
         name=f"{limit.name}: {metric}", kind="simulation", limit=limit.name, metric=metric, value=value,
         display=display(metric, value), threshold=str(threshold), passed=passed,
         message=phrase(policy, metric, value),
@@ -111,7 +111,7 @@ def check(policy: PolicyFile, limit: Limit, metric: str) -> Verdict:
     )
 
 
-def run_checks(policy: PolicyFile) -> list[Verdict]:
+def run_checks(policy: PolicyFile) -> list[CheckVerdict]:
     return [check(policy, limit, m) for limit in policy.limits for m in SIM_METRICS if applies(policy, limit, m)]
 
 

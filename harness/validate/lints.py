@@ -9,15 +9,15 @@ from collections.abc import Callable
 from harness.campaign.policy_file import Limit, PolicyFile
 from harness.campaign.thresholds import effective
 
-from .checks import BURSTY, Verdict, burst_of, display, measure, suggest
+from .checks import BURSTY, CheckVerdict, burst_of, display, measure, suggest
 from .sim import PageTraffic, attack_result, deployment, page_result, rotation_admission
 
 Finding = tuple[str, str | None]
 """(what is wrong, the suggestion with numbers)."""
 
 
-def _verdict(name: str, summary: str, findings: list[Finding]) -> Verdict:
-    return Verdict(
+def _verdict(name: str, summary: str, findings: list[Finding]) -> CheckVerdict:
+    return CheckVerdict(
         name=f"lint: {name}", kind="lint", limit=None, metric=name, value=float(len(findings)),
         display="ok" if not findings else f"{len(findings)} finding{'s' * (len(findings) > 1)}",
         threshold="no findings", passed=not findings,
@@ -197,6 +197,6 @@ LINTS: dict[str, tuple[str, Callable[[PolicyFile], list[Finding]]]] = {
 }
 
 
-def run_lints(policy: PolicyFile) -> list[Verdict]:
+def run_lints(policy: PolicyFile) -> list[CheckVerdict]:
     return [_verdict(name, summary, lint(policy)) for name, (summary, lint) in LINTS.items()]
 

@@ -23,13 +23,16 @@ from analysis.analyze import analyze
 from analysis.latency import admitted_latency, nearest_rank
 from analysis.loader import load_results
 from analysis.report import build_report
-from contract.folder import utc_stamp, write_text
+from contract.atomic import write_text
+from contract.folder import utc_stamp
 from contract.machine import machine_facts
-from contract.schema import CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
+from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
-from harness.live.runner import LiveRunner, signals_interrupt
+from harness.events import RunnerEvents
+from harness.live.runner import LiveRunner
+from harness.live.supervise import signals_interrupt
 
-from .probes import LivePlan, Probe, plan_live
+from .probes import Probe, ProbePlan, plan_live
 
 Say = Callable[[str], None]
 COUNTERS_EVERY_S = 2.0
@@ -55,7 +58,7 @@ class ProbeResult:
 
 @dataclass(frozen=True)
 class LiveOutcome:
-    plan: LivePlan
+    plan: ProbePlan
     results: list[ProbeResult]
     folder: Path | None
     """Kept results folder (``--out``), else None."""
@@ -71,7 +74,7 @@ def _folder(out: Path | None, name: str) -> Iterator[Path]:
 
 
 def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
-    """Every live run of the policy, measured; raises live_runner.Interrupted on SIGINT/SIGTERM."""
+    """Every live run of the policy, measured; raises harness.live.supervise.Interrupted on SIGINT/SIGTERM."""
     plan = plan_live(policy)
     if plan.campaign is None:
         return LiveOutcome(plan, [], None)
@@ -79,7 +82,7 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
         root.mkdir(parents=True, exist_ok=True)
         config = {"validate": policy.model_dump(mode="json"), **plan.campaign.model_dump(mode="json"),
                   "machine": machine_facts(), "created": utc_stamp()}
-        write_text(root / "campaign.yaml", yaml.safe_dump(config, sort_keys=False))
+        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
         infos = _execute(plan, root, say)
         say("live: analysing" + (" and writing the report" if out is not None else ""))
         rows = {r["run"]: r for r in (build_report(root) if out is not None else analyze(load_results(root))).rows}
@@ -87,10 +90,10 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
     return LiveOutcome(plan, results, out)
 
 
-def _execute(plan: LivePlan, root: Path, say: Say) -> list[dict[str, Any]]:
+def _execute(plan: ProbePlan, root: Path, say: Say) -> list[dict[str, Any]]:
     assert plan.campaign is not None
     ticker = _Ticker(say)
-    runner = LiveRunner(plan.campaign, root, workers=1, progress=ticker)
+    runner = LiveRunner(plan.campaign, root, workers=1, events=RunnerEvents(counters=ticker))
     infos = []
     say(f"live: {plan.setup}")
     try:

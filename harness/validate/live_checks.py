@@ -10,7 +10,7 @@ from __future__ import annotations
 from harness.campaign.policy_file import PolicyFile
 from harness.campaign.thresholds import FALLBACK, effective
 
-from .checks import Verdict, display
+from .checks import CheckVerdict, display
 from .live import LiveOutcome, ProbeResult
 from .probes import page_limits
 
@@ -22,7 +22,7 @@ METRICS_OF = {
 GENERATOR_NOTE = " (the load generator was the bottleneck: an upper bound)"
 
 
-def live_verdicts(policy: PolicyFile, outcome: LiveOutcome, simulated: list[Verdict]) -> list[Verdict]:
+def live_verdicts(policy: PolicyFile, outcome: LiveOutcome, simulated: list[CheckVerdict]) -> list[CheckVerdict]:
     return [_verdict(policy, r, metric, simulated) for r in outcome.results for metric in METRICS_OF[r.probe.kind]]
 
 
@@ -34,24 +34,24 @@ def _show(metric: str, value: float) -> str:
     return display(FALLBACK[metric], value)
 
 
-def _verdict(policy: PolicyFile, result: ProbeResult, metric: str, simulated: list[Verdict]) -> Verdict:
+def _verdict(policy: PolicyFile, result: ProbeResult, metric: str, simulated: list[CheckVerdict]) -> CheckVerdict:
     limit = result.probe.limit.name if result.probe.limit else None
     name = f"live: {limit}: over_admission" if limit else f"live: {metric.removeprefix('live_')}"
     threshold = effective(metric, limit, policy.thresholds)
     value = result.values.get(metric)
     if value is None:
         why = f"live run failed: {result.error}" if result.error else "nothing admitted to measure"
-        return Verdict(name, "live", limit, metric, None, "n/a", str(threshold), False, why)
+        return CheckVerdict(name, "live", limit, metric, None, "n/a", str(threshold), False, why)
     passed = threshold.holds(value)
     twins = _twins(policy, result, metric, simulated)
     message = _message(result, metric, value)
     if twins:
         message += "; simulated: " + ", ".join(f"{v.limit} {v.display}" for v in twins)
-    return Verdict(name, "live", limit, metric, value, _show(metric, value), str(threshold), passed, message,
+    return CheckVerdict(name, "live", limit, metric, value, _show(metric, value), str(threshold), passed, message,
                    suggestion=None if passed else _suggest(result, metric, value, twins))
 
 
-def _twins(policy: PolicyFile, result: ProbeResult, metric: str, simulated: list[Verdict]) -> list[Verdict]:
+def _twins(policy: PolicyFile, result: ProbeResult, metric: str, simulated: list[CheckVerdict]) -> list[CheckVerdict]:
     """The simulated checks of the same metric on the limits this run exercised."""
     base = FALLBACK.get(metric)
     limits = {result.probe.limit.name} if result.probe.limit else {lim.name for lim in page_limits(policy)}
@@ -76,7 +76,7 @@ def _message(result: ProbeResult, metric: str, value: float) -> str:
         (f"; rejected by {by})" if by else ")")
 
 
-def _suggest(result: ProbeResult, metric: str, value: float, twins: list[Verdict]) -> str:
+def _suggest(result: ProbeResult, metric: str, value: float, twins: list[CheckVerdict]) -> str:
     fixes = [f"{v.limit}: {v.suggestion}" for v in twins if v.suggestion]
     if fixes:
         return "as simulated: " + "; ".join(fixes)

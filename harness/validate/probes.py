@@ -14,12 +14,13 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from contract.routes import TARGET_ROUTES
+from harness.campaign.config_file import str_params
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.policy_file import Limit, PolicyFile
-from harness.live.runner import LiveRun
-from scenarios.live_plan import ROUTES
+from harness.live.plan import LiveRun
+from scenarios import TrafficModel, build_model
 from targets.algorithms import Policy, build_params
-from targets.config import ROUTE_PATHS
 
 from .checks import burst_of
 from .sim import PARALLEL_SPREAD_S
@@ -39,7 +40,7 @@ MAX_BURST_REQUESTS = 800
 """A limit needing more requests a side (a tiny burst on a large L) is left to the simulation."""
 PAGE_ROUTE = "GET /api/items"
 """The route the traffic models call: the target serves the policy's page route there."""
-TARGET_ROUTE = next(name for name, path in ROUTE_PATHS.items() if path == ROUTES[PAGE_ROUTE])
+TARGET_ROUTE = TARGET_ROUTES[PAGE_ROUTE]
 MAX_NODES = 2
 """Target nodes started live at most (each is a uvicorn process on the same cores)."""
 CAMPAIGN: dict[str, Any] = {
@@ -62,7 +63,7 @@ class Probe:
 
 
 @dataclass(frozen=True)
-class LivePlan:
+class ProbePlan:
     campaign: Campaign | None
     """None when there is nothing to replay."""
     probes: list[Probe]
@@ -133,10 +134,15 @@ def _page_probe(policy: PolicyFile, kind: str) -> Probe:
                             policy={"limit": nominal.limit, "window_s": nominal.window_s}, algorithms=[first.algorithm],
                             label="nat" if nat else None)
     run = LiveRun(scenario, first.algorithm, live_store(policy), nominal, build_params(first.algorithm, nominal),
-                  [0.0] * live_nodes(policy))
+                  [0.0] * live_nodes(policy), model=_model(policy, scenario, nominal))
     who = f"{users} clients behind one address" if nat else f"{users} users + 1 abusive client"
     return Probe(kind, run, f"{kind}: {who}, pages of {t.page_load} at {t.peak_requests_per_min:g}/min, "
                              f"{PAGE_LOADS_S:g} s")
+
+
+def _model(policy: PolicyFile, scenario: LiveScenario, at: Policy) -> TrafficModel:
+    """The probe's traffic model, at the run's policy and the file's seed (the campaign's)."""
+    return build_model(scenario.name, at.limit, at.window_s, policy.traffic.seed, str_params(scenario.params))
 
 
 def burst_cost(policy: PolicyFile, lim: Limit) -> float:
@@ -154,18 +160,18 @@ def _burst_probe(policy: PolicyFile, lim: Limit, size: int) -> Probe:
                             policy={"limit": lim.limit, "window_s": window, "burst": lim.burst},
                             algorithms=[lim.algorithm], label=lim.name.replace("_", "-"))
     run = LiveRun(scenario, lim.algorithm, live_store(policy), scaled,
-                  build_params(lim.algorithm, scaled, {k: str(v) for k, v in layer["params"].items()}),
-                  [0.0] * live_nodes(policy))
+                  build_params(lim.algorithm, scaled, str_params(layer["params"])),
+                  [0.0] * live_nodes(policy), model=_model(policy, scenario, scaled))
     return Probe("burst", run, f"burst-{lim.name}: 2 x {size} requests of cost {burst_cost(policy, lim):g} at one "
                                f"key across a window edge ({lim.window_s:g} s window compressed to {window:g} s)",
                  lim, size)
 
 
-def plan_live(policy: PolicyFile) -> LivePlan:
+def plan_live(policy: PolicyFile) -> ProbePlan:
     limits = page_limits(policy)
     notes: list[str] = []
     if not limits:
-        return LivePlan(None, [], [f"no limit covers the page route {policy.page_route.name!r}: nothing to replay live"])
+        return ProbePlan(None, [], [f"no limit covers the page route {policy.page_route.name!r}: nothing to replay live"])
     probes = [_page_probe(policy, "page-loads")]
     if any(lim.key == "ip" for lim in limits):
         probes.append(_page_probe(policy, "nat"))
@@ -192,4 +198,4 @@ def plan_live(policy: PolicyFile) -> LivePlan:
         "algorithms": sorted({p.run.algorithm for p in probes}),
         "scenarios": [p.run.scenario.model_dump() for p in probes],
     })
-    return LivePlan(campaign, probes, notes, f"{live_nodes(policy)} target node(s), store {live_store(policy)}")
+    return ProbePlan(campaign, probes, notes, f"{live_nodes(policy)} target node(s), store {live_store(policy)}")

@@ -9,11 +9,11 @@ from dataclasses import asdict
 
 from rich.table import Table
 
-from .checks import Verdict
+from .checks import CheckVerdict
 from .live import LiveOutcome
 
 
-def verdict_table(policy_name: str, verdicts: list[Verdict]) -> Table:
+def verdict_table(policy_name: str, verdicts: list[CheckVerdict]) -> Table:
     failed = sum(not v.passed for v in verdicts)
     status = "[green]PASS[/green]" if not failed else f"[red]FAIL[/red] ({failed} of {len(verdicts)} checks)"
     table = Table(title=f"validate {policy_name}: {status}", title_justify="left")
@@ -24,7 +24,7 @@ def verdict_table(policy_name: str, verdicts: list[Verdict]) -> Table:
     return table
 
 
-def suggestions(verdicts: list[Verdict]) -> list[str]:
+def suggestions(verdicts: list[CheckVerdict]) -> list[str]:
     """One paragraph per failure: what is wrong and the measured fix."""
     out = []
     for v in verdicts:
@@ -36,7 +36,7 @@ def suggestions(verdicts: list[Verdict]) -> list[str]:
     return out
 
 
-def to_json(policy_name: str, source: str, verdicts: list[Verdict], live: LiveOutcome | None = None) -> str:
+def to_json(policy_name: str, source: str, verdicts: list[CheckVerdict], live: LiveOutcome | None = None) -> str:
     doc: dict = {
         "policy": policy_name,
         "file": source,
@@ -49,7 +49,7 @@ def to_json(policy_name: str, source: str, verdicts: list[Verdict], live: LiveOu
     return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
 
 
-def to_junit(policy_name: str, verdicts: list[Verdict], seconds: float) -> str:
+def to_junit(policy_name: str, verdicts: list[CheckVerdict], seconds: float) -> str:
     failures = sum(not v.passed for v in verdicts)
     suites = ET.Element("testsuites", name="ratelimit-bench validate", tests=str(len(verdicts)),
                         failures=str(failures), time=f"{seconds:.3f}")

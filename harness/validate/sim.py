@@ -71,7 +71,7 @@ def deployment(policy: PolicyFile, limit: Limit, situation: str = "normal") -> D
 def run(dep: Deployment, traffic: Arrivals | TrafficModel) -> pd.DataFrame:
     """Replay traffic (arrivals, or a closed-loop model) through the deployment: one row per decision."""
     store = ClusterStore(get_algorithm(dep.algorithm), dep.params, max(1, dep.nodes))
-    result = replay_on(store, traffic)  # type: ignore[arg-type]  # ClusterStore has the store interface
+    result = replay_on(store, traffic)
     a = result.arrivals
     allowed, _remaining, retry, _reset, delay = zip(*result.decisions) if len(a) else ((),) * 5
     return pd.DataFrame({

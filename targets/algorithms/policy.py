@@ -27,8 +27,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
+from contract.errors import BadInput
 
-class PolicyError(ValueError):
+
+class PolicyError(BadInput):
     """A policy or parameter that cannot be used; the message names the field."""
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ...algorithms.base import Algorithm
 from ..memory import MemoryStore
+from ..protocol import SharedStore
 from .connect import async_client, check
 from .errors import RedisConfigError
 from .failover import FailoverStore
@@ -45,7 +46,7 @@ class RedisSettings:
             raise RedisConfigError(f"redis mode must be one of {', '.join(MODES)}, got {self.mode!r}")
 
 
-def open_store(algorithm: Algorithm, params: Any, settings: RedisSettings, *, max_keys: int = 100_000) -> Any:
+def open_store(algorithm: Algorithm, params: Any, settings: RedisSettings, *, max_keys: int = 100_000) -> MemoryStore | SharedStore:
     if settings.mode == "local":
         return MemoryStore(algorithm, local_params(params, settings.nodes) if settings.split else params, max_keys=max_keys)
     check(settings.url, cluster=settings.cluster)

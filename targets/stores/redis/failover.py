@@ -30,6 +30,7 @@ import redis
 
 from ...algorithms.base import Decision
 from ..memory import MemoryStore
+from ..protocol import SharedStore
 
 log = logging.getLogger("targets.stores.redis")
 
@@ -55,11 +56,10 @@ def decision_source(decision: Decision) -> str:
 FAILURES = (redis.RedisError, OSError, asyncio.TimeoutError)
 
 
-class AsyncStore(Protocol):
-    client: Any
+class AsyncStore(SharedStore, Protocol):
+    """A shared store on a Redis client (the wrapper reconnects through it)."""
 
-    async def decide(self, key: str, now: float | None = None, cost: float = 1.0) -> Decision: ...
-    async def release(self, key: str, now: float | None = None, cost: float = 1.0) -> None: ...
+    client: Any
 
 
 class FailoverStore:

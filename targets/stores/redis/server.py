@@ -12,13 +12,14 @@ import contextlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import tempfile
 import time
 from pathlib import Path
 
 import redis
+
+from ...ports import free_port
 
 BINARY = "redis-server"
 CLI = "redis-cli"
@@ -29,33 +30,16 @@ class RedisServerError(RuntimeError):
     """A server of ours that could not start (binary missing, port taken, cluster not forming)."""
 
 
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-    return True
-
-
-def free_port(*, cluster_bus: bool = False) -> int:
-    """A port free now (and, for a cluster node, its bus port + 10000 too)."""
-    for _ in range(200):
-        with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if not cluster_bus or (port + 10000 < 65536 and _bindable(port + 10000)):
-            return port
-    raise RedisServerError("no free port found")
-
-
 class RedisServer:
     def __init__(self, port: int | None = None, *, cluster: bool = False, binary: str = BINARY,
                  extra_args: tuple[str, ...] = ()) -> None:
         if shutil.which(binary) is None:
             raise RedisServerError(f"{binary!r} not found on PATH")
         self.binary, self.cluster, self.extra_args = binary, cluster, extra_args
-        self.port = port or free_port(cluster_bus=cluster)
+        try:
+            self.port = port or free_port(cluster_bus=cluster)
+        except OSError as exc:
+            raise RedisServerError(str(exc)) from None
         self.dir = Path(tempfile.mkdtemp(prefix=f"redis-{self.port}-"))
         self.process: subprocess.Popen[bytes] | None = None
 

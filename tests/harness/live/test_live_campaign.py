@@ -19,7 +19,8 @@ from analysis.metrics import over_admission
 from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from harness.campaign.live import load_campaign
 from harness.cli.main import main
-from harness.live.runner import LiveRunner, plan_runs
+from harness.live.plan import plan_runs
+from harness.live.runner import LiveRunner
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOKE = ROOT / "campaigns" / "smoke.yaml"

@@ -13,7 +13,8 @@ import pytest
 import yaml
 
 from harness.campaign.live import load_campaign
-from harness.live.runner import LiveRunner, plan_runs
+from harness.live.plan import plan_runs
+from harness.live.runner import LiveRunner
 
 L, K, BATCH = 20, 3, 5
 CAMPAIGN = {
@@ -40,7 +41,7 @@ def results(tmp_path_factory):
         campaign = load_campaign(path)
         runner = LiveRunner(campaign, path.parent / "res")
         infos = runner.run_all(plan_runs(campaign))
-        assert runner.redis is None and runner.targets == []  # our redis-server and every node stopped
+        assert runner.redis is None and runner.processes.targets == []  # our redis-server and every node stopped
     return {(i["scenario"], i["store"]): i for i in infos}, path.parent / "res"
 
 

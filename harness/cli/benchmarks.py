@@ -1,0 +1,34 @@
+"""``run_bench.py bench NAME [ARGS]``: the suite's own benchmarks (``benchmarks/``).
+
+Each benchmark module parses its own ARGS (``run_bench.py bench NAME --help``) in ``main(argv)``
+and prints its figures side by side with their comparison, measured in the same run. The
+registry names modules, not functions: a benchmark is imported only when it runs (some import
+the world), and nothing of the house imports ``benchmarks`` (it stands on top).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+
+BENCHMARKS: dict[str, tuple[str, str]] = {
+    "core": ("benchmarks.core", "decisions/s per algorithm vs the limits library; the simulator's replay rate"),
+    "live": ("benchmarks.live", "the load generator's ceiling and a burst's spread at the target"),
+    "targets": ("benchmarks.targets", "throughput of every target vs the `none` target (wrk; --instructions: valgrind)"),
+    "redis": ("benchmarks.redis_store", "Redis decisions/s vs limits (sync, async, 64 clients); round trips per mode"),
+    "hostile": ("benchmarks.hostile", "a normal client's P99 under big heads, slowloris and a key flood; the in-debt key's admissions"),
+    "analysis-10m": ("benchmarks.analysis_10m", "the report of a 10-million-row results folder: wall time, peak memory"),
+}
+"""NAME -> (module, what it measures)."""
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    bench = sub.add_parser("bench", help="the suite's own benchmarks (benchmarks/)",
+                           epilog="; ".join(f"{name}: {what}" for name, (_, what) in BENCHMARKS.items()))
+    bench.add_argument("what", choices=list(BENCHMARKS), metavar="NAME", help=", ".join(BENCHMARKS))
+    bench.add_argument("args", nargs=argparse.REMAINDER, metavar="ARGS", help="the benchmark's own (bench NAME --help)")
+    bench.set_defaults(func=cmd_bench)
+
+
+def cmd_bench(args: argparse.Namespace) -> int:
+    return importlib.import_module(BENCHMARKS[args.what][0]).main(args.args)

@@ -1,0 +1,63 @@
+"""A live run's logs made one: the nodes' decision logs and the Locust workers' client log parts
+(the handshake folder is consumed), with how precisely the plan was kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from contract.folder import write_parquet
+from contract.schema import CLIENT_FILE, CLIENT_PART_GLOB, CLIENT_SCHEMA, DECISIONS_FILE, HANDSHAKE_DIR, LATE_SUFFIX, READY_GLOB
+from scenarios.live_plan import LivePlan, groups, worker_share
+from targets.process import TargetProcess
+
+from .measures import burst_spread, pct_ms
+from .supervise import RunFailed, tail
+
+
+def merge_decisions(run_dir: Path, nodes: list[str], targets: list[TargetProcess]) -> None:
+    """The nodes' decision logs, one file in time order (one node writes it directly)."""
+    parts = [run_dir / f"decisions-{node}.parquet" for node in nodes] if len(nodes) > 1 else [run_dir / DECISIONS_FILE]
+    for part, target in zip(parts, targets):
+        if not part.exists():
+            raise RunFailed(f"the target wrote no decision log:\n{tail(target.stderr_path)}")
+    if len(parts) > 1:
+        table = pa.concat_tables([pq.read_table(p) for p in parts])
+        write_parquet(run_dir / DECISIONS_FILE, table.sort_by("t"))
+        for part in parts:
+            part.unlink()
+
+
+def slowest_ready(client_dir: Path) -> float | None:
+    """The latest ready marker's time: when the slowest worker had started up."""
+    ready = [float(p.read_text()) for p in client_dir.glob(READY_GLOB)]
+    return max(ready) if ready else None
+
+
+def gather_client(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
+    """Merge the workers' client logs; measure how precisely the plan was kept."""
+    handshake = run_dir / HANDSHAKE_DIR
+    parts = sorted(handshake.glob(CLIENT_PART_GLOB))
+    if not parts:
+        raise RunFailed(f"Locust wrote no client log:\n{tail(run_dir / 'logs' / 'locust.log')}")
+    client = pa.concat_tables([pq.read_table(p) for p in parts]).cast(CLIENT_SCHEMA)
+    write_parquet(run_dir / CLIENT_FILE, client)
+    late = sum(int(p.with_suffix(LATE_SUFFIX).read_text() or 0) for p in parts if p.with_suffix(LATE_SUFFIX).exists())
+    for p in handshake.iterdir():  # parts are merged, markers consumed
+        p.unlink()
+    handshake.rmdir()
+    df = client.to_pandas()
+    lag = (df["sent_t"] - df["intended_t"]).to_numpy()
+    n_groups = len(groups(worker_share(plan.arrivals(), 0, 1), plan.burst_gap_s))
+    info: dict[str, Any] = {
+        "sent": len(df),
+        "unanswered": int((df["status"] == 0).sum()),
+        "late_groups": late,
+        "late_share": late / max(1, n_groups),
+        "send_lag_ms": {"p50": pct_ms(lag, 50), "p99": pct_ms(lag, 99), "max": pct_ms(lag, 100)},
+    }
+    info.update(burst_spread(run_dir, plan))
+    return info

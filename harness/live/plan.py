@@ -1,0 +1,58 @@
+"""The plan of a live campaign: its runs, scenario x algorithm x store, each carrying the traffic
+model it replays (built once, here, and used by the target config, the runner and the virtual twin)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from contract.schema import run_dir_name
+from harness.campaign.live import Campaign, LiveScenario
+from scenarios import TrafficModel
+from scenarios.fleet import fleet_of
+from targets.algorithms import Policy
+
+
+@dataclass
+class LiveRun:
+    scenario: LiveScenario
+    algorithm: str
+    store: str
+    """``memory`` or ``redis-<mode>`` (``redis-local-split``: local with L/N per node)."""
+    policy: Policy
+    params: Any
+    joins_s: list[float] = field(default_factory=lambda: [0.0])
+    """One entry per target node: the model time from which it takes traffic."""
+    routing: str = "round_robin"
+    model: TrafficModel = field(kw_only=True)
+    """The scenario's model at this run's policy and the campaign's seed."""
+
+    @property
+    def name(self) -> str:
+        return run_dir_name(self.scenario.run_name, self.algorithm, self.store)
+
+    @property
+    def nodes(self) -> list[str]:
+        return [f"node-{i + 1}" for i in range(len(self.joins_s))]
+
+
+def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | None = None) -> list[LiveRun]:
+    """Every scenario x algorithm x store; ``store`` keeps a scenario's entries of that store
+    (``redis`` matches every redis mode), or runs it on that store alone when it has none."""
+    runs = []
+    for sc in campaign.scenarios:
+        policy = campaign.policy_for(sc)
+        model = campaign.model_for(sc)
+        fleet = fleet_of(model)
+        joins = list(fleet.joins_s) if fleet is not None else [0.0] * campaign.nodes
+        routing = fleet.routing if fleet is not None else campaign.routing
+        stores = [campaign.store_label(st) for st in campaign.stores_for(sc)]
+        if store:
+            stores = [st for st in stores if st == store or st.startswith(f"{store}-")] or [campaign.store_label(store)]
+        for algorithm in campaign.algorithms_for(sc):
+            for st in stores:
+                if only and sc.name not in only and algorithm not in only:
+                    continue
+                runs.append(LiveRun(sc, algorithm, st, policy, campaign.params_for(algorithm, policy), joins, routing,
+                                    model=model))
+    return runs

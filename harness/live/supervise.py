@@ -1,0 +1,103 @@
+"""The processes of a live run: targets and Locust, each in its own process group, all stopped
+however the run ends; SIGINT and SIGTERM become ``Interrupted`` for the duration of a campaign."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+from targets.process import TargetError, TargetProcess, start_target
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived during a campaign."""
+
+
+class RunFailed(Exception):
+    """A run that could not complete; the message carries the relevant log tail."""
+
+
+@contextmanager
+def signals_interrupt() -> Iterator[None]:
+    """SIGTERM behaves like Ctrl-C for the duration of a campaign."""
+    def handler(signum: int, frame: Any) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+def tail(path: Path, lines: int = 15) -> str:
+    if not path.exists():
+        return ""
+    return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+
+
+def stop_group(process: subprocess.Popen, timeout_s: float = 10.0) -> None:
+    if process.poll() is None:
+        with suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        with suppress(subprocess.TimeoutExpired):
+            process.wait(timeout_s)
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+
+
+class Processes:
+    """Every child of the runner that is alive: registered as soon as it starts, so an
+    interruption meanwhile orphans none."""
+
+    def __init__(self) -> None:
+        self.children: list[subprocess.Popen] = []
+        self.targets: list[TargetProcess] = []
+
+    def start_targets(self, configs: list[Path], ports: list[int], logs: Path,
+                      env: dict[str, str] | None) -> list[TargetProcess]:
+        """Every node in parallel (start-up is mostly imports)."""
+        def start(config: Path, port: int) -> TargetProcess:
+            target = start_target(["--config", str(config)], log_dir=logs, port=port, env=env)
+            self.targets.append(target)
+            return target
+
+        with ThreadPoolExecutor(len(configs)) as pool:
+            futures = [pool.submit(start, c, p) for c, p in zip(configs, ports)]
+            started, errors = [], []
+            for f in futures:
+                try:
+                    started.append(f.result())
+                except TargetError as exc:
+                    errors.append(exc)
+        if errors:
+            raise RunFailed(f"target did not start: {errors[0]}")
+        return started
+
+    def start(self, cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen:
+        """A child in its own session (its group is stopped as one), output to ``log``."""
+        with log.open("wb") as out:
+            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd,
+                                       start_new_session=True)
+        self.children.append(process)
+        return process
+
+    def stop_target(self, target: TargetProcess) -> None:
+        target.stop()
+        self.targets.remove(target)
+
+    def stop_all(self) -> None:
+        for target in self.targets:
+            target.stop()
+        self.targets.clear()
+        for child in self.children:
+            stop_group(child)
+        self.children.clear()

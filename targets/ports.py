@@ -1,0 +1,27 @@
+"""Free ports on 127.0.0.1 for the processes the suite starts (targets, our own redis-servers)."""
+
+from __future__ import annotations
+
+import socket
+
+HOST = "127.0.0.1"
+
+
+def bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(*, cluster_bus: bool = False) -> int:
+    """A port free now (and, for a Redis cluster node, its bus port + 10000 too)."""
+    for _ in range(200):
+        with socket.socket() as s:
+            s.bind((HOST, 0))
+            port = s.getsockname()[1]
+        if not cluster_bus or (port + 10000 < 65536 and bindable(port + 10000)):
+            return port
+    raise OSError("no free port found")

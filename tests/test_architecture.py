@@ -1,0 +1,218 @@
+"""The import rules of docs/architecture.md, checked on the code's own imports (AST, nothing run).
+
+Run alone: ``.venv/bin/python -m pytest -q tests/test_architecture.py``. Each rule is also shown
+to fail on a small tree that breaks it, so that a rule that can no longer fail is noticed.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGES = ("analysis", "benchmarks", "contract", "harness", "scenarios", "targets")
+HARNESS_FLOORS = ("campaign", "sim", "live", "validate", "cli")
+"""harness/'s subpackages from the bottom up: each imports only those below it (and itself);
+modules at harness/'s own root (the runners' events) stand below them all."""
+NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan"}
+"""scenarios/ modules that replay models over HTTP rather than being models."""
+ERRORS = "contract.errors"
+"""The one module of the project the pure rooms may import: the base class of bad input."""
+
+
+@dataclass(frozen=True)
+class Import:
+    source: str
+    target: str
+    line: int
+
+
+def modules(root: Path) -> dict[str, Path]:
+    """Dotted name -> file, for every module of the project's packages (a package by its __init__)."""
+    found = {}
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            parts = list(path.relative_to(root).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            found[".".join(parts)] = path
+    return found
+
+
+def imports(root: Path) -> list[Import]:
+    """Every import of a project module by a project module, lazy and TYPE_CHECKING ones included."""
+    known = modules(root)
+    found = []
+    for name, path in known.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for target in _targets(node, package, known):
+                if target != name:
+                    found.append(Import(name, target, node.lineno))
+    return found
+
+
+def _targets(node: ast.AST, package: str, known: dict[str, Path]) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield from _known(alias.name, known)
+    elif isinstance(node, ast.ImportFrom):
+        base = node.module or ""
+        if node.level:
+            parts = package.split(".")[: len(package.split(".")) - node.level + 1]
+            base = ".".join([*parts, *([node.module] if node.module else [])])
+        for alias in node.names:
+            sub = f"{base}.{alias.name}"
+            yield from _known(sub if sub in known else base, known)
+
+
+def _known(name: str, known: dict[str, Path]) -> Iterator[str]:
+    """The longest project module that ``name`` is or lies in; nothing for a library."""
+    parts = name.split(".")
+    for i in range(len(parts), 0, -1):
+        if ".".join(parts[:i]) in known:
+            yield ".".join(parts[:i])
+            return
+
+
+def _in(name: str, package: str) -> bool:
+    return name == package or name.startswith(package + ".")
+
+
+def _harness_floor(name: str) -> int:
+    part = name.split(".")[1] if name.count(".") >= 1 else ""
+    return HARNESS_FLOORS.index(part) + 1 if part in HARNESS_FLOORS else 0
+
+
+def violations(root: Path) -> list[str]:
+    """Every broken rule, one line each: ``source -> target: rule``."""
+    found = []
+    graph: dict[str, set[str]] = {name: set() for name in modules(root)}
+    for imp in imports(root):
+        graph[imp.source].add(imp.target)
+        s, t, where = imp.source, imp.target, f"{imp.source}:{imp.line} -> {imp.target}"
+        if _in(s, "targets.algorithms") and not (_in(t, "targets.algorithms") or t == ERRORS):
+            found.append(f"{where}: an algorithm imports nothing of the project")
+        if _in(s, "scenarios") and s not in NOT_TRAFFIC_MODELS and not (_in(t, "scenarios") or t == ERRORS):
+            found.append(f"{where}: a traffic model imports nothing of the project")
+        if (_in(s, "targets") or _in(s, "scenarios")) and any(_in(t, p) for p in ("analysis", "harness", "benchmarks")):
+            found.append(f"{where}: targets and scenarios import only targets, scenarios and contract")
+        if _in(s, "contract") and not _in(t, "contract"):
+            found.append(f"{where}: the results contract imports nothing of the project")
+        if _in(s, "analysis") and not (_in(t, "analysis") or _in(t, "contract")):
+            found.append(f"{where}: analysis imports only analysis and contract")
+        if _in(s, "harness") and _in(t, "harness") and _harness_floor(t) > _harness_floor(s):
+            found.append(f"{where}: a harness subpackage imports only those below it ({' < '.join(HARNESS_FLOORS)})")
+        if _in(t, "benchmarks") and not _in(s, "benchmarks"):
+            found.append(f"{where}: nothing imports benchmarks (the command line runs them by module name)")
+    found += [f"circle: {' -> '.join(c)}" for c in circles(graph)]
+    for package in PACKAGES:
+        for path in (root / package).rglob("*.py"):
+            if package != "benchmarks" and (path.stem == "bench" or path.stem.startswith("bench_") or path.stem.endswith("_bench")):
+                found.append(f"{path.relative_to(root)}: a benchmark outside benchmarks/")
+    for folder in [root / "harness", *(p for p in (root / "harness").rglob("*") if p.is_dir())]:
+        stems = [p.stem for p in folder.glob("*.py") if p.stem != "__init__"]
+        for prefix in {s.split("_")[0] for s in stems if "_" in s}:
+            family = sorted(s for s in stems if s.startswith(prefix + "_"))
+            if len(family) > 1:
+                found.append(f"{folder.relative_to(root)}: a file-name prefix family {prefix}_*: {', '.join(family)} (a subpackage?)")
+    return found
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Each strongly connected group of more than one module (Tarjan), as a path round it."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    groups = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_the_house_keeps_its_import_rules():
+    assert violations(ROOT) == []
+
+
+def test_the_checker_reads_this_house():
+    """Enough edges that an empty answer means something: the known one-way flow is seen."""
+    seen = {(i.source, i.target) for i in imports(ROOT)}
+    assert ("harness.live.runner", "contract.schema") in seen
+    assert ("targets.decision_log", "contract.schema") in seen
+    assert ("harness.cli.main", "harness.cli.run") in seen  # `from . import run as run_cmd`
+    assert ("analysis.report", "contract.summary") in seen
+
+
+BREACHES = {
+    "targets/algorithms/leak.py": ("from targets.config import X\n", "an algorithm imports nothing"),
+    "scenarios/model.py": ("from targets.algorithms import Policy\n", "a traffic model imports nothing"),
+    "targets/app.py": ("def f():\n    from analysis import charts\n", "targets and scenarios import only"),
+    "contract/schema.py": ("from analysis.metrics import m\n", "the results contract imports nothing"),
+    "analysis/metrics.py": ("from harness.live import runner\n", "analysis imports only analysis and contract"),
+    "harness/campaign/live.py": ("from harness.live.runner import LiveRunner\n", "imports only those below it"),
+    "harness/cli/main.py": ("from benchmarks import core\n", "nothing imports benchmarks"),
+    "targets/bench.py": ("", "a benchmark outside benchmarks/"),
+    "harness/validate_checks.py": ("", "a file-name prefix family validate_*"),
+}
+
+
+def _tree(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        for parent in path.relative_to(root).parents:
+            if str(parent) != ".":
+                (root / parent / "__init__.py").touch()
+        path.write_text(text)
+    return root
+
+
+@pytest.mark.parametrize("path", list(BREACHES))
+def test_each_rule_fails_when_broken(tmp_path, path):
+    text, rule = BREACHES[path]
+    base = {"targets/config.py": "", "targets/algorithms/policy.py": "", "analysis/charts.py": "", "analysis/metrics.py": "",
+            "harness/live/runner.py": "", "harness/campaign/live.py": "", "harness/cli/main.py": "",
+            "benchmarks/core.py": "", "contract/errors.py": "",
+            "harness/validate_lints.py": ""}
+    assert violations(_tree(tmp_path / "clean", base)) == []
+    found = violations(_tree(tmp_path / "broken", {**base, path: text}))
+    assert len(found) == 1 and rule in found[0], found
+
+
+def test_a_circle_fails(tmp_path):
+    root = _tree(tmp_path, {"harness/live/a.py": "from . import b\n", "harness/live/b.py": "from harness.live.a import x\n"})
+    assert violations(root) == ["circle: harness.live.a -> harness.live.b"]
+
+
+def test_the_pure_rooms_may_take_the_base_of_bad_input(tmp_path):
+    root = _tree(tmp_path, {"contract/errors.py": "", "targets/algorithms/policy.py": "from contract.errors import BadInput\n",
+                            "scenarios/base.py": "from contract.errors import BadInput\n"})
+    assert violations(root) == []
