@@ -30,7 +30,7 @@ LATENCY_SCENARIO = "unhealthy_downstream"
 RETRY_STORM_PREFIX = "retry_storm"
 BOUNDARY_SPAN_S = 1.0
 BOUNDARY_BIN_S = 0.1
-CALLS_BIN_S = 1.0
+CALLS_BIN_S = 0.1  # a storm lasts seconds: the herd and its spread show at 100 ms
 CLIENT_MEASURES = ("intended_t", "sent_t", "done_t", "status", "attempt")
 
 
@@ -67,7 +67,8 @@ class FolderAnalysis:
 def _base_row(run: Run) -> dict[str, Any]:
     i = run.info
     return {"scenario": i.scenario, "algorithm": i.algorithm, "store": i.store, "limit": i.policy.limit,
-            "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params, "run": run.name,
+            "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
+            "scenario_params": i.scenario_params, "run": run.name,
             "kind": "live" if run.live else "simulated"}
 
 

@@ -1,7 +1,9 @@
 """The comparison charts (matplotlib, Agg, no pyplot state): PNG and SVG under ``charts/``.
 
-One colour per algorithm in every chart (PALETTE, keyed by docs/architecture.md's algorithm names). A chart
-whose data is absent is skipped with the reason, which the report prints.
+Every figure is drawn for the report's width (at most WIDTH_IN inches at DPI: shown at its
+natural size in a 1,400 px page), one colour per algorithm (``palette``), small multiples rather
+than many lines on one axis, log axes where values span decades (the captions say so), and panel
+titles computed from the data they title. A chart whose data is absent is not drawn.
 """
 
 from __future__ import annotations
@@ -18,30 +20,30 @@ matplotlib.use("Agg")
 import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
 from contract.atomic import atomic_write
 from contract.schema import ALGORITHM_NAMES, CHARTS_DIR
 
-from .analyze import BOUNDARY_SCENARIO, LATENCY_SCENARIO, RETRY_STORM_PREFIX, RunAnalysis
+from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
+from .answers import backoff
+from .palette import colour
 from .theory import envelope_bound, over_admission_bound
 
-_TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-PALETTE = dict(zip(ALGORITHM_NAMES, _TAB10))
-OTHER_COLOUR = "#444444"
 FORMATS = ("png", "svg")
 DPI = 110
-
-
-def colour(algorithm: str) -> str:
-    return PALETTE.get(algorithm, OTHER_COLOUR)
+WIDTH_IN = 12.2
+"""The widest figure: 1,342 px at DPI, the report's column at 1,400 px."""
+CONTEXT = "#d0d0d0"  # the other runs, behind a small multiple's own run
 
 
 @dataclass(frozen=True)
 class Chart:
-    name: str
+    name: str  # file stem: the spec's name, then ``-<scenario>`` for a chart of one scenario
     title: str
     caption: str
-    skipped: str | None = None  # why the chart was not drawn
+    spec: str
+    scenario: str | None = None  # None: the chart spans the campaign's scenarios
 
     def files(self, root: Path) -> dict[str, Path]:
         return {fmt: root / CHARTS_DIR / f"{self.name}.{fmt}" for fmt in FORMATS}
@@ -59,14 +61,15 @@ def _by_scenario(runs: Sequence[RunAnalysis]) -> dict[str, list[RunAnalysis]]:
     return {s: _order(v) for s, v in out.items()}
 
 
-def _facets(n: int, title: str, width: float = 5.2, height: float = 3.6, cols: int = 3) -> tuple[Figure, list[Axes]]:
-    cols = min(cols, n)
-    rows = -(-n // cols)
-    fig = Figure(figsize=(width * cols, height * rows + 0.6), layout="constrained")
-    axes = list(np.atleast_1d(fig.subplots(rows, cols, squeeze=False)).ravel())
+def _facets(n: int, title: str, cols: int, height: float, share: bool = False) -> tuple[Figure, list[Axes]]:
+    """``n`` panels, ``cols`` to a row, the figure WIDTH_IN wide (narrower when fewer panels)."""
+    used = max(1, min(cols, n))
+    rows = -(-n // used)
+    fig = Figure(figsize=(max(0.5, used / cols) * WIDTH_IN, height * rows + 0.5), layout="constrained")
+    axes = list(np.atleast_1d(fig.subplots(rows, used, squeeze=False, sharex=share, sharey=share)).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=13, fontweight="bold")
+    fig.suptitle(title, fontsize=12, fontweight="bold")
     return fig, axes[:n]
 
 
@@ -75,13 +78,19 @@ def _label(a: RunAnalysis) -> str:
     return i.algorithm if i.store == "memory" else f"{i.algorithm} ({i.store})"
 
 
+def _panel_title(ax: Axes, a: RunAnalysis, measured: str) -> None:
+    """The run on one line, what it measured on the next: long algorithm names never collide."""
+    ax.set_title(f"{_label(a)}\n{measured}", fontsize=9, color=colour(a.run.info.algorithm), linespacing=1.1)
+
+
 def _legend(fig: Figure, axes: Sequence[Axes], title: str | None = None) -> None:
-    """One legend for the figure: the same algorithm has the same colour in every panel."""
+    """One legend for the figure, under the panels: the same algorithm has one colour in every panel."""
     unique: dict[str, object] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             unique.setdefault(label, handle)
-    fig.legend(list(unique.values()), list(unique), loc="outside right upper", fontsize=8, title=title)
+    fig.legend(list(unique.values()), list(unique), loc="outside lower center", fontsize=8, title=title,
+               ncol=min(len(unique), 6), frameon=False)
 
 
 def _save(fig: Figure, chart: Chart, root: Path) -> None:
@@ -92,71 +101,96 @@ def _save(fig: Figure, chart: Chart, root: Path) -> None:
         atomic_write(path, lambda tmp, fmt=fmt: fig.savefig(tmp, format=fmt, dpi=DPI))
 
 
-OVER_ADMISSION_TOP = 4.0
-"""The y axis stops here (unlimited baselines reach hundreds); taller bars are labelled."""
+def _times(v: float) -> str:
+    return f"{v:.2f}x" if v < 10 else f"{v:.1f}x" if v < 100 else f"{v:,.0f}x"
+
+
+def _log_ticks(ax: Axes, lo: float, hi: float) -> None:
+    """Ticks at powers of two, labelled as multiples of L."""
+    ticks = [2.0 ** k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
+    ax.yaxis.set_major_locator(FixedLocator(ticks))
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.set_yticklabels([f"{t:g}x" for t in ticks], fontsize=8)
+
+
+def _plain_log_y(ax: Axes) -> None:
+    """Log ticks at 1, 2, 5 x 10^k written as plain numbers: a narrow range still gets several."""
+    ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def over_admission(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
+    """Log axis: unlimited baselines and bucket bursts reach tens of L, so no bar is clipped."""
     groups = _by_scenario(runs)
-    fig, axes = _facets(len(groups), fig_title)
+    fig, axes = _facets(len(groups), fig_title, cols=3, height=3.4)
     for ax, (scenario, rs) in zip(axes, groups.items()):
         values = [a.row["over_admission"] for a in rs]
         bounds = [over_admission_bound(a.run.info.algorithm, a.run.info.policy, a.run.info.params) for a in rs]
-        top = min(OVER_ADMISSION_TOP, 1.15 * max([2.0, *values, *(b for b in bounds if b is not None)]))
+        shown = [v for v in [*values, *(b for b in bounds if b is not None)] if v > 0]
+        lo, hi = min([0.5, *shown]) / 1.5, max([2.0, *shown]) * 2.2
         x = np.arange(len(rs))
         for xi, a, v in zip(x, rs, values):
-            ax.bar(xi, min(v, top), color=colour(a.run.info.algorithm), label=a.run.info.algorithm)
-            ax.annotate((f"{v:.2f}x" if v < 10 else f"{v:.0f}x") + (" ↑" if v > top else ""), (xi, min(v, top)), ha="center", va="bottom",
-                        fontsize=7, xytext=(0, 2), textcoords="offset points", annotation_clip=False)
+            ax.bar(xi, max(v, lo) - lo, bottom=lo, color=colour(a.run.info.algorithm), label=a.run.info.algorithm)
+            ax.annotate(_times(v), (xi, max(v, lo)), ha="center", va="bottom", fontsize=7, rotation=90,
+                        xytext=(0, 2), textcoords="offset points")
         marked = [(i, b) for i, b in enumerate(bounds) if b is not None]
         if marked:
-            ax.scatter([i for i, _ in marked], [min(b, top) for _, b in marked], marker="_", s=500, color="black",
+            ax.scatter([i for i, _ in marked], [b for _, b in marked], marker="_", s=300, color="black",
                        zorder=3, label="theoretical bound")
         ax.axhline(2.0, color="red", linestyle="--", linewidth=1, label="2x (fixed window bound)")
-        ax.set_xticks(x, [_label(a) for a in rs], rotation=35, ha="right", fontsize=8)
-        ax.set_ylim(0, top * 1.08)
-        ax.set_title(scenario)
-        ax.set_ylabel("over-admission (x L in a window W)")
+        ax.set_yscale("log")
+        ax.set_ylim(lo, hi)
+        _log_ticks(ax, lo, hi)
+        ax.set_xticks(x, [_label(a) for a in rs], rotation=40, ha="right", fontsize=7)
+        ax.set_title(f"{scenario}: {_times(min(values))} to {_times(max(values))}", fontsize=10)
+        ax.set_ylabel("x L in one window W (log)", fontsize=8)
     _legend(fig, axes)
     return fig
 
 
 def envelope(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
-    groups = _by_scenario(runs)
-    fig, axes = _facets(len(groups), fig_title)
-    for ax, (scenario, rs) in zip(axes, groups.items()):
-        for a in rs:
-            env, info = a.envelope, a.run.info
-            ax.plot(env["interval_s"], env["max_admitted_cost"], color=colour(info.algorithm), label=_label(a), linewidth=1.4)
-            theory = envelope_bound(info.algorithm, info.policy, info.params, env["interval_s"].to_numpy())
-            if theory is not None:
-                ax.plot(env["interval_s"], theory, color=colour(info.algorithm), linestyle=":", linewidth=1)
-        window = rs[0].run.info.policy.window_s
-        ax.axvline(window, color="grey", linestyle="--", linewidth=0.8)
+    """One panel per run, the others in grey behind it; shared log-log axes."""
+    rs = _order(runs)
+    fig, axes = _facets(len(rs), fig_title, cols=5, height=2.3, share=True)
+    for ax, a in zip(axes, rs):
+        for other in rs:
+            if other is not a:
+                ax.plot(other.envelope["interval_s"], other.envelope["max_admitted_cost"], color=CONTEXT, linewidth=0.8)
+        env, info = a.envelope, a.run.info
+        ax.plot(env["interval_s"], env["max_admitted_cost"], color=colour(info.algorithm), linewidth=1.8)
+        theory = envelope_bound(info.algorithm, info.policy, info.params, env["interval_s"].to_numpy())
+        if theory is not None:
+            ax.plot(env["interval_s"], theory, color="black", linestyle=":", linewidth=1)
+        ax.axvline(info.policy.window_s, color="grey", linestyle="--", linewidth=0.8)
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_title(f"{scenario} (dotted: theoretical; dashed: W = {window:g} s)", fontsize=9)
-        ax.set_xlabel("interval length d (s)")
-        ax.set_ylabel("max admitted cost in any interval d (cost units)", fontsize=8)
-    _legend(fig, axes)
+        at_w = a.row["over_admission"] * info.policy.limit
+        _panel_title(ax, a, f"{at_w:,.0f} in W")
+        ax.tick_params(labelsize=7)
+        _plain_log_y(ax)
+    window = rs[0].run.info.policy.window_s
+    fig.supxlabel(f"interval length d (s, log); dashed: W = {window:g} s", fontsize=9)
+    fig.supylabel("most admitted in any d (cost, log)", fontsize=9)
     return fig
 
 
 def boundary(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     """One small panel per run: the fixed window's 2L inside two bins is the picture."""
     ordered = _order(runs)
-    fig, axes = _facets(len(ordered), fig_title, width=4.2, height=2.8, cols=4)
+    fig, axes = _facets(len(ordered), fig_title, cols=5, height=2.1, share=True)
     top = max(int(a.boundary["admitted"].max()) for a in ordered) * 1.15 or 1.0
+    width_ms = 100.0
     for ax, a in zip(axes, ordered):
         b = a.boundary
         width_ms = float(b["offset_s"].iloc[1] - b["offset_s"].iloc[0]) * 1000 if len(b) > 1 else 100.0
         ax.bar(b["offset_s"] * 1000, b["admitted"], width=width_ms, align="edge", color=colour(a.run.info.algorithm))
         ax.axvline(0, color="black", linestyle="--", linewidth=1)
-        pair = int((b["admitted"] + b["admitted"].shift(-1, fill_value=0)).max())
-        ax.set_title(f"{_label(a)}: {pair} in {2 * width_ms:.0f} ms", fontsize=9)
+        _panel_title(ax, a, f"{int(b['admitted'].sum()):,} admitted")
         ax.set_ylim(0, top)
-        ax.set_xlabel("ms from the window boundary (dashed)", fontsize=8)
-        ax.set_ylabel(f"admitted per {width_ms:.0f} ms", fontsize=8)
+        ax.tick_params(labelsize=7)
+    fig.supxlabel("ms from the window boundary (dashed)", fontsize=9)
+    fig.supylabel(f"admitted per {width_ms:.0f} ms", fontsize=9)
     return fig
 
 
@@ -171,75 +205,84 @@ def _bin_label(seconds: float) -> str:
 
 
 def latency_over_time(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
-    """Each bin's percentile drawn flat across the bin, so bins and the shaded phase line up."""
-    fig = Figure(figsize=(10, 5), layout="constrained")
-    ax = fig.subplots()
-    _shade(ax, runs)
-    for a in _order(runs):
+    """One panel per run, shared log axis; each bin's percentile drawn flat across the bin, so
+    bins and the shaded phase line up."""
+    rs = _order(runs)
+    fig, axes = _facets(len(rs), fig_title, cols=5, height=2.3, share=True)
+    for ax, a in zip(axes, rs):
+        _shade(ax, [a])
         s, c, width = a.latency_series, colour(a.run.info.algorithm), a.latency_bin_s
         edges = np.append(s["t"].to_numpy(dtype=np.float64), float(s["t"].iloc[-1]) + width)
         edges[0] = max(edges[0], 0.0)  # bins are laid from the phase start: the first may begin before the run
-        for name, style in (("p99", {"linewidth": 1.4, "label": f"{_label(a)} P99"}), ("p50", {"linewidth": 0.9, "linestyle": ":"})):
+        for name, style in (("p99", {"linewidth": 1.6, "label": "P99"}), ("p50", {"linewidth": 0.9, "linestyle": ":", "label": "P50"})):
             values = s[name].to_numpy(dtype=np.float64)
             ax.step(edges, np.append(values, values[-1]), where="post", color=c, **style)
+        ax.set_yscale("log")
+        _plain_log_y(ax)
+        p99 = a.row.get("latency_p99_intended_ms")
+        _panel_title(ax, a, "P99 n/a" if p99 is None else f"P99 {p99:,.0f} ms")
+        ax.tick_params(labelsize=7)
     bins = sorted({a.latency_bin_s for a in runs})
-    ax.set_yscale("log")
-    ax.set_xlabel(f"time since the run started (s); bins of {', '.join(_bin_label(b) for b in bins)}")
-    ax.set_ylabel(f"latency from intended send (ms) per {_bin_label(bins[0]) if len(bins) == 1 else 'bin'}\n"
-                  "solid P99, dotted P50", fontsize=9)
-    ax.set_title(fig_title, fontweight="bold")
-    ax.legend(fontsize=7, ncol=2)
+    fig.supxlabel(f"time since the run started (s); bins of {', '.join(_bin_label(b) for b in bins)}; "
+                  "shaded: degraded phase", fontsize=9)
+    fig.supylabel("latency from intended send (ms, log)\nsolid P99, dotted P50", fontsize=9)
     return fig
 
 
 def latency_cdf(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
-    fig = Figure(figsize=(9, 5), layout="constrained")
-    ax = fig.subplots()
-    for a in _order(runs):
-        x, y = a.latency_cdf
-        ax.plot(x, y, color=colour(a.run.info.algorithm), label=_label(a), drawstyle="steps-post")
-    ax.set_xscale("log")
-    ax.set_xlabel("latency from intended send (ms)")
-    ax.set_ylabel("share of admitted requests (CDF)")
-    ax.set_title(fig_title, fontweight="bold")
-    ax.legend(fontsize=7)
+    """One panel per run, the others in grey behind it."""
+    rs = _order(runs)
+    fig, axes = _facets(len(rs), fig_title, cols=5, height=2.1, share=True)
+    for ax, a in zip(axes, rs):
+        for other in rs:
+            if other is not a:
+                ax.plot(*other.latency_cdf, color=CONTEXT, linewidth=0.8, drawstyle="steps-post")
+        ax.plot(*a.latency_cdf, color=colour(a.run.info.algorithm), linewidth=1.6, drawstyle="steps-post")
+        ax.set_xscale("log")
+        p50 = a.row.get("latency_p50_intended_ms")
+        _panel_title(ax, a, "P50 n/a" if p50 is None else f"P50 {p50:,.0f} ms")
+        ax.tick_params(labelsize=7)
+    fig.supxlabel("latency from intended send (ms, log)", fontsize=9)
+    fig.supylabel("share of admitted requests", fontsize=9)
     return fig
 
 
 COMPARISON = (
-    ("latency_p99_intended_ms", "P99 latency (ms)", 1.0, "{:.0f}"),
-    ("rejected_rate", "rejected (% of requests)", 100.0, "{:.1f}"),
-    ("cpu_target_ms_per_1k", "target CPU (ms / 1,000 requests)", 1.0, "{:.0f}"),
+    ("latency_p99_intended_ms", "P99 latency (ms, log)", 1.0, True),
+    ("rejected_rate", "rejected (% of requests)", 100.0, False),
+    ("cpu_target_ms_per_1k", "target CPU (ms / 1,000 requests)", 1.0, False),
 )
 
 
 def comparison(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
-    """One panel per measure; scenarios side by side, one bar per run in its algorithm's colour."""
+    """One row per measure, full width; scenarios side by side, one bar per run in its algorithm's colour."""
     groups = _by_scenario(runs)
-    fig, axes = _facets(len(COMPARISON), fig_title, width=max(4.5, 0.3 * len(runs) + 1.5), height=4.2, cols=len(COMPARISON))
+    fig = Figure(figsize=(WIDTH_IN, 2.4 * len(COMPARISON) + 0.9), layout="constrained")
+    axes = list(fig.subplots(len(COMPARISON), 1, sharex=True))
+    fig.suptitle(fig_title, fontsize=12, fontweight="bold")
     width = 0.8 / max(len(rs) for rs in groups.values())
-    for ax, (field, label, scale, _) in zip(axes, COMPARISON):
+    for ax, (field, label, scale, log) in zip(axes, COMPARISON):
         missing = 0
         for g, rs in enumerate(groups.values()):
             for k, a in enumerate(rs):
                 value = a.row.get(field)
                 missing += value is None
-                x = g - 0.4 + width * (k + 0.5)
-                ax.bar(x, 0.0 if value is None else value * scale, width, color=colour(a.run.info.algorithm),
-                       label=a.run.info.algorithm)
-        ax.set_xticks(np.arange(len(groups)), list(groups), fontsize=8, rotation=20, ha="right")
+                if value is not None and (value > 0 or not log):
+                    ax.bar(g - 0.4 + width * (k + 0.5), value * scale, width, color=colour(a.run.info.algorithm),
+                           label=a.run.info.algorithm)
+        if log:
+            ax.set_yscale("log")
         ax.set_ylabel(label, fontsize=8)
-        note = f" ({missing} runs n/a: no client log / cpu.csv)" if missing else ""
-        ax.set_title(label.split(" (")[0] + note, fontsize=9)
-    handles, labels = axes[0].get_legend_handles_labels()
-    unique = dict(zip(labels, handles))
-    fig.legend(unique.values(), unique.keys(), loc="outside right upper", fontsize=7)
+        ax.tick_params(labelsize=8)
+        ax.set_title(label.split(" (")[0] + (f" ({missing} runs n/a: no client log / cpu.csv)" if missing else ""), fontsize=9)
+    axes[-1].set_xticks(np.arange(len(groups)), list(groups), fontsize=9)
+    _legend(fig, axes)
     return fig
 
 
 def rejections(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     groups = _by_scenario(runs)
-    fig, axes = _facets(len(groups), fig_title)
+    fig, axes = _facets(len(groups), fig_title, cols=3, height=3.2)
     for ax, (scenario, rs) in zip(axes, groups.items()):
         x = np.arange(len(rs))
         cols = [colour(a.run.info.algorithm) for a in rs]
@@ -247,34 +290,30 @@ def rejections(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
         abusive = [100 * (a.row["rejected_abusive_rate"] or 0.0) for a in rs]
         ax.bar(x - 0.2, legit, 0.4, color=cols, label="legit")
         ax.bar(x + 0.2, abusive, 0.4, color=cols, hatch="///", alpha=0.55, edgecolor="black", label="abusive")
-        ax.set_xticks(x, [_label(a) for a in rs], rotation=35, ha="right", fontsize=8)
+        ax.set_xticks(x, [_label(a) for a in rs], rotation=40, ha="right", fontsize=7)
         ax.set_ylim(0, 105)
-        ax.set_ylabel("rejected (% of the class's requests)")
-        ax.set_title(scenario)
+        ax.set_ylabel("rejected (% of the class)", fontsize=8)
+        ax.set_title(f"{scenario}: legit {min(legit):.0f}-{max(legit):.0f}%", fontsize=10)
     _legend(fig, axes[:1])
     return fig
 
 
 def retry_storm(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
-    fig = Figure(figsize=(10, 5), layout="constrained")
-    ax = fig.subplots()
-    styles = ("-", "--", ":", "-.")
-
-    def policy(a: RunAnalysis) -> str:
-        """The backoff policy, and the trigger when it is not the default burst."""
-        params = a.run.info.scenario_params
-        backoff = str(params.get("backoff", a.run.info.scenario))
-        return f"{backoff}, {params['trigger']}" if params.get("trigger", "burst") != "burst" else backoff
-
-    backoffs = sorted({policy(a) for a in runs})
-    for a in _order(runs):
-        backoff = policy(a)
-        ax.plot(a.calls["t"], a.calls["calls_per_s"], color=colour(a.run.info.algorithm),
-                linestyle=styles[backoffs.index(backoff) % len(styles)], label=f"{backoff} ({_label(a)})")
-    ax.set_xlabel("time since the run started (s)")
-    ax.set_ylabel("calls reaching the target (per second)")
-    ax.set_title(fig_title, fontweight="bold")
-    ax.legend(fontsize=7, title="backoff policy[, trigger] (algorithm)", title_fontsize=7)
+    """One panel per backoff policy (and trigger), shared axes: the herd and how it spreads."""
+    rs = sorted(runs, key=lambda a: (backoff(a.row), a.run.name))
+    fig, axes = _facets(len(rs), fig_title, cols=3, height=2.4, share=True)
+    for ax, a in zip(axes, rs):
+        t = a.calls["t"].to_numpy(dtype=np.float64)
+        ax.stairs(a.calls["calls_per_s"].to_numpy(dtype=np.float64), np.append(t, t[-1] + CALLS_BIN_S) if len(t) else [0.0],
+                  color=colour(a.run.info.algorithm), fill=True, alpha=0.8)
+        row = a.row
+        done = "" if row.get("completed_requests") is None else \
+            f", {row['completed_requests']:,}/{row['unique_requests']:,} done"
+        calls = "" if row.get("calls") is None else f": {row['calls']:,} calls"
+        ax.set_title(f"{backoff(row)} ({_label(a)}){calls}{done}", fontsize=9)
+        ax.tick_params(labelsize=7)
+    fig.supxlabel(f"time since the run started (s); bins of {_bin_label(CALLS_BIN_S)}", fontsize=9)
+    fig.supylabel("calls reaching the target per second", fontsize=9)
     return fig
 
 
@@ -285,64 +324,78 @@ class Spec:
     caption: str
     select: Callable[[RunAnalysis], bool]
     draw: Callable[[Sequence[RunAnalysis], str], Figure]
-    absent: str
+    per_scenario: bool = False  # one chart per scenario (named ``<name>-<scenario>``)
 
 
 def _live_latency(a: RunAnalysis) -> bool:
-    return a.run.info.scenario == LATENCY_SCENARIO and a.latency_cdf is not None
+    return a.run.info.scenario.split("-", 1)[0] == LATENCY_SCENARIO and a.latency_cdf is not None
 
 
 SPECS = (
     Spec("over_admission", "Over-admission per algorithm",
-         "Worst key's max admitted cost in any window W, divided by L (log scale); black ticks: theoretical bound.",
-         lambda a: True, over_admission, "no runs"),
+         "Worst key's most admitted cost in any window W, as a multiple of L, one panel per scenario; log scale "
+         "(powers of two), so no bar is cut off; black ticks: theoretical bound; red dashed: the fixed window's 2x.",
+         lambda a: True, over_admission),
     Spec("envelope", "Admitted-traffic envelope",
-         "Max admitted cost in any interval of length d, 10 ms to 2W: how much gets through, and how fast.",
-         lambda a: len(a.envelope) > 0, envelope, "no admitted requests"),
+         "Most admitted cost in any interval of length d, 10 ms to 2W, one panel per run (grey: the other runs); "
+         "log-log; dotted: theoretical bound. How much gets through, and how fast.",
+         lambda a: len(a.envelope) > 0, envelope, per_scenario=True),
     Spec("boundary", "Admitted requests around a window boundary",
-         "Admitted requests per 100 ms in the second either side of the window boundary the burst hit.",
-         lambda a: a.boundary is not None, boundary, f"no {BOUNDARY_SCENARIO} runs"),
-    Spec("latency_over_time", "Latency over time, unhealthy downstream",
+         "Admitted requests per bin in the second either side of the window boundary the burst hit, one panel per run; "
+         "the title counts what was admitted in the panel.",
+         lambda a: a.boundary is not None, boundary, per_scenario=True),
+    Spec("latency_over_time", "Latency over time",
          "P99 (solid) and P50 (dotted) from the intended send time per time bin (20-40 bins per run, at least "
-         "100 ms, laid from the start of the degraded phase); shaded: degraded phase.",
-         _live_latency, latency_over_time, f"no {LATENCY_SCENARIO} runs with a client log (live runs only)"),
-    Spec("latency_cdf", "Latency CDF, unhealthy downstream",
-         "Distribution of admitted requests' latency from the intended send time.",
-         _live_latency, latency_cdf, f"no {LATENCY_SCENARIO} runs with a client log (live runs only)"),
-    Spec("comparison", "P99 latency, rejections and CPU per algorithm",
-         "The seed article's comparison: P99 from intended send, share rejected, target CPU per 1,000 requests.",
-         lambda a: True, comparison, "no runs"),
+         "100 ms, laid from the start of the degraded phase), one panel per run, log scale; shaded: degraded phase.",
+         _live_latency, latency_over_time, per_scenario=True),
+    Spec("latency_cdf", "Latency CDF",
+         "Distribution of admitted requests' latency from the intended send time, one panel per run (grey: the other "
+         "runs); log x.", _live_latency, latency_cdf, per_scenario=True),
+    Spec("comparison", "P99 latency, rejections and target CPU per run",
+         "One row per measure, one bar per run, grouped by scenario: P99 latency from the intended send time (log "
+         "scale), share of requests rejected, target CPU per 1,000 requests.",
+         lambda a: True, comparison),
     Spec("rejections", "Legitimate vs abusive rejections",
-         "Share of each client class's requests rejected (solid: legit, hatched: abusive).",
-         lambda a: bool(a.row["legit_requests"] or a.row["abusive_requests"]), rejections, "no classified clients"),
+         "Share of each client class's requests rejected (solid: legit, hatched: abusive), one panel per scenario.",
+         lambda a: bool(a.row["legit_requests"] or a.row["abusive_requests"]), rejections),
     Spec("retry_storm", "Retry storm: calls over time per backoff policy",
-         "Calls reaching the target per second; one line style per backoff policy (and trigger: a burst, or a 503 outage).",
-         lambda a: a.calls is not None, retry_storm, f"no {RETRY_STORM_PREFIX}* runs"),
+         "Calls reaching the target per second, one panel per backoff policy (and trigger: a burst, or a 503 outage).",
+         lambda a: a.calls is not None, retry_storm),
 )
 
 
-def _draw(name: str, chosen: Sequence[RunAnalysis], root: Path) -> None:
+def _draw(name: str, chosen: Sequence[RunAnalysis], chart: Chart, root: Path) -> None:
     """One chart, in a worker (specs hold lambdas, so the worker looks its spec up by name)."""
     spec = next(s for s in SPECS if s.name == name)
-    _save(spec.draw(chosen, spec.title), Chart(spec.name, spec.title, spec.caption), root)
+    _save(spec.draw(chosen, chart.title), chart, root)
+
+
+def _charts(spec: Spec, chosen: Sequence[RunAnalysis]) -> list[tuple[Chart, list[RunAnalysis]]]:
+    if not chosen:
+        return []
+    if not spec.per_scenario:
+        return [(Chart(spec.name, spec.title, spec.caption, spec.name), list(chosen))]
+    return [(Chart(f"{spec.name}-{scenario}", f"{spec.title}: {scenario}", spec.caption, spec.name, scenario), rs)
+            for scenario, rs in _by_scenario(chosen).items()]
 
 
 def draw_all(runs: Sequence[RunAnalysis], root: Path, only: Collection[str] | None = None,
              pool: Executor | None = None) -> list[Chart]:
-    """Draw every chart (or those named in ``only``) that has data, in ``pool`` when given;
-    returns them all, skipped ones with the reason."""
+    """Draw every chart (or those of the specs named in ``only``) that has data, in ``pool`` when
+    given; returns the charts drawn. Files of those specs' charts that have no data any more are removed."""
     charts, pending = [], []
     for spec in (s for s in SPECS if only is None or s.name in only):
-        chosen = [a for a in runs if spec.select(a)]
-        chart = Chart(spec.name, spec.title, spec.caption, None if chosen else spec.absent)
-        if not chosen:
-            for path in chart.files(root).values():
+        made = _charts(spec, [a for a in runs if spec.select(a)])
+        names = {c.name for c, _ in made}
+        for path in [*(root / CHARTS_DIR).glob(f"{spec.name}.*"), *(root / CHARTS_DIR).glob(f"{spec.name}-*.*")]:
+            if path.stem not in names:
                 path.unlink(missing_ok=True)  # a chart from an earlier report must not outlive its data
-        elif pool is None:
-            _draw(spec.name, chosen, root)
-        else:
-            pending.append(pool.submit(_draw, spec.name, chosen, root))
-        charts.append(chart)
+        for chart, chosen in made:
+            if pool is None:
+                _draw(spec.name, chosen, chart, root)
+            else:
+                pending.append(pool.submit(_draw, spec.name, chosen, chart, root))
+            charts.append(chart)
     for future in pending:
         future.result()
     return charts

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
+from contract import decision_file
 from contract.errors import BadInput
 from contract.run_info import RunFileError, RunInfo, RunPolicy, read_run_json
 from contract.schema import (
@@ -63,13 +64,14 @@ class Run:
 
     def decisions(self) -> pd.DataFrame:
         path = self.path / DECISIONS_FILE
-        names = set(pq.read_schema(path).names)
+        names = set(_guard(path, decision_file.read_schema).names)
         columns = [c for c in (*DECISION_REQUIRED, *DECISION_OPTIONAL) if c in names]
-        return _read_parquet(path, columns, [c for c in CATEGORICAL if c in names])
+        dictionary = [c for c in CATEGORICAL if c in names]
+        return _guard(path, lambda p: decision_file.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
 
     def rejected_decisions(self) -> pd.DataFrame:
         """Rejected decisions with request id and Retry-After, for matching client retries."""
-        table = _guard(self.path / DECISIONS_FILE, lambda p: pq.read_table(
+        table = _guard(self.path / DECISIONS_FILE, lambda p: decision_file.read_table(
             p, columns=["t", "request_id", "retry_after_s"], filters=[("allowed", "==", False)]))
         return table.to_pandas()
 
@@ -118,9 +120,9 @@ def _read_parquet(path: Path, columns: list[str], dictionary: list[str]) -> pd.D
     return _guard(path, lambda p: pq.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
 
 
-def _check_parquet(path: Path, required: tuple[str, ...]) -> None:
+def _check_parquet(path: Path, required: tuple[str, ...], read_schema: Any = pq.read_schema) -> None:
     """Footer and columns only: a truncated file has no footer."""
-    names = _guard(path, lambda p: pq.read_schema(p)).names
+    names = _guard(path, read_schema).names
     missing = [c for c in required if c not in names]
     if missing:
         raise RunDataError(f"{path}: missing column(s) {', '.join(missing)}")
@@ -138,21 +140,26 @@ def _campaign(root: Path) -> dict[str, Any]:
 
 
 def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
-    """A simulation run: names from the folder, policy and parameters from campaign.yaml."""
+    """A simulation run: names from the folder, policy and parameters from campaign.yaml (its
+    ``runs`` entry for the folder)."""
     parts = parse_run_dir_name(name)
     if parts is None:
         raise RunDataError(f"no {RUN_FILE} and the folder name is not <scenario>__<algorithm>__<store>")
-    if "policy" not in campaign:
+    scenario, algorithm, store = parts
+    runs = campaign.get("runs")  # a simulation's: per run folder; a live campaign's: the list of its runs
+    run = runs.get(name) if isinstance(runs, dict) else None
+    if not isinstance(run, dict):  # written before campaign.yaml named each run
+        run = {"policy": campaign.get("policy"), "params": (campaign.get("params") or {}).get(algorithm),
+               "scenario_params": (campaign.get("scenario_params") or {}).get(scenario)}
+    if not run.get("policy"):
         raise RunDataError(f"no {RUN_FILE} and no policy in {CAMPAIGN_FILE}")
     try:
-        policy = RunPolicy.from_dict(campaign["policy"], CAMPAIGN_FILE)
+        policy = RunPolicy.from_dict(run["policy"], CAMPAIGN_FILE)
     except RunFileError as exc:
         raise RunDataError(str(exc)) from None
-    scenario, algorithm, store = parts
     return RunInfo(
         status=RUN_OK, scenario=scenario, algorithm=algorithm, store=store, policy=policy,
-        params=dict((campaign.get("params") or {}).get(algorithm) or {}),
-        scenario_params=dict((campaign.get("scenario_params") or {}).get(scenario) or {}),
+        params=dict(run.get("params") or {}), scenario_params=dict(run.get("scenario_params") or {}),
     )
 
 
@@ -165,8 +172,11 @@ def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
     if info.status != RUN_OK:
         why = f": {info.error.strip().splitlines()[-1]}" if info.error and info.error.strip() else ""
         raise RunDataError(f"run marked {info.status}{why}")
-    _check_parquet(path / DECISIONS_FILE, DECISION_REQUIRED)
+    decisions = path / DECISIONS_FILE
+    _check_parquet(decisions, DECISION_REQUIRED, decision_file.read_schema)
     run = Run(path.name, path, info, live)
+    if not decisions.is_file():
+        run.warnings.append(f"{run.name}: its target was killed: the decisions are the parts it had flushed")
     if (path / CLIENT_FILE).is_file():
         _check_parquet(path / CLIENT_FILE, tuple(CLIENT_SCHEMA.names))
     elif live:

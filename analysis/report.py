@@ -1,10 +1,13 @@
-"""``report.html`` (self-contained: charts embedded as base64 PNG) and ``report.md``, rebuilt from
-a results folder's raw files, with summary.json/csv and the charts beside them."""
+"""``report.html`` (self-contained: charts embedded as base64 PNG, a few lines of inline script to
+sort tables) and ``report.md``, rebuilt from a results folder's raw files, with summary.json/csv
+and the charts beside them. Both open with the answers to the questions a user brings, then the
+comparison, the details per scenario, and the full tables last."""
 
 from __future__ import annotations
 
 import base64
 import html
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,10 +19,12 @@ from contract.atomic import write_text
 from contract.schema import CHARTS_DIR, REPORT_HTML, REPORT_MD
 from contract.summary import write_summary
 
-from . import tables
+from . import sections, tables
 from .analyze import FolderAnalysis, analyze
+from .answers import Answer, answers
 from .charts import Chart, draw_all
 from .loader import load_results
+from .palette import html_markup
 from .pool import worker_pool
 
 
@@ -27,19 +32,20 @@ from .pool import worker_pool
 class Report:
     root: Path
     analysis: FolderAnalysis
-    charts: list[Chart]
+    charts: list[Chart]  # the charts drawn: a chart without data is not drawn, and not mentioned
     rows: list[dict[str, Any]]
-
-    @property
-    def drawn(self) -> list[Chart]:
-        return [c for c in self.charts if c.skipped is None]
 
     def warnings(self) -> list[str]:
         """Everything a reader must know before trusting the numbers."""
-        out = [f"run left out: {x.name}: {x.reason}" for x in self.analysis.left_out]
-        out += self.analysis.warnings
-        out += [f"chart skipped: {c.title}: {c.skipped}" for c in self.charts if c.skipped]
-        return out
+        return [f"run left out: {x.name}: {x.reason}" for x in self.analysis.left_out] + self.analysis.warnings
+
+    def answers(self) -> list[Answer]:
+        return answers(self.rows)
+
+    def chart_for(self, answer: Answer) -> Chart | None:
+        """The answer's chart: the one of its first run's scenario when the chart is drawn per scenario."""
+        scenario = next((r["scenario"] for r in self.rows if r["run"] == answer.runs[0]), None)
+        return next((c for c in self.charts if c.spec == answer.chart and c.scenario in (None, scenario)), None)
 
 
 def _title(campaign: dict[str, Any], root: Path) -> str:
@@ -58,54 +64,134 @@ def _machine_rows(campaign: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 STYLE = """
-body{font-family:system-ui,sans-serif;margin:2em auto;max-width:1400px;padding:0 1em;color:#222}
-table{border-collapse:collapse;font-size:13px;margin:1em 0}th,td{border:1px solid #ccc;padding:3px 7px;text-align:right}
-th{background:#f2f2f2}td:nth-child(-n+3){text-align:left}figure{margin:2em 0}img{max-width:100%;border:1px solid #eee}
+body{font-family:system-ui,sans-serif;margin:1.5em auto;max-width:1400px;padding:0 1em;color:#222;box-sizing:border-box}
+h2{border-bottom:1px solid #ddd;padding-bottom:.2em;margin-top:2em}
+.scroll{max-width:100%;overflow-x:auto}
+table{border-collapse:collapse;font-size:13px;margin:.8em 0}
+th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:bottom}
+th{background:#f2f2f2;font-weight:600;max-width:7em;white-space:normal;cursor:pointer;user-select:none}
+th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td{white-space:nowrap}
+table.full{font-size:12px}table.full th{max-width:5.5em}
+figure{margin:1em 0 2em}img{max-width:100%;border:1px solid #eee}
+figcaption{color:#555;font-size:14px;max-width:1100px}
 .warn{background:#fff4e0;border-left:4px solid #f0a020;padding:.5em 1em}pre{background:#f7f7f7;padding:1em;overflow:auto}
-figcaption{color:#555;font-size:14px}
+.answer{border-left:4px solid #4a7fb0;padding:.1em 1em;margin:1.2em 0;background:#f8fafc}
+.answer h3{margin:.4em 0}.answer p.says{font-size:17px;line-height:1.45;max-width:1100px}
+.alg{font-weight:600}code{font-size:90%;background:#eef1f4;padding:0 .25em;border-radius:3px}nav a{margin-right:1em}
 """
 
+SORT_SCRIPT = """<script>
+// click a header to sort its table (numbers as numbers; n/a last)
+document.querySelectorAll("table.sortable th").forEach(th => th.addEventListener("click", () => {
+  const body = th.closest("table").tBodies[0], asc = th.dataset.dir !== "asc", i = th.cellIndex;
+  th.parentNode.querySelectorAll("th").forEach(h => delete h.dataset.dir);
+  th.dataset.dir = asc ? "asc" : "desc";
+  const key = td => { const n = parseFloat(td.textContent.replace(/,/g, "")); return isNaN(n) ? td.textContent : n; };
+  const cmp = (x, y) => typeof x !== typeof y ? (typeof x === "number" ? -1 : 1) : x < y ? -1 : x > y ? 1 : 0;
+  [...body.rows].sort((a, b) => (asc ? 1 : -1) * cmp(key(a.cells[i]), key(b.cells[i]))).forEach(r => body.appendChild(r));
+}));
+</script>"""
 
-def _html_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-    rows = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in body)
-    return f"<table><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+_NUMBER = re.compile(r"^[+-]?[\d,]*\.?\d+(e[+-]?\d+)?[x%]?$")
+
+
+def _numeric(body: Sequence[Sequence[str]], i: int) -> bool:
+    cells = [r[i] for r in body if r[i] != tables.NA]
+    return bool(cells) and all(_NUMBER.match(c) for c in cells)
+
+
+def _html_table(header: Sequence[str], body: Sequence[Sequence[str]], css: str = "") -> str:
+    """Sortable; numeric columns (header and cells) right-aligned."""
+    num = [_numeric(body, i) for i in range(len(header))]
+    head = "".join(f"<th{' class=num' if n else ''}>{html.escape(h)}</th>" for h, n in zip(header, num))
+    rows = "".join("<tr>" + "".join(f"<td{' class=num' if n else ''}>{html.escape(c)}</td>" for c, n in zip(r, num)) + "</tr>"
+                   for r in body)
+    return f"<div class='scroll'><table class='sortable {css}'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+
+
+def _figure(report: Report, chart: Chart) -> str:
+    data = base64.b64encode(chart.files(report.root)["png"].read_bytes()).decode("ascii")
+    return (f"<figure id='chart-{chart.name}'><img class='chart' alt='{html.escape(chart.title)}' "
+            f"src='data:image/png;base64,{data}'><figcaption><b>{html.escape(chart.title)}.</b> "
+            f"{html.escape(chart.caption)} (<a href='{CHARTS_DIR}/{chart.name}.svg'>SVG</a>)</figcaption></figure>")
+
+
+def _says(answer: Answer) -> str:
+    text = html_markup(answer.sentence)
+    for run in answer.runs:
+        text = text.replace(html.escape(run), f"<code>{html.escape(run)}</code>")
+    return text
+
+
+def _anchor(scenario: str) -> str:
+    return "scenario-" + re.sub(r"[^A-Za-z0-9_-]", "_", scenario)
 
 
 def render_html(report: Report) -> str:
     campaign = report.analysis.results.campaign
     title = _title(campaign, report.root)
+    groups = sections.scenarios(report.rows)
+    found = report.answers()
+    comparisons = sections.comparisons(report.rows)
+    toc = [("answers", "Answers")] * bool(found) + [("comparison", "Comparison")] * bool(comparisons)
+    toc += [(_anchor(s), s) for s in groups] + [("full-tables", "Full tables"), ("campaign", "Campaign")]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
              f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
              f"<p>{len(report.rows)} runs analysed, {len(report.analysis.left_out)} left out; "
-             f"campaign created {html.escape(str(campaign.get('created', 'n/a')))}.</p>"]
+             f"campaign created {html.escape(str(campaign.get('created', 'n/a')))}.</p>",
+             "<nav>" + "".join(f"<a href='#{a}'>{html.escape(t)}</a>" for a, t in toc) + "</nav>"]
     warnings = report.warnings()
     if warnings:
         items = "".join(f"<li>{html.escape(w)}</li>" for w in warnings)
         parts.append(f"<section class='warn' id='warnings'><h2>Warnings</h2><ul>{items}</ul></section>")
-    parts.append("<h2>Summary</h2>" + _html_table(*tables.render(tables.SUMMARY, report.rows)))
+    shown: set[str] = set()
+    if found:
+        parts.append("<section id='answers'><h2>Answers</h2>")
+        for answer in found:
+            parts.append(f"<div class='answer'><h3>{html.escape(answer.question)}</h3><p class='says'>{_says(answer)}</p>")
+            chart = report.chart_for(answer)
+            if chart is not None and chart.name not in shown:
+                parts.append(_figure(report, chart))
+                shown.add(chart.name)
+            elif chart is not None:
+                parts.append(f"<p>Chart: <a href='#chart-{chart.name}'>{html.escape(chart.title)}</a>.</p>")
+            parts.append("</div>")
+        parts.append("</section>")
+    if comparisons:
+        parts.append("<section id='comparison'><h2>Comparison</h2><p>Per algorithm: P99 latency of admitted requests "
+                     f"from the intended send time, share rejected, target CPU per 1,000 requests and its overhead "
+                     f"against {sections.BASELINE} (no limiting).</p>")
+        parts += [f"<h3>{html.escape(s)}</h3>" + _html_table(*t) for s, t in comparisons.items()]
+        parts.append("</section>")
+    parts.append("<h2>Details per scenario</h2>")
+    for scenario, rows in groups.items():
+        parts.append(f"<section id='{_anchor(scenario)}'><h3>{html.escape(scenario)}</h3>" + _html_table(*sections.detail(rows)))
+        parts += [_figure(report, c) for c in report.charts if c.scenario == scenario and c.name not in shown]
+        parts.append("</section>")
+    rest = [c for c in report.charts if c.scenario is None and c.name not in shown]
+    if rest:
+        parts.append("<h2>Across scenarios</h2>" + "".join(_figure(report, c) for c in rest))
+    parts.append("<h2 id='full-tables'>Full tables</h2>" + _html_table(*tables.render(tables.SUMMARY, report.rows), css="full"))
     if tables.has_latency(report.rows):
-        parts.append("<h2>Latency of admitted requests</h2><p>Nearest-rank percentiles, from the intended and "
-                     "from the actual send time.</p>" + _html_table(*tables.render(tables.LATENCY, report.rows)))
-    parts.append("<h2>Charts</h2>")
-    for chart in report.drawn:
-        files = chart.files(report.root)
-        data = base64.b64encode(files["png"].read_bytes()).decode("ascii")
-        parts.append(f"<figure id='chart-{chart.name}'><img class='chart' alt='{html.escape(chart.title)}' "
-                     f"src='data:image/png;base64,{data}'><figcaption><b>{html.escape(chart.title)}.</b> "
-                     f"{html.escape(chart.caption)} (<a href='{CHARTS_DIR}/{chart.name}.svg'>SVG</a>)</figcaption></figure>")
-    parts.append("<h2>Campaign</h2><pre>" + html.escape(_config_yaml(campaign)) + "</pre>")
+        parts.append("<h3>Latency of admitted requests</h3><p>Nearest-rank percentiles, from the intended and "
+                     "from the actual send time.</p>" + _html_table(*tables.render(tables.LATENCY, report.rows), css="full"))
+    parts.append("<h2 id='campaign'>Campaign</h2><pre>" + html.escape(_config_yaml(campaign)) + "</pre>")
     machine = _machine_rows(campaign)
     if machine:
         parts.append("<h2>Versions and machine</h2>" + _html_table(["fact", "value"], machine))
-    parts.append("</body></html>\n")
+    parts.append(SORT_SCRIPT + "</body></html>\n")
     return "\n".join(parts)
 
 
 def _md_table(header: Sequence[str], body: Sequence[Sequence[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines = ["| " + " | ".join(header) + " |", "|" + "".join("---:|" if _numeric(body, i) else "---|" for i in range(len(header)))]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in body]
     return "\n".join(lines)
+
+
+def _md_figure(chart: Chart) -> list[str]:
+    return [f"![{chart.title}]({CHARTS_DIR}/{chart.name}.png)", "", f"*{chart.title}.* {chart.caption}", ""]
 
 
 def render_md(report: Report) -> str:
@@ -115,12 +201,32 @@ def render_md(report: Report) -> str:
     warnings = report.warnings()
     if warnings:
         out += ["## Warnings", "", *[f"- {w}" for w in warnings], ""]
-    out += ["## Summary", "", _md_table(*tables.render(tables.SUMMARY, report.rows)), ""]
+    shown: set[str] = set()
+    found = report.answers()
+    if found:
+        out += ["## Answers", ""]
+        for answer in found:
+            out += [f"### {answer.question}", "", answer.sentence, ""]
+            chart = report.chart_for(answer)
+            if chart is not None and chart.name not in shown:
+                out += _md_figure(chart)
+                shown.add(chart.name)
+    comparisons = sections.comparisons(report.rows)
+    if comparisons:
+        out += ["## Comparison", ""]
+        for scenario, table in comparisons.items():
+            out += [f"### {scenario}", "", _md_table(*table), ""]
+    out += ["## Details per scenario", ""]
+    for scenario, rows in sections.scenarios(report.rows).items():
+        out += [f"### {scenario}", "", _md_table(*sections.detail(rows)), ""]
+        for chart in (c for c in report.charts if c.scenario == scenario and c.name not in shown):
+            out += _md_figure(chart)
+    rest = [c for c in report.charts if c.scenario is None and c.name not in shown]
+    if rest:
+        out += ["## Across scenarios", ""] + [line for c in rest for line in _md_figure(c)]
+    out += ["## Full tables", "", _md_table(*tables.render(tables.SUMMARY, report.rows)), ""]
     if tables.has_latency(report.rows):
-        out += ["## Latency of admitted requests", "", _md_table(*tables.render(tables.LATENCY, report.rows)), ""]
-    out += ["## Charts", ""]
-    for chart in report.drawn:
-        out += [f"![{chart.title}]({CHARTS_DIR}/{chart.name}.png)", "", f"*{chart.title}.* {chart.caption}", ""]
+        out += ["### Latency of admitted requests", "", _md_table(*tables.render(tables.LATENCY, report.rows)), ""]
     out += ["## Campaign", "", "```yaml", _config_yaml(campaign).rstrip(), "```", ""]
     machine = _machine_rows(campaign)
     if machine:

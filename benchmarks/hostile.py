@@ -35,10 +35,10 @@ from pathlib import Path
 from typing import Any
 
 import psutil
-import pyarrow.parquet as pq
 from rich.console import Console
 from rich.table import Table
 
+from contract import decision_file
 from targets.algorithms import ALGORITHMS, Policy, build_params
 from targets.process import running_target
 from targets.stores.memory import MemoryStore
@@ -253,7 +253,7 @@ def run_hostile_bench(console: Console, phase_s: float = 8.0, flood_s: float = 3
                 if attacker:
                     attacker.join(10)
                 rows.append((name, latencies, five_xx, before, rss().rss, stats, target.process.poll() is None))
-        bursty = pq.read_table(log, columns=["t", "key", "allowed"], filters=[("key", "=", f"api_key:{BURSTY_KEY}")])
+        bursty = decision_file.read_table(log, columns=["t", "key", "allowed"], filters=[("key", "=", f"api_key:{BURSTY_KEY}")])
     console.print(_table(rows))
     console.print(_attacks(rows))
     times = sorted(bursty.column("t").to_pylist())

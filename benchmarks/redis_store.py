@@ -41,6 +41,7 @@ from limits.aio import storage as limits_aio_storage
 from limits.aio import strategies as aio_strategies
 
 from targets.algorithms import ALGORITHMS, Policy
+from targets.redact import redact_url
 from targets.stores.redis.modes import LeasedStore
 from targets.stores.redis.scripts import SUFFIXES
 from targets.stores.redis.server import RedisServer
@@ -287,7 +288,7 @@ def ratio(ours: Cell, theirs: Cell, column: str) -> float:
 
 def run(url: str, n: int, clients: int, batch: int, rounds: int) -> None:
     _count_round_trips()
-    print(f"Redis at {url}; {n} decisions per cell over {KEYS} keys, median of {rounds} interleaved rounds;"
+    print(f"Redis at {redact_url(url)}; {n} decisions per cell over {KEYS} keys, median of {rounds} interleaved rounds;"
           f" policy {LIMIT} per {WINDOW_S:g} s (leased rows: {1000 * LIMIT})")
     header = f"{'store / algorithm':44} {'1 sync client':>16} {'1 async client':>16} {f'{clients} async clients':>16}"
     print(header)

@@ -2,7 +2,8 @@
 access log).
 
 Bad configuration or a port in use: one line on stderr naming the problem, exit 2, no port
-left open. The socket is bound here, before uvicorn starts, so "in use" is reported cleanly.
+left open. The sockets are bound here, before uvicorn starts, so "in use" is reported cleanly.
+``--admin-port`` opens a second loopback listener, the only one serving ``/_bench/*``.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ HEAD_TIMEOUT_S = 10.0
 def build_parser() -> argparse.ArgumentParser:
     p = Parser(prog="python -m targets", description="Serve one rate-limited target on 127.0.0.1.")
     p.add_argument("--port", type=int, required=True, help="TCP port on 127.0.0.1")
+    p.add_argument("--admin-port", type=int, help="TCP port on 127.0.0.1 for the admin endpoints /_bench/* (default: none)")
     p.add_argument("--config", type=Path, help="target config (YAML or JSON); flags below override it")
     p.add_argument("--algorithm", help="algorithm name (see run_bench.py list); default token_bucket")
     p.add_argument("--limit", type=float, help="L: cost units per window (default 100)")
@@ -67,7 +69,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The config fields the command line sets (only flags actually given)."""
     given = {
         "algorithm": args.algorithm, "limit": args.limit, "window_s": args.window, "burst": args.burst,
-        "node": args.node, "admitted_headers": args.admitted_headers,
+        "node": args.node, "admitted_headers": args.admitted_headers, "admin_port": args.admin_port,
         "store": {"name": args.store, "max_keys": args.max_keys, "url": args.redis_url, "mode": args.redis_mode,
                   "nodes": args.nodes},
         "keys": {"trusted_proxies": args.trusted_proxies},
@@ -113,6 +115,7 @@ def main(argv: list[str] | None = None) -> int:
     from .config import ConfigError, load
     from .layer_store import probe
 
+    sockets: list[socket.socket] = []
     try:
         if not 0 < args.port < 65536:
             raise ConfigError(f"--port: must be 1..65535, got {args.port}")
@@ -122,9 +125,15 @@ def main(argv: list[str] | None = None) -> int:
             if not 0 < seconds <= 3600:
                 raise ConfigError(f"{flag}: must be above 0 and at most 3600 seconds, got {seconds:g}")
         config = load(args.config, overrides(args))
+        if config.admin_port == args.port:
+            raise ConfigError(f"--admin-port: must differ from --port ({args.port})")
         probe(config.store)
-        sock = bind(args.port)
+        sockets.append(bind(args.port))
+        if config.admin_port is not None:
+            sockets.append(bind(config.admin_port))
     except (BadInput, PortInUse) as exc:
+        for sock in sockets:
+            sock.close()
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     import uvicorn
@@ -132,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
     # the Redis store's outage lines (one when an outage starts, one when it ends) go to stderr
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
-    from .app import create_app
+    from .app import by_listener, create_app
     from .http_protocol import HardenedHttpToolsProtocol
     from .server import FrozenAfterStartup
 
@@ -141,15 +150,18 @@ def main(argv: list[str] | None = None) -> int:
     # proxy_headers off: uvicorn would otherwise rewrite the client address from X-Forwarded-For
     # for any loopback peer; the key policy (--trusted-proxies) is the only reader of that header.
     # ws none: no route speaks WebSocket, so no upgrade is ever offered.
+    app = create_app(config)
+    served = app if config.admin_port is None else by_listener(app, config.admin_port)
     server = FrozenAfterStartup(uvicorn.Config(
-        create_app(config), loop="uvloop", http=HardenedHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout),
+        served, loop="uvloop", http=HardenedHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout),
         ws="none", proxy_headers=False, access_log=False, log_level="warning",
         lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=args.keep_alive,
     ))
     try:
-        server.run(sockets=[sock])
+        server.run(sockets=sockets)
     finally:
-        sock.close()
+        for sock in sockets:
+            sock.close()
     return 0 if server.started else 1
 
 

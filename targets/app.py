@@ -2,25 +2,30 @@
 key policy, layered limits, route costs, downstream).
 
 Routes: ``GET /api/items``, ``GET /api/search``, ``POST /api/reports``, ``POST /login`` (each
-one downstream call), ``GET /healthz`` (never limited), ``GET /metrics`` (Prometheus), and
-the admin endpoints under ``/_bench/`` (loopback peers only): counters, limiter state, health.
+one downstream call), ``GET /healthz`` (never limited), ``GET /metrics`` (Prometheus). The
+admin endpoints under ``/_bench/`` (counters, any key's limiter state, health override) are a
+second app (``app.state.admin``) that only the admin listener serves (``by_listener``): no API
+client can read another's quota or stall the downstream through them.
+
+A route whose client goes away while it waits for the downstream stops waiting and frees its
+slot: otherwise clients that give up would keep every slot taken until their work ended.
 """
 
 from __future__ import annotations
 
-import ipaddress
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
 from contextlib import asynccontextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI, HTTPException, Request, Response
+from fastapi import APIRouter, FastAPI, HTTPException, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, model_validator
 
-from .config import Health, TargetConfig
+from .config import Factor, Health, TargetConfig
 from .decision_log import DecisionLog
-from .downstream import Downstream
+from .downstream import GONE, Downstream
 from .idempotency import IdempotencyMiddleware
 from .keys import KeyPolicy
 from .layers import Layer, build_layers, remote_stores
@@ -28,6 +33,7 @@ from .metrics import Metrics
 from .middleware import RateLimitMiddleware
 
 JSON = "application/json"
+ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
 
 
 @dataclass
@@ -51,7 +57,13 @@ class HealthUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
     health: Health | None
     """None: back to the configured schedule."""
-    factor: float = Field(1.0, ge=1, allow_inf_nan=False)
+    factor: Factor = 1.0
+
+    @model_validator(mode="after")
+    def _factor_only_when_degraded(self) -> HealthUpdate:
+        if self.factor != 1.0 and self.health != "degraded":
+            raise ValueError(f"factor applies to health 'degraded' only, not {self.health!r}")
+        return self
 
 
 def create_app(config: TargetConfig) -> FastAPI:
@@ -76,25 +88,26 @@ def create_app(config: TargetConfig) -> FastAPI:
     app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
     app.state.target = target
 
-    async def work(body: bytes) -> Response:
-        await downstream.call()
+    async def work(request: Request, body: bytes) -> Response:
+        if not await _unless_gone(downstream.call(), request.receive):
+            return Response(status_code=GONE)
         return Response(body, media_type=JSON)
 
     @app.get("/api/items")
-    async def items() -> Response:
-        return await work(b'{"items":[1,2,3]}')
+    async def items(request: Request) -> Response:
+        return await work(request, b'{"items":[1,2,3]}')
 
     @app.get("/api/search")
-    async def search() -> Response:
-        return await work(b'{"results":[]}')
+    async def search(request: Request) -> Response:
+        return await work(request, b'{"results":[]}')
 
     @app.post("/api/reports")
-    async def reports() -> Response:
-        return await work(b'{"report":"queued"}')
+    async def reports(request: Request) -> Response:
+        return await work(request, b'{"report":"queued"}')
 
     @app.post("/login")
-    async def login() -> Response:
-        return await work(b'{"ok":true}')
+    async def login(request: Request) -> Response:
+        return await work(request, b'{"ok":true}')
 
     @app.get("/healthz")
     async def healthz() -> Response:
@@ -104,25 +117,60 @@ def create_app(config: TargetConfig) -> FastAPI:
     async def metrics_endpoint() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    app.include_router(_admin(target))
-    app.add_middleware(IdempotencyMiddleware)  # inside the limiter: every retry is counted, executed once
-    app.add_middleware(RateLimitMiddleware, routes=routes, keys=KeyPolicy(config.keys), log=log, metrics=metrics,
+    app.state.admin = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    app.state.admin.include_router(_admin(target))
+    keys = KeyPolicy(config.keys)
+    app.add_middleware(IdempotencyMiddleware, keys=keys)  # inside the limiter: every retry is counted, executed once
+    app.add_middleware(RateLimitMiddleware, routes=routes, keys=keys, log=log, metrics=metrics,
                        node=config.node, store=config.store.name, admitted_headers=config.admitted_headers)
     return app
 
 
-def _loopback_only(request: Request) -> None:
-    host = request.client.host if request.client else ""
+def by_listener(api: FastAPI, admin_port: int) -> ASGIApp:
+    """One ASGI app for uvicorn's two sockets: what arrives on ``admin_port`` reaches the admin
+    app, everything else the API app (which also owns the lifespan: log, stores)."""
+    admin = api.state.admin
+
+    async def app(scope: MutableMapping[str, Any], receive: Any, send: Any) -> None:
+        server = scope.get("server")
+        if server is not None and server[1] == admin_port and scope["type"] != "lifespan":
+            await admin(scope, receive, send)
+        else:
+            await api(scope, receive, send)
+
+    return app
+
+
+async def _unless_gone(work: Awaitable[None], receive: Callable[[], Awaitable[Any]]) -> bool:
+    """Await ``work`` unless the client disconnects first (then ``work`` is cancelled, its
+    downstream slot freed, and False returned). One watcher task per request, reading
+    ``receive`` (uvicorn answers it with ``http.disconnect`` once the connection is gone)."""
+    task = asyncio.current_task()
+    assert task is not None
+    gone = False
+
+    async def watch() -> None:
+        nonlocal gone
+        while (await receive())["type"] != "http.disconnect":
+            pass  # a body nobody reads: the routes take none
+        gone = True
+        task.cancel()
+
+    watcher = asyncio.get_running_loop().create_task(watch())
     try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = False
-    if not loopback:
-        raise HTTPException(status_code=403, detail="admin endpoints answer loopback peers only")
+        await work
+    except asyncio.CancelledError:
+        if not gone:
+            raise
+        task.uncancel()
+        return False
+    finally:
+        watcher.cancel()
+    return True
 
 
 def _admin(target: Target) -> APIRouter:
-    router = APIRouter(prefix="/_bench", dependencies=[Depends(_loopback_only)])
+    router = APIRouter(prefix="/_bench")
 
     @router.get("/counters")
     async def counters() -> dict[str, Any]:
@@ -136,6 +184,7 @@ def _admin(target: Target) -> APIRouter:
                 "keys": {tier or "default": None if v.remote else len(v.store) for tier, v in layer.variants.items()},
                 "max_keys": target.config.store.max_keys,
                 "evictions": sum(v.store.evictions for v in layer.variants.values() if not v.remote),
+                "forgiven": sum(v.store.forgiven for v in layer.variants.values() if not v.remote),
                 **({"current_limit": layer.current_limit} if layer.observes else {}),
                 **({"redis": _redis_counters(target, layer)} if layer.remote else {}),
             }
@@ -148,7 +197,8 @@ def _admin(target: Target) -> APIRouter:
         }
 
     @router.get("/state")
-    async def state(limit: str, key: str, tier: str | None = None) -> dict[str, Any]:
+    async def state(limit: str = Query(max_length=64), key: str = Query(max_length=1024),
+                    tier: str | None = Query(None, max_length=64)) -> dict[str, Any]:
         try:
             variant = target.layer(limit).variant(tier)
         except KeyError:

@@ -32,6 +32,9 @@ Health = Literal["healthy", "degraded", "recovered", "outage"]
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+MAX_FACTOR = 1000.0
+Factor = Annotated[float, Field(ge=1, le=MAX_FACTOR, allow_inf_nan=False)]
+"""A degraded phase's service-time multiplier: bounded, so no phase holds a slot for ever."""
 ParamValue = str | int | float
 
 DEFAULT_COSTS = {"items": 1.0, "search": 2.0, "reports": 20.0, "login": 1.0}
@@ -93,7 +96,7 @@ class Phase(_Strict):
     at_s: NonNegativeFloat
     """Seconds after the shared start time when this phase begins."""
     health: Health
-    factor: Annotated[float, Field(ge=1, allow_inf_nan=False)] = 1.0
+    factor: Factor = 1.0
     """Service-time multiplier while degraded."""
 
 
@@ -221,6 +224,8 @@ class TargetConfig(_Strict):
     downstream: DownstreamConfig = DownstreamConfig()
     decision_log: DecisionLogConfig = DecisionLogConfig()
     node: Name = "node-1"
+    admin_port: Annotated[int, Field(ge=1, le=65535)] | None = None
+    """The loopback port of the admin listener (``/_bench/*``); None: no admin endpoints."""
     admitted_headers: AdmittedHeaders = "full"
     """Quota headers on admitted responses (a 429 always carries all of them): ``full`` (the
     draft's RateLimit-Policy and RateLimit, and the legacy X-RateLimit-* trio), ``draft`` (the

@@ -1,23 +1,24 @@
-"""The target's decision log: rows appended on the event loop (one deque append), written to
-Parquet by a background thread as row groups, and finished on shutdown.
+"""The target's decision log: rows appended on the event loop (one deque append), flushed as
+Parquet parts by a background thread, made one file on shutdown.
 
 The request path only appends a tuple in ``DECISION_SCHEMA`` column order; converting to Arrow
-and writing happens in the flusher thread every ``flush_every_s``. ``close`` (called from the
-app's lifespan shutdown, which uvicorn runs on SIGTERM) drains what is left, closes the file and
-renames it into place, so the finished file appears atomically and holds every row.
-``ideal_allowed`` is written as null: the analysis recomputes it from the arrivals.
+and writing happens in the flusher thread every ``flush_every_s``, each flush one complete part
+(``contract.decision_file``). A SIGKILL therefore loses at most the rows of the last interval:
+every earlier flush is on disk and readable. ``close`` (called from the app's lifespan shutdown,
+which uvicorn runs on SIGTERM) drains what is left and joins the parts into the file at the
+path. ``start`` first removes whatever log the path held, so an earlier run's is never read as
+this one's. ``ideal_allowed`` is written as null: the analysis recomputes it from the arrivals.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from collections import deque
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
+from contract import decision_file
 from contract.schema import DECISION_SCHEMA
 
 Row = tuple
@@ -29,18 +30,19 @@ class DecisionLog:
         self.rows: deque[Row] = deque()
         """Append-only from the event loop; deque append/popleft are thread-safe."""
         self.written = 0
+        """Rows on disk (in flushed parts or the finished file)."""
         self._every = flush_every_s
-        self._tmp = path.with_name(f".{path.name}.partial")
-        self._writer: pq.ParquetWriter | None = None
+        self._parts = 0
+        self._started = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="decision-log", daemon=True)
 
     def start(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._writer = pq.ParquetWriter(self._tmp, DECISION_SCHEMA)
+        decision_file.start(self.path)
         # pyarrow's first conversion of Python objects imports pandas (~380 modules): paid now,
         # at startup, not by the flusher holding the GIL a second into the first run
         pa.array([], type=pa.float64())
+        self._started = True
         self._thread.start()
 
     def _run(self) -> None:
@@ -50,20 +52,20 @@ class DecisionLog:
     def _flush(self) -> None:
         rows, popleft = self.rows, self.rows.popleft
         batch = [popleft() for _ in range(len(rows))]
-        if not batch or self._writer is None:
+        if not batch:
             return
         columns = list(zip(*batch))
         arrays = [pa.array(col, type=field.type) for col, field in zip(columns, DECISION_SCHEMA)]
-        self._writer.write_table(pa.Table.from_arrays(arrays, schema=DECISION_SCHEMA))
+        self._parts += 1
+        decision_file.write_part(self.path, self._parts, pa.Table.from_arrays(arrays, schema=DECISION_SCHEMA))
         self.written += len(batch)
 
     def close(self) -> None:
-        """Stop the flusher, write every remaining row and move the file into place."""
-        if self._writer is None:
+        """Stop the flusher, write every remaining row and join the parts into the file."""
+        if not self._started:
             return
+        self._started = False
         self._stop.set()
         self._thread.join()
         self._flush()
-        self._writer.close()
-        self._writer = None
-        os.replace(self._tmp, self.path)
+        decision_file.finish(self.path)

@@ -21,6 +21,8 @@ from starlette.exceptions import HTTPException
 from .config import DownstreamConfig
 
 OUTAGE = "outage"
+GONE = 499
+"""The status of a call cancelled because its client went away (nobody reads it; nginx's code)."""
 
 
 class Unavailable(HTTPException):

@@ -1,7 +1,8 @@
 """Start and stop target processes from Python (the harness and the tests).
 
 Each target runs ``python -m targets`` in its own session (so its process group can be
-signalled as a whole), on a free port, and counts as ready once ``GET /healthz`` answers.
+signalled as a whole), on a free port with its admin listener on another (``admin_url``), and
+counts as ready once ``GET /healthz`` answers.
 ``stop`` sends SIGTERM (uvicorn shuts down gracefully and the decision log is flushed), then
 SIGKILL after a timeout. Use ``running_target`` (a context manager) so nothing is orphaned.
 """
@@ -22,7 +23,7 @@ import httpx
 
 from .__main__ import HOST
 from .cli_args import EXIT_BAD_INPUT
-from .ports import free_port
+from .ports import free_ports
 
 EXIT_PORT_IN_USE = EXIT_BAD_INPUT
 """How a target says its port was taken (it exits 2 with "in use" for every bad input)."""
@@ -38,10 +39,16 @@ class TargetProcess:
     process: subprocess.Popen
     port: int
     stderr_path: Path
+    admin_port: int
 
     @property
     def url(self) -> str:
         return f"http://{HOST}:{self.port}"
+
+    @property
+    def admin_url(self) -> str:
+        """Where ``/_bench/*`` answers (never on ``url``)."""
+        return f"http://{HOST}:{self.admin_port}"
 
     @property
     def pid(self) -> int:
@@ -68,23 +75,26 @@ def _signal_group(pid: int, sig: int) -> None:
         os.killpg(pid, sig)
 
 
-def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None, ready_timeout_s: float = 30.0,
-                 env: dict[str, str] | None = None, launcher: Sequence[str] = ()) -> TargetProcess:
-    """Start ``python -m targets --port P <args>`` and wait until it answers /healthz.
+def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None, admin_port: int | None = None,
+                 ready_timeout_s: float = 30.0, env: dict[str, str] | None = None,
+                 launcher: Sequence[str] = ()) -> TargetProcess:
+    """Start ``python -m targets --port P --admin-port A <args>`` and wait until it answers /healthz.
 
-    Without ``port`` a free one is picked (and retried if someone takes it first);
-    ``launcher``: a command the target runs under (the benchmark's valgrind)."""
+    Without ``port`` (``admin_port``) a free one is picked (and retried if someone takes it
+    first); ``launcher``: a command the target runs under (the benchmark's valgrind)."""
     log_dir.mkdir(parents=True, exist_ok=True)
-    for attempt in range(PORT_ATTEMPTS if port is None else 1):
-        chosen = port or free_port()
+    for attempt in range(PORT_ATTEMPTS if port is None or admin_port is None else 1):
+        spare = iter(free_ports(2))
+        chosen = port or next(spare)
+        admin = admin_port or next(p for p in spare if p != chosen)
         stderr_path = log_dir / f"target-{chosen}.stderr"
         with stderr_path.open("wb") as err:
             process = subprocess.Popen(
-                [*launcher, sys.executable, "-m", "targets", "--port", str(chosen), *args],
+                [*launcher, sys.executable, "-m", "targets", "--port", str(chosen), "--admin-port", str(admin), *args],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True,
                 env=env, cwd=Path(__file__).resolve().parent.parent,
             )
-        target = TargetProcess(process, chosen, stderr_path)
+        target = TargetProcess(process, chosen, stderr_path, admin)
         try:
             _wait_ready(target, ready_timeout_s)
             return target

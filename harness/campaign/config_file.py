@@ -1,18 +1,27 @@
 """What every config file shares (simulation and live campaigns, validate's policy files): YAML
-read with one clear error, pydantic models that forbid unknown fields, the common header, and
-the check that a results folder will not overwrite anything."""
+read with one clear error naming the field (a list item by its value, an unknown field with the
+valid ones), pydantic models that forbid unknown fields, the common header with the scenario
+entries both campaigns list, and the check that a results folder will not overwrite anything."""
 
 from __future__ import annotations
 
+import re
+import types
+import typing
 from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contract.errors import BadInput
+from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
+from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
 M = TypeVar("M", bound=BaseModel)
+LABEL = re.compile(r"[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*")
+"""A label never holds ``__``, the separator of run folder names."""
+ParamValue = str | int | float
 
 
 class CampaignError(BadInput):
@@ -23,6 +32,11 @@ def check_out(out: Path | None) -> None:
     """A results folder must be new or empty: nothing of an earlier run is mixed in or overwritten."""
     if out is not None and out.exists() and any(out.iterdir()):
         raise CampaignError(f"--out {out}: folder exists and is not empty")
+
+
+def str_params(params: dict[str, Any]) -> dict[str, str]:
+    """A config file's parameter values as the text ``build_model``/``build_params`` parse (as on a command line)."""
+    return {k: str(v) for k, v in params.items()}
 
 
 class StrictModel(BaseModel):
@@ -37,9 +51,41 @@ class PolicyConfig(StrictModel):
     burst: float | None = Field(default=None, gt=0)
 
 
+class ScenarioEntry(StrictModel):
+    """One entry of a campaign's ``scenarios``, the same in simulation and live campaigns: a
+    scenario with its own parameters (and optionally its own policy and algorithms). Entries of
+    one scenario need a distinct ``label`` each; runs are named ``<name>-<label>``."""
+
+    name: str
+    label: str | None = None
+    """Tells apart entries of one scenario (e.g. one per backoff policy): runs are named
+    ``<name>-<label>`` (folders, run.json, summary)."""
+    params: dict[str, ParamValue] = {}
+    policy: PolicyConfig | None = None
+    """Overrides the campaign's policy for this entry (e.g. a strict per-second limit)."""
+    algorithms: list[str] | None = None
+    """Restricts the campaign's algorithms for this entry."""
+
+    @field_validator("label")
+    @classmethod
+    def _label_fits_a_run_name(cls, value: str | None) -> str | None:
+        if value is not None and not LABEL.fullmatch(value):
+            raise ValueError(f"{value!r}: use letters, digits, '.', '-' and single '_' (runs are named <scenario>-<label>)")
+        return value
+
+    @property
+    def run_name(self) -> str:
+        return f"{self.name}-{self.label}" if self.label else self.name
+
+    @property
+    def where(self) -> str:
+        """How messages name this entry: ``scenarios[retry_storm-full_jitter]``."""
+        return f"scenarios[{self.run_name}]"
+
+
 class CampaignHeader(StrictModel):
     """What every campaign file starts with (simulation and live); ``scenarios`` may list bare
-    names."""
+    names. Subclasses declare ``scenarios`` (a list of ScenarioEntry or a subclass of it)."""
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
@@ -47,6 +93,8 @@ class CampaignHeader(StrictModel):
     policy: PolicyConfig
     algorithms: list[str] = Field(min_length=1)
     """Algorithm names, or ``all``."""
+    params: dict[str, dict[str, ParamValue]] = Field(default_factory=dict)
+    """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
 
     @field_validator("scenarios", mode="before", check_fields=False)
     @classmethod
@@ -56,10 +104,77 @@ class CampaignHeader(StrictModel):
             return [{"name": v} if isinstance(v, str) else v for v in value]
         return value
 
+    @field_validator("algorithms")
+    @classmethod
+    def _known_algorithms(cls, value: list[str]) -> list[str]:
+        if value == ["all"]:
+            return list(ALGORITHMS)
+        _check_algorithms(value, all_allowed=True)
+        return value
 
-def str_params(params: dict[str, Any]) -> dict[str, str]:
-    """A config file's parameter values as the text ``build_model``/``build_params`` parse (as on a command line)."""
-    return {k: str(v) for k, v in params.items()}
+    @field_validator("params")
+    @classmethod
+    def _known_param_scopes(cls, value: dict[str, dict[str, ParamValue]]) -> dict[str, dict[str, ParamValue]]:
+        _check_algorithms(list(value), all_allowed=False)
+        return value
+
+    @model_validator(mode="after")
+    def _entries_are_buildable(self) -> CampaignHeader:
+        """Every entry names a scenario and algorithms that exist, its model and each algorithm's
+        parameters build, and no two entries share a run name (one would overwrite the other)."""
+        seen: set[str] = set()
+        for entry in self.entries:
+            if entry.name not in SCENARIOS:
+                raise ValueError(f"{entry.where}.name: unknown scenario {entry.name!r}; choose from: {', '.join(SCENARIOS)}")
+            if entry.run_name in seen:
+                what = f"label {entry.label!r} is used twice" if entry.label else "listed more than once"
+                raise ValueError(f"{entry.where}.label: {entry.name} {what}: the runs of one entry would take the other's "
+                                 "name; give each entry of a scenario its own label")
+            seen.add(entry.run_name)
+            if entry.algorithms is not None:
+                try:
+                    _check_algorithms(entry.algorithms, all_allowed=False)
+                except ValueError as exc:
+                    raise ValueError(f"{entry.where}.algorithms: {exc}") from None
+            self.model_for(entry)
+            policy = self.policy_for(entry)
+            for a in self.algorithms_for(entry):
+                try:
+                    self.params_for(a, policy)
+                except PolicyError as exc:
+                    why = str(exc).replace("unknown --param", "unknown parameter")
+                    raise ValueError(f"params.{a}: {why} (under the policy of {entry.where})") from None
+        return self
+
+    @property
+    def entries(self) -> list[ScenarioEntry]:
+        return list(getattr(self, "scenarios", []))
+
+    def policy_for(self, entry: ScenarioEntry | None = None) -> Policy:
+        """The entry's policy, else the campaign's."""
+        p = (entry.policy if entry else None) or self.policy
+        return Policy(p.limit, p.window_s, p.burst)
+
+    def algorithms_for(self, entry: ScenarioEntry) -> list[str]:
+        return entry.algorithms or self.algorithms
+
+    def params_for(self, algorithm: str, policy: Policy) -> Any:
+        return build_params(algorithm, policy, str_params(self.params.get(algorithm, {})))
+
+    def model_for(self, entry: ScenarioEntry) -> TrafficModel:
+        """The entry's traffic model under its policy; a bad parameter names the entry."""
+        policy = self.policy_for(entry)
+        try:
+            return build_model(entry.name, policy.limit, policy.window_s, self.seed, str_params(entry.params))
+        except ScenarioError as exc:
+            raise ValueError(f"{entry.where}.params: {exc}") from None
+
+
+def _check_algorithms(names: list[str], *, all_allowed: bool) -> None:
+    unknown = [a for a in names if a not in ALGORITHMS]
+    if unknown:
+        choices = ", ".join((["all"] if all_allowed else []) + list(ALGORITHMS))
+        raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from: {choices}")
 
 
 def read_yaml(path: Path) -> Any:
@@ -73,11 +188,58 @@ def read_yaml(path: Path) -> Any:
 
 
 def validate_model(model: type[M], raw: Any, source: str) -> M:
-    """``model.model_validate(raw)``; the first error becomes one CampaignError with the field's path."""
+    """``model.model_validate(raw)``; the first error becomes one CampaignError with the field's path
+    (a scenario entry named by its name and label), and an unknown field lists the valid ones."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
         err = exc.errors()[0]
-        where = ".".join(str(p) for p in err["loc"])
+        loc = list(err["loc"])
+        where = _where(loc, raw)
         msg = str(err["msg"]).removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            valid = _fields_at(model, loc[:-1])
+            msg = f"unknown field; valid: {', '.join(valid)}" if valid else msg
         raise CampaignError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
+
+
+def _where(loc: list[Any], raw: Any) -> str:
+    """A pydantic error location as a dotted path, where a list item is named rather than
+    numbered: an entry by its name (and label), ``scenarios[retry_storm-full_jitter]``, a plain
+    value by itself, ``stores[memroy]``."""
+    parts: list[str] = []
+    node = raw
+    for part in loc:
+        item = node[part] if isinstance(node, list) and isinstance(part, int) and part < len(node) else None
+        if isinstance(item, str) and parts:
+            parts[-1] += f"[{item}]"
+        elif isinstance(item, dict) and isinstance(item.get("name"), str) and parts:
+            label = item.get("label")
+            parts[-1] += f"[{item['name']}-{label}]" if isinstance(label, str) and label else f"[{item['name']}]"
+        else:
+            parts.append(str(part))
+        node = node.get(part) if isinstance(node, dict) else item
+    return ".".join(parts)
+
+
+def _fields_at(model: type[BaseModel], loc: list[Any]) -> list[str]:
+    """The field names of the model at ``loc`` inside ``model`` (stepping through optional
+    values, list items and dict values); empty when the path leads to no model."""
+    current: Any = model
+    for part in loc:
+        current = _unwrap(current)
+        origin = typing.get_origin(current)
+        if isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
+            current = current.model_fields[part].annotation
+        elif (origin is list and isinstance(part, int)) or (origin is dict and isinstance(part, str)):
+            current = typing.get_args(current)[-1]
+        else:
+            return []
+    current = _unwrap(current)
+    return list(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else []
+
+
+def _unwrap(tp: Any) -> Any:
+    """``X | None`` -> ``X``."""
+    args = [a for a in typing.get_args(tp) if a is not type(None)]
+    return args[0] if typing.get_origin(tp) in (typing.Union, types.UnionType) and len(args) == 1 else tp

@@ -7,15 +7,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from scenarios.fleet import fleet_of
-from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
-from .config_file import CampaignHeader, PolicyConfig, read_yaml, str_params, validate_model
+from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
 
-ParamValue = str | int | float
 StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
 """``memory``, or the redis store in a mode: ``redis`` is the campaign's ``redis.mode``;
 ``redis-local-split`` is local mode with L/N per node."""
@@ -25,26 +22,15 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class LiveScenario(_Strict):
-    name: str
-    params: dict[str, ParamValue] = {}
-    policy: PolicyConfig | None = None
-    """Overrides the campaign's policy for this scenario (e.g. a strict per-second limit)."""
-    algorithms: list[str] | None = None
-    """Restricts the campaign's algorithms for this scenario."""
+class LiveScenario(ScenarioEntry):
+    """A scenario entry (the same as a simulation campaign's) plus what only a live run has."""
+
     stores: list[StoreName] | None = None
     """Replaces the campaign's stores for this scenario (e.g. the modes of multi_node)."""
-    label: str | None = Field(default=None, pattern=r"^[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*$")
-    """Tells apart entries of one scenario (e.g. one per backoff policy): runs are named
-    ``<name>-<label>`` (folders, run.json, summary)."""
-    target: dict[str, Any] = {}
+    target: dict[str, Any] = Field(default_factory=dict)
     """Target config keys (targets.config.TargetConfig) merged over the runner's defaults, e.g.
     a key policy (``keys: {trusted_proxies: 1}``) or layered ``limits``; checked when the target
     starts (a bad value fails that run, named in its log)."""
-
-    @property
-    def run_name(self) -> str:
-        return f"{self.name}-{self.label}" if self.label else self.name
 
 
 class Scale(_Strict):
@@ -81,8 +67,6 @@ class Campaign(CampaignHeader):
     stores: list[StoreName] = Field(default_factory=lambda: ["memory"])
     redis: RedisOptions = RedisOptions()
     scenarios: list[LiveScenario] = Field(min_length=1)
-    params: dict[str, dict[str, ParamValue]] = Field(default_factory=dict)
-    """Per-algorithm parameter overrides."""
     nodes: int = Field(default=1, ge=1)
     """Target nodes per run; more than one needs a shared store (the Redis store). A scenario
     with its own fleet (multi_node) sets its own."""
@@ -91,60 +75,21 @@ class Campaign(CampaignHeader):
     scale: Scale = Scale()
     downstream: DownstreamSettings = DownstreamSettings()
 
-    @field_validator("algorithms")
-    @classmethod
-    def _known_algorithms(cls, value: list[str]) -> list[str]:
-        if value == ["all"]:
-            return list(ALGORITHMS)
-        unknown = [a for a in value if a not in ALGORITHMS]
-        if unknown:
-            raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from: all, {', '.join(ALGORITHMS)}")
-        return value
-
     @model_validator(mode="after")
     def _runs_are_buildable(self) -> Campaign:
-        """Every scenario model and algorithm's parameters build (bad values fail here)."""
+        """What only live runs need: fleets on a shared store, Redis for store outages (the
+        entries themselves are checked by CampaignHeader)."""
         if self.nodes > 1 and set(self.stores) == {"memory"}:
             raise ValueError("nodes: more than one node needs a shared store; the memory store is per process")
-        for i, sc in enumerate(self.scenarios):
-            where = f"scenarios.{i}"
-            if sc.name not in SCENARIOS:
-                raise ValueError(f"{where}.name: unknown scenario {sc.name!r}; choose from: {', '.join(SCENARIOS)}")
-            policy = self.policy_for(sc)
-            try:
-                model = self.model_for(sc)
-            except ScenarioError as exc:
-                raise ValueError(f"{where}.params: {exc}") from None
+        for sc in self.scenarios:
+            model = self.model_for(sc)
             fleet = fleet_of(model)
             if fleet is not None and fleet.nodes > 1 and "memory" in self.stores_for(sc):
-                raise ValueError(f"{where}.stores: {sc.name} runs {fleet.nodes} nodes; the memory store is per process "
+                raise ValueError(f"{sc.where}.stores: {sc.name} runs {fleet.nodes} nodes; the memory store is per process "
                                  "(use redis-local for independent nodes)")
             if hasattr(model, "outage") and any(self.redis_mode(st) in (None, "local") for st in self.stores_for(sc)):
-                raise ValueError(f"{where}.stores: {sc.name} stops Redis mid-run; it needs redis-shared, redis-leased or redis-naive")
-            for a in self.algorithms_for(sc):
-                if a not in ALGORITHMS:
-                    raise ValueError(f"{where}.algorithms: unknown algorithm {a!r}")
-                try:
-                    self.params_for(a, policy)
-                except PolicyError as exc:
-                    raise ValueError(f"params.{a}: {exc}") from None
-        seen: set[tuple[str, str]] = set()
-        for i, sc in enumerate(self.scenarios):
-            for a in self.algorithms_for(sc):
-                if (sc.run_name, a) in seen:
-                    raise ValueError(f"scenarios.{i}.label: a second {sc.run_name} x {a} run would overwrite the first; "
-                                     "give each entry of a scenario its own label")
-                seen.add((sc.run_name, a))
+                raise ValueError(f"{sc.where}.stores: {sc.name} stops Redis mid-run; it needs redis-shared, redis-leased or redis-naive")
         return self
-
-    def policy_for(self, scenario: LiveScenario) -> Policy:
-        p = scenario.policy or self.policy
-        return Policy(p.limit, p.window_s, p.burst)
-
-    def model_for(self, scenario: LiveScenario) -> TrafficModel:
-        """The scenario's traffic model at its policy and the campaign's seed (ScenarioError on bad params)."""
-        policy = self.policy_for(scenario)
-        return build_model(scenario.name, policy.limit, policy.window_s, self.seed, str_params(scenario.params))
 
     def stores_for(self, scenario: LiveScenario) -> list[str]:
         return list(scenario.stores or self.stores)
@@ -159,12 +104,6 @@ class Campaign(CampaignHeader):
     def store_label(self, store: str) -> str:
         """The store as run folders and run.json name it: ``redis`` resolved to its mode."""
         return f"redis-{self.redis.mode}" if store == "redis" else store
-
-    def algorithms_for(self, scenario: LiveScenario) -> list[str]:
-        return scenario.algorithms or self.algorithms
-
-    def params_for(self, algorithm: str, policy: Policy) -> Any:
-        return build_params(algorithm, policy, str_params(self.params.get(algorithm, {})))
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -152,25 +152,25 @@ def _cross_check(p: PolicyFile) -> None:
     route_names = [r.name for r in p.routes]
     for i, r in enumerate(p.routes):
         if r.name in route_names[:i]:
-            raise _Bad(f"routes.{i}.name", f"duplicate route {r.name!r}")
+            raise _Bad(f"routes[{r.name}].name", f"duplicate route {r.name!r}")
     limit_names = [lim.name for lim in p.limits]
     for i, lim in enumerate(p.limits):
         if lim.name in limit_names[:i]:
-            raise _Bad(f"limits.{i}.name", f"duplicate limit {lim.name!r}")
-        for j, route in enumerate(lim.routes or []):
+            raise _Bad(f"limits[{lim.name}].name", f"duplicate limit {lim.name!r}")
+        for route in lim.routes or []:
             if route not in route_names:
-                raise _Bad(f"limits.{i}.routes.{j}", f"unknown route {route!r}; routes: {', '.join(route_names)}")
+                raise _Bad(f"limits[{lim.name}].routes[{route}]", f"unknown route {route!r}; routes: {', '.join(route_names)}")
         try:
             params_of(lim)
         except PolicyError as exc:
-            raise _Bad(f"limits.{i}.params", str(exc)) from None
+            raise _Bad(f"limits[{lim.name}].params", str(exc)) from None
     if p.traffic.page_route is not None and p.traffic.page_route not in route_names:
         raise _Bad("traffic.page_route", f"unknown route {p.traffic.page_route!r}; routes: {', '.join(route_names)}")
     if p.store.backend == "memory" and p.store.effective_mode != "local":
         raise _Bad("store.mode", "a memory store lives in one process: only 'local' applies (use backend: redis)")
-    for i, t in enumerate(p.thresholds):
+    for t in p.thresholds:
         if t.limit is not None and t.limit not in limit_names:
-            raise _Bad(f"thresholds.{i}", f"unknown limit {t.limit!r}; limits: {', '.join(limit_names)}")
+            raise _Bad(f"thresholds[{t}]", f"unknown limit {t.limit!r}; limits: {', '.join(limit_names)}")
 
 
 class _Bad(Exception):

@@ -1,24 +1,33 @@
-"""Simulation campaigns (``run_bench.py simulate --campaign``): which scenarios through which
-algorithms under which policy, with per-algorithm parameter overrides."""
+"""Simulation campaigns (``run_bench.py simulate --campaign``): which scenario entries through which
+algorithms under which policy, with per-algorithm parameter overrides (the entries and the header
+are the live campaign's too: config_file.py)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
-from .config_file import CampaignHeader, StrictModel, read_yaml, validate_model
+from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
 
-
-class ScenarioConfig(StrictModel):
-    name: str
-    params: dict[str, str | int | float] = Field(default_factory=dict)
+LIVE_ONLY = ("stores", "target")
+"""Entry fields of a live campaign (harness.campaign.live.LiveScenario) that a simulation has no use for."""
 
 
 class SimCampaign(CampaignHeader):
-    scenarios: list[ScenarioConfig] = Field(min_length=1)
-    params: dict[str, dict[str, str | int | float]] = Field(default_factory=dict)
-    """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
+    scenarios: list[ScenarioEntry] = Field(min_length=1)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_live_only_fields(cls, raw: object) -> object:
+        items = raw.get("scenarios") if isinstance(raw, dict) else None
+        for item in items if isinstance(items, list) else []:
+            live = [k for k in LIVE_ONLY if isinstance(item, dict) and k in item]
+            if live:
+                name = ScenarioEntry.model_construct(name=str(item.get("name")), label=item.get("label")).where
+                raise ValueError(f"{name}.{live[0]}: only live campaigns (run_bench.py run) have {live[0]}; "
+                                 "a simulation runs every algorithm in one process on the memory store")
+        return raw
 
 
 def load_sim_campaign(path: Path) -> SimCampaign:

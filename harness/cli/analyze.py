@@ -45,7 +45,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         return EXIT_BAD_INPUT
     for warning in report.warnings():
         print(f"warning: {warning}", file=sys.stderr)
-    print(f"{len(report.rows)} runs, {len(report.drawn)} charts in {time.perf_counter() - started:.1f} s")
+    print(f"{len(report.rows)} runs, {len(report.charts)} charts in {time.perf_counter() - started:.1f} s")
     print(f"report: {report.root / REPORT_HTML}")
     return 0 if report.rows else EXIT_REGRESSION
 

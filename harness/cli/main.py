@@ -27,8 +27,9 @@ from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
 from targets.stores import STORES
 
 from . import analyze as analysis_cmd
-from . import benchmarks, validate
+from . import benchmarks, term_table, validate
 from . import run as run_cmd
+from .term_table import Column, fit_table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -53,8 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--seed", type=int, default=None)
     sim.add_argument("--json", metavar="PATH|-", help="write the summary as JSON ('-' for stdout)")
     sim.add_argument("--out", type=Path, help="write the results folder here")
+    sim.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     sim.set_defaults(func=cmd_simulate)
-
 
     # Further commands register themselves here, one line each: module.register(sub)
     analysis_cmd.register(sub)
@@ -72,6 +73,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         ("stores", STORES),
     ):
         table = Table(title=title, title_justify="left", show_header=False, box=None)
+        table.add_column(no_wrap=True)  # names whole; the descriptions wrap
+        table.add_column()
         for name, text in items.items():
             table.add_row(f"[bold]{name}[/bold]", text)
         console.print(table)
@@ -97,7 +100,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         out = args.out
     check_out(out)
     to_stdout = args.json == "-"
-    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
+    console = term_table.console(stderr=to_stdout, wide=args.wide)
 
     def progress(i: int, n: int, run: SimRun, row: dict) -> None:
         console.print(f"[dim]run {i}/{n}[/dim] {row['scenario']} x {row['algorithm']}: "
@@ -109,26 +112,30 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         if args.json:
             write_text(Path(args.json), summary_json(rows))
-        console.print(summary_table(rows))
+        console.print(summary_table(rows, console, args.wide))
         if out is not None:
             console.print(f"results: {out}")
     return 0
 
 
-def summary_table(rows: list[dict]) -> Table:
-    table = Table(title="simulation summary (virtual time, memory store)")
-    for col in ("scenario", "algorithm", "requests", "admitted", "rejected", "legit rejected",
-                "over-admission", "false admits", "false rejects"):
-        table.add_column(col, justify="left" if col in ("scenario", "algorithm") else "right")
-    for r in rows:
-        over = f"{r['over_admission']:.2f}x"
-        if r["over_admission"] > 1.0 + 1e-9:
-            over = f"[red]{over}[/red]"
-        table.add_row(
-            r["scenario"], r["algorithm"], f"{r['requests']:,}", f"{r['admitted']:,}", f"{r['rejected']:,}",
-            f"{r['rejected_legit']:,}/{r['legit_requests']:,}", over, f"{r['false_admits']:,}", f"{r['false_rejects']:,}",
-        )
-    return table
+def _over(r: dict) -> str:
+    text = f"{r['over_admission']:.2f}x"
+    return f"[red]{text}[/red]" if r["over_admission"] > 1.0 + 1e-9 else text
+
+
+SIM_COLUMNS = (
+    Column("requests", "req.", lambda r: f"{r['requests']:,}"),
+    Column("admitted", "adm.", lambda r: f"{r['admitted']:,}"),
+    Column("rejected", "rej.", lambda r: f"{r['rejected']:,}"),
+    Column("legit rejected", "legit\nrej.", lambda r: f"{r['rejected_legit']:,}/{r['legit_requests']:,}"),
+    Column("over-admission", "over-\nadm.", _over),
+    Column("false admits", "false\nadm.", lambda r: f"{r['false_admits']:,}"),
+    Column("false rejects", "false\nrej.", lambda r: f"{r['false_rejects']:,}"),
+)
+
+
+def summary_table(rows: list[dict], out: Console, wide: bool = False) -> Table:
+    return fit_table("simulation summary (virtual time, memory store)", rows, SIM_COLUMNS, out, wide=wide)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -3,23 +3,26 @@
 from __future__ import annotations
 
 import argparse
-import sys
-import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, get_args
 
 from rich.console import Console
 from rich.table import Table
 
+from analysis.palette import rich_markup
 from analysis.report import build_report
 from contract.folder import utc_stamp
 from contract.schema import RUN_OK
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.live import StoreName, load_campaign
-from harness.events import RunnerEvents
-from harness.live.plan import LiveRun, plan_runs
+from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
 from harness.live.supervise import Interrupted
+
+from . import term_table
+from .progress import RunProgress
+from .term_table import Column, fit_table
 
 DEFAULT_CAMPAIGN = Path("campaigns/default.yaml")
 
@@ -32,6 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", choices=list(get_args(StoreName)),
                    help="run on this store only (redis: every redis mode a scenario lists, else the campaign's redis.mode)")
     p.add_argument("--only", action="append", metavar="SCENARIO|ALGORITHM", help="only these scenarios or algorithms")
+    p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     p.set_defaults(func=cmd_run)
 
 
@@ -41,73 +45,64 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise CampaignError(f"--workers must be at least 1, got {args.workers}")
     runs = plan_runs(campaign, args.only, args.store)
     if not runs:
-        raise CampaignError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}")
+        names = dict.fromkeys([n for sc in campaign.scenarios for n in (sc.name, sc.run_name)]
+                              + [a for sc in campaign.scenarios for a in campaign.algorithms_for(sc)])
+        raise CampaignError(f"--only {', '.join(args.only or [])}: matches no scenario or algorithm of {args.campaign}; "
+                            f"choose from: {', '.join(names)}")
     out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     check_out(out)
-    console = Console(width=None if sys.stdout.isatty() else 160)
-    started = time.monotonic()
-    state: dict[str, Any] = {}
-
-    def on_start(i: int, n: int, run: LiveRun) -> None:
-        state.update(i=i, n=n, run=run.name, t0=time.monotonic(), last=None)
-        console.print(f"[bold]run {i}/{n}[/bold] {run.name}  [dim](campaign {time.monotonic() - started:.0f} s)[/dim]")
-
-    def on_counters(counters: dict[str, Any]) -> None:
-        limits = counters.get("limits", {})
-        decided = sum(v["decisions"] for v in limits.values())
-        rejected = sum(v["rejections"] for v in limits.values())
-        now = time.monotonic()
-        last = state.get("last")
-        if last is not None and now > last[0]:
-            rate = (decided - last[1]) / (now - last[0])
-            console.print(f"  [dim]{now - state['t0']:5.1f} s  {rate:8.0f} req/s  {decided:7d} decided  "
-                          f"{rejected:7d} rejected[/dim]", highlight=False)
-        state["last"] = (now, decided)
-
-    def on_done(i: int, n: int, run: LiveRun, info: dict[str, Any]) -> None:
-        status = info["status"]
-        colour = "green" if status == RUN_OK else "red"
-        console.print(f"  [{colour}]{status}[/{colour}] {info.get('sent', 0)} requests sent"
-                      + (f"; {info['error'].splitlines()[0]}" if info.get("error") else ""), highlight=False)
-
-    runner = LiveRunner(campaign, out, args.workers, RunnerEvents(run_start=on_start, counters=on_counters, run_done=on_done))
+    console = term_table.console(wide=args.wide)
+    progress = RunProgress(console)
+    runner = LiveRunner(campaign, out, args.workers, progress.events)
     try:
-        results = runner.run_all(runs)
+        with progress:
+            results = runner.run_all(runs)
     except Interrupted as exc:
         console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
-        _summarize(out, console)
+        _summarize(out, console, args.wide)
         return 130
-    _summarize(out, console)
+    _summarize(out, console, args.wide)
     failed = [r for r in results if r["status"] != RUN_OK]
     console.print(f"results: {out}" + (f"  ([red]{len(failed)} failed[/red])" if failed else ""))
     return 0
 
 
-def _summarize(out: Path, console: Console) -> None:
+def _summarize(out: Path, console: Console, wide: bool) -> None:
     """summary.json/csv, charts and the report, from the raw files (the same code as `report`)."""
     report = build_report(out)
     for warning in report.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
-    console.print(summary_table(report.rows))
+    console.print(summary_table(report.rows, console, wide))
+    for answer in report.answers():  # the report's opening sentences, algorithm names in their chart colours
+        console.print(rich_markup(answer.line()), highlight=False)
 
 
-def summary_table(rows: list[dict[str, Any]]) -> Table:
-    table = Table(title="live campaign summary")
-    cols = [("scenario", "scenario"), ("algorithm", "algorithm"), ("requests", "requests"), ("rejected", "rejected"),
-            ("legit rej.", "rejected_legit"), ("over-adm.", "over_admission"), ("P99 ms", "latency_p99_intended_ms"),
-            ("target CPU ms/1k", "cpu_target_ms_per_1k"), ("gen.-bound", "generator_bound")]
-    for title, _ in cols:
-        table.add_column(title, justify="left" if title in ("scenario", "algorithm") else "right")
-    for r in rows:
-        table.add_row(*[_fmt(r.get(key)) for _, key in cols])
-    return table
+def _cell(key: str) -> Callable[[dict[str, Any]], str]:
+    return lambda row: _fmt(row.get(key))
+
+
+LIVE_COLUMNS = (
+    Column("requests", "req.", _cell("requests")),
+    Column("rejected", "rej.", _cell("rejected")),
+    Column("legit rej.", "legit\nrej.", _cell("rejected_legit")),
+    Column("over-adm.", "over-\nadm.", _cell("over_admission")),
+    Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
+    Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
+    Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),
+)
+
+
+def summary_table(rows: list[dict[str, Any]], out: Console, wide: bool = False) -> Table:
+    return fit_table("live campaign summary", rows, LIVE_COLUMNS, out, wide=wide)
 
 
 def _fmt(value: Any) -> str:
     if value is None:
         return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     if isinstance(value, float):
         return f"{value:,.2f}"
-    if isinstance(value, int) and not isinstance(value, bool):
+    if isinstance(value, int):
         return f"{value:,}"
     return str(value)

@@ -12,8 +12,6 @@ import sys
 import time
 from pathlib import Path
 
-from rich.console import Console
-
 from contract.atomic import write_text
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.policy_file import PolicyFile, load_policy
@@ -23,6 +21,9 @@ from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
 from harness.validate.report import suggestions, to_json, to_junit, verdict_table
+
+from . import term_table
+from .progress import RunProgress
 
 EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
@@ -49,7 +50,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         raise CampaignError("--out: only with --live (it keeps the live results folder)")
     check_out(args.out)
     to_stdout = args.json == "-"
-    console = Console(stderr=to_stdout, width=None if sys.stdout.isatty() else 160)
+    console = term_table.console(stderr=to_stdout)
     started = time.perf_counter()
     if args.live:
         console.print("lints and simulated checks", style="dim", highlight=False)
@@ -57,7 +58,9 @@ def cmd_validate(args: argparse.Namespace) -> int:
     live: LiveOutcome | None = None
     if args.live:
         try:
-            live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False))
+            with RunProgress(console) as progress:
+                live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False),
+                                progress.events)
         except Interrupted as exc:
             kept = f"; partial results in {args.out}" if args.out else ""
             console.print(f"interrupted ({exc}): the target and Locust are stopped{kept}", highlight=False)

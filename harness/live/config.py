@@ -71,12 +71,12 @@ def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str,
             "namespace": f"rb{start_at * 1000:.0f}"}
 
 
-def node_configs(config: dict[str, Any], nodes: list[str], run_dir: Path) -> list[Path]:
+def node_configs(config: dict[str, Any], nodes: list[str], admin_ports: list[int], run_dir: Path) -> list[Path]:
     """One config file per node (``target.yaml`` for node-1, ``target-<node>.yaml`` for the
-    others); with several nodes each writes ``decisions-<node>.parquet``."""
+    others), naming its admin port; with several nodes each writes ``decisions-<node>.parquet``."""
     paths = []
-    for node in nodes:
-        mine = dict(config)
+    for node, admin_port in zip(nodes, admin_ports):
+        mine = {**config, "admin_port": admin_port}
         if len(nodes) > 1:
             mine.update(node=node, decision_log={"path": str(run_dir / f"decisions-{node}.parquet")})
         path = run_dir / ("target.yaml" if node == "node-1" else f"target-{node}.yaml")

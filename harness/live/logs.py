@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from contract import decision_file
 from contract.folder import write_parquet
 from contract.schema import CLIENT_FILE, CLIENT_PART_GLOB, CLIENT_SCHEMA, DECISIONS_FILE, HANDSHAKE_DIR, LATE_SUFFIX, READY_GLOB
 from scenarios.live_plan import LivePlan, groups, worker_share
@@ -19,9 +20,12 @@ from .supervise import RunFailed, tail
 
 
 def merge_decisions(run_dir: Path, nodes: list[str], targets: list[TargetProcess]) -> None:
-    """The nodes' decision logs, one file in time order (one node writes it directly)."""
+    """The nodes' decision logs, one file in time order (one node writes it directly). A
+    node that had to be killed left the parts it had flushed: they are joined into its file."""
     parts = [run_dir / f"decisions-{node}.parquet" for node in nodes] if len(nodes) > 1 else [run_dir / DECISIONS_FILE]
     for part, target in zip(parts, targets):
+        if not part.exists() and decision_file.exists(part):
+            decision_file.finish(part)
         if not part.exists():
             raise RunFailed(f"the target wrote no decision log:\n{tail(target.stderr_path)}")
     if len(parts) > 1:

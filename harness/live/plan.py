@@ -51,7 +51,7 @@ def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | No
             stores = [st for st in stores if st == store or st.startswith(f"{store}-")] or [campaign.store_label(store)]
         for algorithm in campaign.algorithms_for(sc):
             for st in stores:
-                if only and sc.name not in only and algorithm not in only:
+                if only and not {sc.name, sc.run_name, algorithm} & set(only):
                     continue
                 runs.append(LiveRun(sc, algorithm, st, policy, campaign.params_for(algorithm, policy), joins, routing,
                                     model=model))

@@ -59,7 +59,9 @@ from harness.sim.simulator import simulate
 from scenarios import SCENARIOS
 from scenarios.fleet import Fleet
 from scenarios.live_plan import LivePlan, aligned_start
-from targets.process import HOST, TargetProcess, free_port
+from targets.ports import free_ports
+from targets.process import HOST, TargetProcess
+from targets.redact import redacted
 from targets.stores.redis.server import RedisServer
 
 from .config import node_configs, target_config
@@ -130,7 +132,8 @@ class LiveRunner:
         sampler = CpuSampler()
         try:
             nodes = run.nodes
-            ports = [free_port() for _ in nodes]
+            ports = free_ports(2 * len(nodes))
+            ports, admin_ports = ports[:len(nodes)], ports[len(nodes):]
             hosts = [f"http://{HOST}:{port}" for port in ports]
             model = run.model
             outage = getattr(model, "outage", None)
@@ -141,7 +144,7 @@ class LiveRunner:
             start_at = aligned_start(time.time(), self.lead_s + NODE_LEAD_S * (len(nodes) - 1), run.policy.window_s)
             info["start_at"] = start_at
             config = target_config(run, self.campaign, start_at, run_dir)
-            configs = node_configs(config, nodes, run_dir)
+            configs = node_configs(config, nodes, admin_ports, run_dir)
             plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
                             hosts, str(run_dir / HANDSHAKE_DIR), self.workers, str_params(run.scenario.params),
                             routing=run.routing, joins_s=list(run.joins_s))
@@ -157,7 +160,7 @@ class LiveRunner:
             launched = time.time()
             locust = self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S)
             sampler.watch("locust", ROLE_GENERATOR, locust.pid)
-            targets = self.processes.start_targets(configs, ports, logs, env)
+            targets = self.processes.start_targets(configs, ports, admin_ports, logs, env)
             for node, target in zip(nodes, targets):
                 sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)
             sampler.start()
@@ -242,7 +245,7 @@ class LiveRunner:
                         raise RunFailed(f"a target died (exit {target.process.returncode}):\n{tail(target.stderr_path)}")
                 if self.events.wants_counters:
                     with suppress(httpx.HTTPError, ValueError, KeyError):
-                        self.events.counted(http.get(f"{targets[0].url}/_bench/counters").json())
+                        self.events.counted(http.get(f"{targets[0].admin_url}/_bench/counters").json())
                 next_t = min([end_at, *(t for t, _ in pending)])
                 time.sleep(min(0.5, max(0.0, next_t - time.time())))
         with suppress(ProcessLookupError):
@@ -264,7 +267,7 @@ class LiveRunner:
         root.mkdir(parents=True, exist_ok=True)
         config = self.campaign.model_dump(mode="json")
         config.update(workers=self.workers, runs=[r.name for r in runs], machine=machine_facts(), created=utc_stamp())
-        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
+        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(redacted(config), sort_keys=False))
         results = []
         try:
             with signals_interrupt():

@@ -62,16 +62,16 @@ class Processes:
         self.children: list[subprocess.Popen] = []
         self.targets: list[TargetProcess] = []
 
-    def start_targets(self, configs: list[Path], ports: list[int], logs: Path,
+    def start_targets(self, configs: list[Path], ports: list[int], admin_ports: list[int], logs: Path,
                       env: dict[str, str] | None) -> list[TargetProcess]:
         """Every node in parallel (start-up is mostly imports)."""
-        def start(config: Path, port: int) -> TargetProcess:
-            target = start_target(["--config", str(config)], log_dir=logs, port=port, env=env)
+        def start(config: Path, port: int, admin_port: int) -> TargetProcess:
+            target = start_target(["--config", str(config)], log_dir=logs, port=port, admin_port=admin_port, env=env)
             self.targets.append(target)
             return target
 
         with ThreadPoolExecutor(len(configs)) as pool:
-            futures = [pool.submit(start, c, p) for c, p in zip(configs, ports)]
+            futures = [pool.submit(start, c, p, a) for c, p, a in zip(configs, ports, admin_ports)]
             started, errors = [], []
             for f in futures:
                 try:

@@ -29,16 +29,21 @@ from .simulator import STORE, Replay, ideal_decisions, simulate, virtual_arrival
 @dataclass
 class SimRun:
     scenario: str
+    """The run's scenario name: the scenario, or ``<scenario>-<label>`` for a labelled entry."""
     algorithm: str
     model: TrafficModel
     params: Any
+    policy: Policy
+
+    @property
+    def name(self) -> str:
+        return run_dir_name(self.scenario, self.algorithm, STORE)
 
 
 @dataclass
 class SimPlan:
     name: str
     seed: int
-    policy: Policy
     runs: list[SimRun]
     config: dict[str, Any] = field(default_factory=dict)
 
@@ -71,6 +76,27 @@ def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: di
             raise PolicyError(f"unknown {kind} {key!r} for the selected runs; valid: {choices}")
 
 
+def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
+    """One run per algorithm; a request cost no algorithm could ever admit is refused."""
+    for a, p in params.items():
+        most = get_algorithm(a).max_cost(p)
+        if model.max_cost > most:
+            raise PolicyError(
+                f"scenario {scenario} sends requests of cost {model.max_cost:g} but {a} can never admit more than "
+                f"{most:g} at once; raise --burst/--limit or lower the cost")
+    return [SimRun(scenario, a, model, p, policy) for a, p in params.items()]
+
+
+def _config(name: str, seed: int, policy: Policy, runs: list[SimRun], **extra: Any) -> dict[str, Any]:
+    """campaign.yaml: the campaign, then each run's policy and parameters by run folder (the
+    analysis reads them there: entries of one campaign can differ in both)."""
+    return {
+        "name": name, "seed": seed, "policy": asdict(policy), **extra,
+        "runs": {r.name: {"policy": asdict(r.policy), "params": asdict(r.params),
+                          "scenario_params": asdict(r.model.p) if hasattr(r.model, "p") else {}} for r in runs},
+    }
+
+
 def make_plan(
     *,
     name: str,
@@ -82,7 +108,8 @@ def make_plan(
     scenario_params: list[tuple[str, str]],
     seed: int,
 ) -> SimPlan:
-    """Build and validate every run; raises PolicyError/ScenarioError naming the problem."""
+    """The command line's plan (``--scenario``, ``--trace``, ``--param``, ``--scenario-param``);
+    raises PolicyError/ScenarioError naming the problem."""
     if not scenarios and not traces:
         raise ScenarioError(f"give --scenario NAME or --trace FILE; scenarios: {', '.join(SCENARIOS)}")
     algorithms = list(ALGORITHMS) if not algorithms or "all" in algorithms else algorithms
@@ -91,6 +118,9 @@ def make_plan(
     for s in scenarios:
         if s not in SCENARIOS:
             raise ScenarioError(f"unknown scenario {s!r}; choose from: {', '.join(SCENARIOS)}")
+        if scenarios.count(s) > 1:
+            raise ScenarioError(f"--scenario {s} is given twice; to run one scenario with several parameter sets, "
+                                "list labelled entries in a campaign file (run_bench.py simulate --campaign FILE)")
     a_scoped = _split_scoped(algorithm_params, algorithms)
     _check_unused("--param", a_scoped, {
         a: {f.name for f in fields(get_algorithm(a).params_from_policy(policy))} for a in algorithms})
@@ -105,35 +135,25 @@ def make_plan(
         overrides.update(s_scoped.get(s, {}))
         models.append((s, build_model(s, policy.limit, policy.window_s, seed, overrides)))
     models.extend((m.name, m) for m in (TraceFile(path) for path in traces))
-    runs = []
-    for scenario, model in models:
-        for a in algorithms:
-            most = get_algorithm(a).max_cost(params[a])
-            if model.max_cost > most:
-                raise PolicyError(
-                    f"scenario {scenario} sends requests of cost {model.max_cost:g} but {a} can never admit more than "
-                    f"{most:g} at once; raise --burst/--limit or lower the cost")
-            runs.append(SimRun(scenario, a, model, params[a]))
-    config = {
-        "name": name, "seed": seed, "policy": asdict(policy), "algorithms": algorithms,
-        "scenarios": scenarios, "traces": traces,
-        "params": {a: asdict(p) for a, p in params.items()},
-        "scenario_params": {s: asdict(m.p) for s, m in models if hasattr(m, "p")},
-    }
-    return SimPlan(name, seed, policy, runs, config)
+    runs = [run for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
+    return SimPlan(name, seed, runs, _config(name, seed, policy, runs, algorithms=algorithms,
+                                             scenarios=scenarios, traces=traces))
 
 
 def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
-    pol = campaign.policy
-    algorithm_params = [(f"{a}.{k}", str(v)) for a, kv in campaign.params.items() for k, v in kv.items()]
-    scenario_params = [(f"{s.name}.{k}", str(v)) for s in campaign.scenarios for k, v in s.params.items()]
-    for a in campaign.params:
-        get_algorithm(a)
-    return make_plan(
-        name=campaign.name, policy=Policy(pol.limit, pol.window_s, pol.burst),
-        algorithms=campaign.algorithms, scenarios=[s.name for s in campaign.scenarios], traces=[],
-        algorithm_params=algorithm_params, scenario_params=scenario_params, seed=campaign.seed,
-    )
+    """A campaign file's plan: each entry with its own parameters, policy and algorithms, its
+    runs named by the entry (``<scenario>-<label>``)."""
+    runs: list[SimRun] = []
+    for entry in campaign.scenarios:
+        policy = campaign.policy_for(entry)
+        params = {a: campaign.params_for(a, policy) for a in campaign.algorithms_for(entry)}
+        try:
+            runs += _runs_of(entry.run_name, campaign.model_for(entry), policy, params)
+        except PolicyError as exc:
+            raise PolicyError(f"{entry.where}: {exc}") from None
+    return SimPlan(campaign.name, campaign.seed, runs, _config(
+        campaign.name, campaign.seed, campaign.policy_for(), runs, algorithms=campaign.algorithms,
+        scenarios=[e.model_dump(exclude_defaults=True) for e in campaign.scenarios]))
 
 
 def attempt_log(result: Replay) -> pd.DataFrame:
@@ -160,24 +180,26 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
     for i, run in enumerate(plan.runs, 1):
         started = time.perf_counter()
         if not run.model.reactive and id(run.model) not in ideals:
-            ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), plan.policy)
-        table, result = simulate(run.model, run.algorithm, plan.policy, run.params, ideal=ideals.get(id(run.model)))
+            ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), run.policy)
+        table, result = simulate(run.model, run.algorithm, run.policy, run.params, ideal=ideals.get(id(run.model)))
         row: dict[str, Any] = {
             "scenario": run.scenario,
             "algorithm": run.algorithm,
             "store": STORE,
-            "limit": plan.policy.limit,
-            "window_s": plan.policy.window_s,
-            "burst": plan.policy.effective_burst,
+            "limit": run.policy.limit,
+            "window_s": run.policy.window_s,
+            "burst": run.policy.effective_burst,
             "params": asdict(run.params),
         }
-        row.update(summarize(table.to_pandas(), plan.policy.limit, plan.policy.window_s))
+        if hasattr(run.model, "p"):
+            row["scenario_params"] = asdict(run.model.p)
+        row.update(summarize(table.to_pandas(), run.policy.limit, run.policy.window_s))
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
         if folder is not None:
-            write_parquet(folder.run_dir(run_dir_name(run.scenario, run.algorithm, STORE)) / DECISIONS_FILE, table)
+            write_parquet(folder.run_dir(run.name) / DECISIONS_FILE, table)
         rows.append(row)
         if events is not None:
             events.done(i, len(plan.runs), run, row)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from harness.campaign.policy_file import Limit, PolicyFile, params_of
-from harness.campaign.thresholds import SIM_METRICS, Threshold, effective
+from harness.campaign.thresholds import FALLBACK, SIM_METRICS, Threshold, effective
 from targets.algorithms import get_algorithm
 
 from .sim import PageTraffic, attack_result, deployment, page_result
@@ -40,6 +40,9 @@ class CheckVerdict:
     passed: bool
     message: str
     suggestion: str | None = None
+    fix: str | None = None
+    """The suggestion's change alone, for the terminal: printed once under every failure it fixes
+    (not in the JSON, whose suggestion says it all)."""
 
 
 def split(metric: str) -> tuple[str, str]:
@@ -79,7 +82,13 @@ def measure(policy: PolicyFile, limit: Limit, metric: str) -> float:
 
 
 def display(metric: str, value: float) -> str:
-    if split(metric)[1] in RATIO_METRICS:
+    """A measured value, or a threshold's bound, in its metric's unit (×, %, ms): the verdict
+    table's two columns read alike."""
+    if metric == "live_p99_ms":
+        return f"{value:,.1f} ms"
+    if metric == "live_cpu_ms_per_1k":
+        return f"{value:,.0f} ms"
+    if split(FALLBACK.get(metric, metric))[1] in RATIO_METRICS:
         return f"{value:.2f}×"
     return f"{100 * value:.1f}%" if value == 0 or value >= 0.001 else f"{100 * value:.3f}%"
 
@@ -103,11 +112,11 @@ def check(policy: PolicyFile, limit: Limit, metric: str) -> CheckVerdict:
     threshold = effective(metric, limit.name, policy.thresholds)
     value = measure(policy, limit, metric)
     passed = threshold.holds(value)
+    suggestion, fix = (None, None) if passed else suggest_fix(policy, limit, metric, threshold) or (None, None)
     return CheckVerdict(
         name=f"{limit.name}: {metric}", kind="simulation", limit=limit.name, metric=metric, value=value,
         display=display(metric, value), threshold=str(threshold), passed=passed,
-        message=phrase(policy, metric, value),
-        suggestion=None if passed else suggest(policy, limit, metric, threshold),
+        message=phrase(policy, metric, value), suggestion=suggestion, fix=fix,
     )
 
 
@@ -115,18 +124,22 @@ def run_checks(policy: PolicyFile) -> list[CheckVerdict]:
     return [check(policy, limit, m) for limit in policy.limits for m in SIM_METRICS if applies(policy, limit, m)]
 
 
-def suggest(policy: PolicyFile, limit: Limit, metric: str, threshold: Threshold) -> str | None:
-    """The smallest corrected policy that passes ``threshold``, with both numbers measured."""
+def suggest_fix(policy: PolicyFile, limit: Limit, metric: str, threshold: Threshold) -> tuple[str, str] | None:
+    """The smallest corrected policy that passes ``threshold``, with both numbers measured, and its
+    fix alone (the diagnosis, the change and what it gives, without the measured problem the
+    check's message already says): failures that one change fixes share it."""
     value = measure(policy, limit, metric)
     tried: list[str] = []
     for diagnosis, change, fixed in _fixes(policy, limit, metric, threshold):
         new_limit = next(lim for lim in fixed.limits if lim.name == limit.name)
         new_value = measure(fixed, new_limit, metric)
+        gives = f"{change} gives {display(metric, new_value)}"
         if threshold.holds(new_value):
-            return f"{diagnosis}: {phrase(policy, metric, value)}; {change} gives {display(metric, new_value)}"
-        tried.append(f"{change} gives {display(metric, new_value)}")
+            return f"{diagnosis}: {phrase(policy, metric, value)}; {gives}", f"{diagnosis}: {gives}"
+        tried.append(gives)
     if tried:
-        return f"{phrase(policy, metric, value)}; no single change tried passes {threshold}: {'; '.join(tried)}"
+        fix = f"no single change tried passes {threshold}: {'; '.join(tried)}"
+        return f"{phrase(policy, metric, value)}; {fix}", fix
     return None
 
 

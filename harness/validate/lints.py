@@ -9,35 +9,41 @@ from collections.abc import Callable
 from harness.campaign.policy_file import Limit, PolicyFile
 from harness.campaign.thresholds import effective
 
-from .checks import BURSTY, CheckVerdict, burst_of, display, measure, suggest
+from .checks import BURSTY, CheckVerdict, burst_of, display, measure, suggest_fix
 from .sim import PageTraffic, attack_result, deployment, page_result, rotation_admission
 
-Finding = tuple[str, str | None]
-"""(what is wrong, the suggestion with numbers)."""
+Finding = tuple[str, str | None] | tuple[str, str | None, str | None]
+"""(what is wrong, the suggestion with numbers[, its fix alone: CheckVerdict.fix])."""
 
 
 def _verdict(name: str, summary: str, findings: list[Finding]) -> CheckVerdict:
+    fixes = [f[2] if len(f) > 2 else f[1] for f in findings]
     return CheckVerdict(
         name=f"lint: {name}", kind="lint", limit=None, metric=name, value=float(len(findings)),
         display="ok" if not findings else f"{len(findings)} finding{'s' * (len(findings) > 1)}",
         threshold="no findings", passed=not findings,
-        message="; ".join(f for f, _ in findings) or summary,
-        suggestion="; ".join(s for _, s in findings if s) or None,
+        message="; ".join(f[0] for f in findings) or summary,
+        suggestion="; ".join(f[1] for f in findings if f[1]) or None,
+        fix="; ".join(f for f in fixes if f) or None,
     )
 
 
-def _over(policy: PolicyFile, limit: Limit) -> tuple[float, str | None]:
-    threshold = effective("over_admission", limit.name, policy.thresholds)
-    return measure(policy, limit, "over_admission"), suggest(policy, limit, "over_admission", threshold)
+def _measured_fix(policy: PolicyFile, limit: Limit, metric: str) -> tuple[str | None, str | None]:
+    """``suggest_fix`` under the limit's own threshold: (suggestion, fix), or Nones."""
+    return suggest_fix(policy, limit, metric, effective(metric, limit.name, policy.thresholds)) or (None, None)
+
+
+def _over(policy: PolicyFile, limit: Limit) -> tuple[float, str | None, str | None]:
+    return (measure(policy, limit, "over_admission"), *_measured_fix(policy, limit, "over_admission"))
 
 
 def fixed_window_capacity(policy: PolicyFile) -> list[Finding]:
     out = []
     for lim in policy.limits:
         if lim.algorithm == "fixed_window" and lim.protects == "capacity":
-            value, hint = _over(policy, lim)
+            value, hint, fix = _over(policy, lim)
             out.append((f"'{lim.name}' protects capacity with a fixed window: {display('over_admission', value)} "
-                        f"of the limit across a window edge", hint))
+                        f"of the limit across a window edge", hint, fix))
     return out
 
 
@@ -47,11 +53,10 @@ def burst_below_page_load(policy: PolicyFile) -> list[Finding]:
     for lim in policy.limits:
         if lim.covers(policy.page_route.name) and burst_of(lim) < page:
             kind = "burst" if lim.algorithm in BURSTY else "limit"
-            threshold = effective("page_load_429_rate", lim.name, policy.thresholds)
             value = measure(policy, lim, "page_load_429_rate")
             out.append((f"'{lim.name}': {kind} {burst_of(lim):g} < page load of {page:g}: "
                         f"{display('page_load_429_rate', value)} of page loads see a 429",
-                        suggest(policy, lim, "page_load_429_rate", threshold)))
+                        *_measured_fix(policy, lim, "page_load_429_rate")))
     return out
 
 
@@ -96,9 +101,9 @@ def local_limit_not_divided(policy: PolicyFile) -> list[Finding]:
         return []
     out = []
     for lim in policy.limits:
-        value, hint = _over(policy, lim)
+        value, hint, fix = _over(policy, lim)
         out.append((f"'{lim.name}': each of {policy.nodes} nodes enforces the full {lim.limit:g} per "
-                    f"{lim.window_s:g} s: {display('over_admission', value)} of the limit gets through", hint))
+                    f"{lim.window_s:g} s: {display('over_admission', value)} of the limit gets through", hint, fix))
     return out
 
 
@@ -107,10 +112,10 @@ def naive_store(policy: PolicyFile) -> list[Finding]:
         return []
     out = []
     for lim in policy.limits:
-        value, hint = _over(policy, lim)
+        value, hint, fix = _over(policy, lim)
         out.append((f"'{lim.name}': INCR then EXPIRE is a fixed window whatever the algorithm "
                     f"({display('over_admission', value)} across a window edge), and a crash between the two "
-                    f"leaves a key without TTL, rejected for good after {lim.limit:g}", hint))
+                    f"leaves a key without TTL, rejected for good after {lim.limit:g}", hint, fix))
     return out
 
 

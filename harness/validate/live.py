@@ -9,7 +9,6 @@ goes with the ``with`` block.
 from __future__ import annotations
 
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -29,13 +28,14 @@ from contract.machine import machine_facts
 from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
 from harness.events import RunnerEvents
+from harness.live.plan import LiveRun
 from harness.live.runner import LiveRunner
 from harness.live.supervise import signals_interrupt
+from targets.redact import redacted
 
 from .probes import Probe, ProbePlan, plan_live
 
 Say = Callable[[str], None]
-COUNTERS_EVERY_S = 2.0
 
 
 @dataclass
@@ -73,8 +73,10 @@ def _folder(out: Path | None, name: str) -> Iterator[Path]:
         yield Path(tmp) / name
 
 
-def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
-    """Every live run of the policy, measured; raises harness.live.supervise.Interrupted on SIGINT/SIGTERM."""
+def run_live(policy: PolicyFile, out: Path | None, say: Say, events: RunnerEvents[LiveRun] | None = None) -> LiveOutcome:
+    """Every live run of the policy, measured; raises harness.live.supervise.Interrupted on SIGINT/SIGTERM.
+    ``say`` prints what each run is; ``events`` hears each run start and end and the target's counters
+    (the command line's one line per run and status line)."""
     plan = plan_live(policy)
     if plan.campaign is None:
         return LiveOutcome(plan, [], None)
@@ -82,51 +84,30 @@ def run_live(policy: PolicyFile, out: Path | None, say: Say) -> LiveOutcome:
         root.mkdir(parents=True, exist_ok=True)
         config = {"validate": policy.model_dump(mode="json"), **plan.campaign.model_dump(mode="json"),
                   "machine": machine_facts(), "created": utc_stamp()}
-        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
-        infos = _execute(plan, root, say)
+        write_text(root / CAMPAIGN_FILE, yaml.safe_dump(redacted(config), sort_keys=False))
+        infos = _execute(plan, root, say, events or RunnerEvents())
         say("live: analysing" + (" and writing the report" if out is not None else ""))
         rows = {r["run"]: r for r in (build_report(root) if out is not None else analyze(load_results(root))).rows}
         results = [_measure(root, probe, info, rows.get(probe.run.name)) for probe, info in zip(plan.probes, infos)]
     return LiveOutcome(plan, results, out)
 
 
-def _execute(plan: ProbePlan, root: Path, say: Say) -> list[dict[str, Any]]:
+def _execute(plan: ProbePlan, root: Path, say: Say, events: RunnerEvents[LiveRun]) -> list[dict[str, Any]]:
     assert plan.campaign is not None
-    ticker = _Ticker(say)
-    runner = LiveRunner(plan.campaign, root, workers=1, events=RunnerEvents(counters=ticker))
+    runner = LiveRunner(plan.campaign, root, workers=1, events=events)
     infos = []
     say(f"live: {plan.setup}")
     try:
         with signals_interrupt():
             for i, probe in enumerate(plan.probes, 1):
                 say(f"live {i}/{len(plan.probes)} {probe.summary}")
-                ticker.start()
+                events.started(i, len(plan.probes), probe.run)
                 info = runner.execute(probe.run)
-                status = info["status"] if info["status"] != RUN_OK else f"{info.get('sent', 0)} requests"
-                say(f"  done in {time.monotonic() - ticker.t0:.0f} s: {status}")
+                events.done(i, len(plan.probes), probe.run, info)
                 infos.append(info)
     finally:
         runner.close()  # our own redis-server, if a run started one
     return infos
-
-
-class _Ticker:
-    """A progress line every few seconds from the target's counters while a run is on."""
-
-    def __init__(self, say: Say) -> None:
-        self.say, self.t0, self.last = say, time.monotonic(), 0.0
-
-    def start(self) -> None:
-        self.t0 = self.last = time.monotonic()
-
-    def __call__(self, counters: dict[str, Any]) -> None:
-        now = time.monotonic()
-        if now - self.last < COUNTERS_EVERY_S:
-            return
-        self.last = now
-        limits = counters.get("limits", {}).values()
-        decided, rejected = sum(v["decisions"] for v in limits), sum(v["rejections"] for v in limits)
-        self.say(f"  {now - self.t0:4.0f} s  {decided} decisions, {rejected} rejected")
 
 
 def _measure(root: Path, probe: Probe, info: dict[str, Any], row: dict[str, Any] | None) -> ProbeResult:

@@ -26,14 +26,6 @@ def live_verdicts(policy: PolicyFile, outcome: LiveOutcome, simulated: list[Chec
     return [_verdict(policy, r, metric, simulated) for r in outcome.results for metric in METRICS_OF[r.probe.kind]]
 
 
-def _show(metric: str, value: float) -> str:
-    if metric == "live_p99_ms":
-        return f"{value:.1f} ms"
-    if metric == "live_cpu_ms_per_1k":
-        return f"{value:,.0f} ms"
-    return display(FALLBACK[metric], value)
-
-
 def _verdict(policy: PolicyFile, result: ProbeResult, metric: str, simulated: list[CheckVerdict]) -> CheckVerdict:
     limit = result.probe.limit.name if result.probe.limit else None
     name = f"live: {limit}: over_admission" if limit else f"live: {metric.removeprefix('live_')}"
@@ -47,8 +39,10 @@ def _verdict(policy: PolicyFile, result: ProbeResult, metric: str, simulated: li
     message = _message(result, metric, value)
     if twins:
         message += "; simulated: " + ", ".join(f"{v.limit} {v.display}" for v in twins)
-    return CheckVerdict(name, "live", limit, metric, value, _show(metric, value), str(threshold), passed, message,
-                   suggestion=None if passed else _suggest(result, metric, value, twins))
+    suggestion = None if passed else _suggest(result, metric, value, twins)
+    fixes = [v.fix for v in twins if v.fix]
+    return CheckVerdict(name, "live", limit, metric, value, display(metric, value), str(threshold), passed, message,
+                        suggestion=suggestion, fix="; ".join(fixes) if suggestion and fixes else suggestion)
 
 
 def _twins(policy: PolicyFile, result: ProbeResult, metric: str, simulated: list[CheckVerdict]) -> list[CheckVerdict]:

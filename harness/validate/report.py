@@ -9,8 +9,20 @@ from dataclasses import asdict
 
 from rich.table import Table
 
-from .checks import CheckVerdict
+from harness.campaign.thresholds import parse_threshold
+
+from .checks import CheckVerdict, display
 from .live import LiveOutcome
+
+
+def threshold_cell(v: CheckVerdict) -> str:
+    """The threshold in the unit of the measured column (``< 0.1%`` beside ``37.5%``); the JSON
+    keeps the file's own words (``legit_rejection_rate < 0.001``)."""
+    try:
+        t = parse_threshold(v.threshold)
+    except ValueError:  # a lint's "no findings"
+        return v.threshold
+    return f"{t.op} {display(v.metric, t.value)}"
 
 
 def verdict_table(policy_name: str, verdicts: list[CheckVerdict]) -> Table:
@@ -18,21 +30,25 @@ def verdict_table(policy_name: str, verdicts: list[CheckVerdict]) -> Table:
     status = "[green]PASS[/green]" if not failed else f"[red]FAIL[/red] ({failed} of {len(verdicts)} checks)"
     table = Table(title=f"validate {policy_name}: {status}", title_justify="left")
     for col in ("check", "measured", "threshold", "result"):
-        table.add_column(col, justify="right" if col == "measured" else "left")
+        table.add_column(col, justify="right" if col in ("measured", "threshold") else "left",
+                         no_wrap=col == "check")
     for v in verdicts:
-        table.add_row(v.name, v.display, v.threshold, "[green]pass[/green]" if v.passed else "[red]FAIL[/red]")
+        table.add_row(v.name, v.display, threshold_cell(v), "[green]pass[/green]" if v.passed else "[red]FAIL[/red]")
     return table
 
 
 def suggestions(verdicts: list[CheckVerdict]) -> list[str]:
-    """One paragraph per failure: what is wrong and the measured fix."""
-    out = []
+    """What failed and how to fix it: each failure on its line, then each fix once, under the
+    failures it fixes (a lint and the checks that measure its pitfall share one)."""
+    groups: dict[str | None, list[CheckVerdict]] = {}
     for v in verdicts:
         if not v.passed:
-            text = f"{v.name}: {v.message}"
-            if v.suggestion:
-                text += f"\n  -> {v.suggestion}"
-            out.append(text)
+            groups.setdefault(v.fix or v.suggestion or f"#{id(v)}", []).append(v)
+    out = []
+    for failures in groups.values():
+        text = "\n".join(f"{v.name}: {v.message}" for v in failures)
+        fix = failures[0].fix or failures[0].suggestion
+        out.append(text + (f"\n  -> {fix}" if fix else ""))
     return out
 
 
@@ -42,7 +58,7 @@ def to_json(policy_name: str, source: str, verdicts: list[CheckVerdict], live: L
         "file": source,
         "passed": all(v.passed for v in verdicts),
         "failures": sum(not v.passed for v in verdicts),
-        "checks": [asdict(v) for v in verdicts],
+        "checks": [{k: x for k, x in asdict(v).items() if k != "fix"} for v in verdicts],
     }
     if live is not None:
         doc["live"] = {"results": None if live.folder is None else str(live.folder), "notes": live.plan.notes}
@@ -58,9 +74,9 @@ def to_junit(policy_name: str, verdicts: list[CheckVerdict], seconds: float) -> 
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", classname=f"validate.{policy_name}.{v.kind}", name=v.name)
         if v.passed:
-            ET.SubElement(case, "system-out").text = f"{v.display} ({v.threshold}): {v.message}"
+            ET.SubElement(case, "system-out").text = f"{v.display} ({threshold_cell(v)}): {v.message}"
         else:
-            failure = ET.SubElement(case, "failure", message=f"{v.display} vs {v.threshold}: {v.message}",
+            failure = ET.SubElement(case, "failure", message=f"{v.display} vs {threshold_cell(v)}: {v.message}",
                                     type=v.kind)
             failure.text = v.suggestion or v.message
     ET.indent(suites)

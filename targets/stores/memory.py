@@ -4,17 +4,28 @@ Two bounds:
 - idle TTL: a key untouched for ``idle_ttl_s`` is dropped. The default is the algorithm's own
   state lifetime (after which the state is equivalent to a fresh one), so expiry never changes
   a decision; a shorter TTL trades accuracy for memory.
-- ``max_keys``: beyond it the least recently used key goes first. That does forget state (the
-  evicted key starts fresh), which is the price of a hard memory bound.
+- ``max_keys``: beyond it one key is evicted, chosen by what forgetting it gives back, not by
+  recency. A key's *debt* is the quota a fresh key has and its state has not, at that moment
+  (a fresh key's ``remaining`` minus the state's, both from a zero-cost decision: the bucket's
+  missing tokens, the window's count), 0 once it is at rest (a full bucket, an expired window: forgetting it
+  changes nothing). Of the ``EVICTION_SAMPLE`` least recently used keys, the first at rest
+  goes, else the one with the least debt; sampled keys still in debt move to the back, so the
+  next eviction looks at others (a sampling pool, as Redis's eviction). LRU forgot exactly the
+  keys that matter: a client in debt that pauses between bursts is the least recently used,
+  and a flood of new keys reset its quota at every pause. Now a flood can only get a key
+  forgotten when every key sampled with it owes at least as much: to have a debt D forgiven,
+  the flood must itself be admitted about D per key it keeps in the table (docs/targets.md).
 
 Entries live in an OrderedDict in last-use order, so both bounds are enforced at the front:
 ``max_keys`` on every insert, the TTL sweep every 64 decisions (amortised O(1), no background
-thread). One lock makes it safe under threads; asyncio callers are safe as well because nothing
-awaits while the state is held.
+thread; a key moved back by an eviction is swept when it reaches the front again). One lock
+makes it safe under threads; asyncio callers are safe as well because nothing awaits while the
+state is held.
 """
 
 from __future__ import annotations
 
+import itertools
 import math
 import threading
 from collections import OrderedDict
@@ -24,6 +35,10 @@ from typing import Any
 from ..algorithms.base import Algorithm, Decision
 
 SWEEP_EVERY = 64  # decisions between TTL sweeps; a power of two (checked with a mask)
+EVICTION_SAMPLE = 5
+"""Least recently used keys an eviction compares (as Redis's maxmemory-samples default): more
+rank better and cost more per new key once the table is full (~1.5 us each)."""
+AT_REST = 0.0
 
 
 class MemoryStore:
@@ -45,7 +60,11 @@ class MemoryStore:
         self.max_keys = max_keys
         self.idle_ttl_s = ttl
         self.evictions = 0
-        """Keys dropped by the max_keys bound (state lost); TTL expiry is not counted."""
+        """Keys dropped by the max_keys bound; TTL expiry is not counted."""
+        self.forgiven = 0.0
+        """Debt given back by evictions, in cost units (0 while only keys at rest were evicted)."""
+        self._fresh = algorithm.decide(None, 0.0, 0.0, params)[0][1]
+        """What a fresh key still admits (a full bucket, an empty window)."""
         # entry = [state, last_used]; mutated in place so a hit costs one lookup, no insert
         self._entries: OrderedDict[str, list[Any]] = OrderedDict()
         self._lock = threading.Lock()
@@ -61,7 +80,7 @@ class MemoryStore:
         """The per-request path as a closure over local names: on this hot path, attribute
         lookups on ``self`` would cost as much as a whole fixed-window decision."""
         entries = self._entries
-        get, to_end, pop_oldest = entries.get, entries.move_to_end, entries.popitem
+        get, to_end, evict = entries.get, entries.move_to_end, self._evict
         transition, params = self.algorithm.decide, self.params
         ttl, max_keys, keep = self.idle_ttl_s, self.max_keys, self.idle_ttl_s > 0
         acquire, release = self._lock.acquire, self._lock.release
@@ -81,8 +100,7 @@ class MemoryStore:
                     if keep:
                         entries[key] = [state, now]
                         if len(entries) > max_keys:
-                            pop_oldest(last=False)
-                            self.evictions += 1
+                            evict(now, key)
                 calls += 1
                 if not calls & (SWEEP_EVERY - 1):
                     self._expire(now)
@@ -142,11 +160,40 @@ class MemoryStore:
             elif self.idle_ttl_s > 0:
                 entries[key] = [state, now]
                 if len(entries) > self.max_keys:
-                    entries.popitem(last=False)
-                    self.evictions += 1
+                    self._evict(now, key)
             self._commits += 1
             if not self._commits & (SWEEP_EVERY - 1):
                 self._expire(now)
+
+    def debt(self, state: Any, now: float) -> float:
+        """The quota a fresh key has and ``state`` has not at ``now`` (0: at rest), from a
+        zero-cost decision: every algorithm already says what it still admits."""
+        return self._fresh - self.algorithm.decide(state, now, 0.0, self.params)[0][1]
+
+    def _evict(self, now: float, keep: str) -> None:
+        """Drop one key (not ``keep``, the one just stored): the first sampled key at rest, else
+        the sampled key with the least debt."""
+        entries, decide, params, fresh, ttl = self._entries, self.algorithm.decide, self.params, self._fresh, self.idle_ttl_s
+        chosen, least, in_debt = None, math.inf, []
+        for key, entry in itertools.islice(entries.items(), EVICTION_SAMPLE + 1):
+            if key == keep:
+                continue
+            # self.debt inlined (this runs for every new key once the table is full); idle past the TTL: fresh
+            owed = fresh - decide(entry[0], now, 0.0, params)[0][1] if now - entry[1] < ttl else AT_REST
+            if owed <= AT_REST:
+                chosen, least = key, owed
+                break
+            if owed < least:
+                chosen, least = key, owed
+            in_debt.append(key)
+        for key in in_debt:
+            if key != chosen:
+                entries.move_to_end(key)
+        if chosen is not None:
+            del entries[chosen]
+            self.evictions += 1
+            if least > AT_REST:
+                self.forgiven += least
 
     def state(self, key: str) -> Any:
         """The stored state of a key (None if absent); for tests and admin endpoints."""

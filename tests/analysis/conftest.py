@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from contract.schema import ALGORITHM_NAMES
 from harness.sim.runner import execute, make_plan
 from targets.algorithms import Policy
 
@@ -25,6 +26,13 @@ def make_sim_folder(out: Path, scenarios: list[str], algorithms: list[str]) -> P
 def sim_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return make_sim_folder(tmp_path_factory.mktemp("sim") / "results", ["boundary_burst", "page_load_burst"],
                            ["fixed_window", "sliding_log", "token_bucket"])
+
+
+@pytest.fixture(scope="session")
+def wide_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every algorithm: the widest tables and the most panels a report draws."""
+    return make_sim_folder(tmp_path_factory.mktemp("wide") / "results", ["boundary_burst", "page_load_burst", "steady"],
+                           list(ALGORITHM_NAMES))
 
 
 @pytest.fixture(scope="session")

@@ -6,10 +6,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
+from analysis.analyze import analyze
 from analysis.loader import ResultsError, load_results
 from analysis.report import build_report
+from contract import decision_file
 from contract.schema import DECISIONS_FILE, REPORT_HTML, RUN_FILE
 from harness.cli.main import main
 
@@ -46,3 +49,20 @@ def test_broken_runs_are_left_out_and_named(sim_folder: Path, copy_of) -> None:
     html = (root / REPORT_HTML).read_text()
     for name in reasons:
         assert f"run left out: {name}" in html
+
+
+def test_a_log_left_in_parts_by_a_killed_target_is_analysed_as_its_file(sim_folder: Path, copy_of) -> None:
+    root = copy_of(sim_folder)
+    path = root / "runs" / "boundary_burst__sliding_log__memory" / DECISIONS_FILE
+    table = pq.read_table(path)
+    decision_file.parts_dir(path).mkdir()
+    third = len(table) // 3
+    for number, start in enumerate((0, third, 2 * third), 1):
+        decision_file.write_part(path, number, table.slice(start, third if number < 3 else None))
+    path.unlink()
+
+    parted, whole = analyze(load_results(root)), analyze(load_results(sim_folder))
+
+    row = {r["run"]: r for r in parted.rows}["boundary_burst__sliding_log__memory"]
+    assert row == {r["run"]: r for r in whole.rows}["boundary_burst__sliding_log__memory"]
+    assert any("killed" in w for w in parted.warnings)

@@ -54,7 +54,7 @@ def test_short_run_bins_line_up_with_the_phase_and_recovery_is_measured(tmp_path
     edges = np.append(a.latency_series["t"].to_numpy(), a.latency_series["t"].iloc[-1] + a.latency_bin_s)
     assert np.isclose(edges, PHASE[0]).any() and np.isclose(edges, PHASE[1]).any()
     assert a.degraded == pytest.approx(PHASE)
-    assert (root / CHARTS_DIR / "latency_over_time.png").stat().st_size > 0
+    assert (root / CHARTS_DIR / "latency_over_time-unhealthy_downstream.png").stat().st_size > 0
 
 
 def test_recovery_is_null_when_the_run_ends_before_latency_settles(tmp_path: Path) -> None:

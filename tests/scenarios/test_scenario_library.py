@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TypeVar
 
+import httpx
 import pandas as pd
 import pytest
-from fastapi.testclient import TestClient
+from fastapi import FastAPI
 
 from harness.campaign.live import Campaign
 from harness.sim.runner import attempt_log
@@ -22,6 +26,8 @@ from targets.algorithms import Policy, build_params
 from targets.app import create_app
 from targets.config import KeyConfig, load
 from targets.keys import KeyPolicy
+
+T = TypeVar("T")
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = Policy(10, 1.0, None)
@@ -149,14 +155,27 @@ def test_virtual_keys_by_hand():
     assert keys("api_key", "nat-user-0") == {"api_key:key-nat-user-0"}
 
 
+def in_process(app: FastAPI, calls: Callable[[httpx.AsyncClient], Awaitable[T]]) -> T:
+    """``calls`` against the app in this process, inside its lifespan (httpx's ASGI transport)."""
+    async def run() -> T:
+        transport = httpx.ASGITransport(app=app, client=("127.0.0.1", 4000))
+        async with app.router.lifespan_context(app), httpx.AsyncClient(transport=transport, base_url="http://target") as client:
+            return await calls(client)
+
+    return asyncio.run(run())
+
+
 def test_an_outage_answers_503_at_once_and_a_retry_runs_again_after_it():
     config = load(None, {"routes": {"reports": {"cost": 1}},
                          "downstream": {"service_time": {"median_ms": 0}, "schedule": "0:outage,60:recovered"}})
     app = create_app(config)
-    with TestClient(app) as client:
-        down = client.post("/api/reports", headers={"idempotency-key": "k1"})
+
+    async def calls(client: httpx.AsyncClient) -> tuple[httpx.Response, httpx.Response]:
+        down = await client.post("/api/reports", headers={"idempotency-key": "k1"})
         app.state.target.downstream.start_at -= 120  # two minutes later: recovered
-        up = client.post("/api/reports", headers={"idempotency-key": "k1"})
+        return down, await client.post("/api/reports", headers={"idempotency-key": "k1"})
+
+    down, up = in_process(app, calls)
     counters = app.state.target.downstream.counters
     assert down.status_code == 503 and "retry-after" not in down.headers
     assert up.status_code == 200 and up.headers.get("idempotent-replayed") is None  # a 503 is not replayed
@@ -167,9 +186,12 @@ def test_an_outage_answers_503_at_once_and_a_retry_runs_again_after_it():
 def test_retried_posts_with_one_idempotency_key_execute_once():
     config = load(None, {"routes": {"reports": {"cost": 1}}, "downstream": {"service_time": {"median_ms": 0}}})
     app = create_app(config)
-    with TestClient(app) as client:
-        answers = [client.post("/api/reports", headers={"idempotency-key": "k1"}) for _ in range(3)]
-        other = client.post("/api/reports", headers={"idempotency-key": "k2"})
+
+    async def calls(client: httpx.AsyncClient) -> tuple[list[httpx.Response], httpx.Response]:
+        answers = [await client.post("/api/reports", headers={"idempotency-key": "k1"}) for _ in range(3)]
+        return answers, await client.post("/api/reports", headers={"idempotency-key": "k2"})
+
+    answers, other = in_process(app, calls)
     target = app.state.target
     assert [a.status_code for a in answers] == [200, 200, 200] and other.status_code == 200
     assert [a.headers.get("idempotent-replayed") for a in answers] == [None, "true", "true"]

@@ -18,7 +18,7 @@ POLICY = ["--limit", "100000", "--window", "1", "--burst", "16", "--cost", "repo
 DEGRADED = {"health": "degraded", "factor": 10}
 
 
-async def _drive(url: str) -> tuple[list[float], list[int]]:
+async def _drive(url: str, admin_url: str) -> tuple[list[float], list[int]]:
     """Closed-loop clients; returns the latencies of requests admitted after the settling time
     and the limits seen (X-RateLimit-Limit: the adaptive limit's quota is its current limit)."""
     latencies: list[float] = []
@@ -30,7 +30,7 @@ async def _drive(url: str) -> tuple[list[float], list[int]]:
 
         async def degrade() -> None:
             await asyncio.sleep(HEALTHY_S)
-            (await client.post("/_bench/health", json=DEGRADED)).raise_for_status()
+            (await client.post(admin_url + "/_bench/health", json=DEGRADED)).raise_for_status()
 
         async def user() -> None:
             while (sent := time.monotonic()) < stop:
@@ -55,12 +55,12 @@ def test_adaptive_limit_falls_and_keeps_admitted_p99_below_fixed_limiters(start)
     targets = start.many({name: ["--algorithm", name, *POLICY] for name in ("adaptive", "token_bucket", "fixed_window")})
 
     async def drive_all() -> list[tuple[list[float], list[int]]]:
-        return await asyncio.gather(*(_drive(t.url) for t in targets.values()))
+        return await asyncio.gather(*(_drive(t.url, t.admin_url) for t in targets.values()))
 
     results = dict(zip(targets, asyncio.run(drive_all())))
     adaptive_latencies, limits = results["adaptive"]
     assert limits[0] == 16 and min(limits) < 12 and limits[-1] < 16
-    counters = httpx.get(targets["adaptive"].url + "/_bench/counters").json()
+    counters = httpx.get(targets["adaptive"].admin_url + "/_bench/counters").json()
     assert counters["limits"]["adaptive"]["current_limit"] < 16
     assert 'ratelimit_adaptive_limit{limit="adaptive"}' in httpx.get(targets["adaptive"].url + "/metrics").text
     adaptive = p99(adaptive_latencies)

@@ -12,7 +12,7 @@ from benchmarks.targets_instructions import serve
 def test_serves_exactly_the_requests_asked_for(start):
     target = start("--algorithm", "fixed_window", "--limit", "1e9", "--window", "1", "--service-ms", "0")
     serve(target.port, 320)
-    counters = httpx.get(target.url + "/_bench/counters", timeout=10).json()
+    counters = httpx.get(target.admin_url + "/_bench/counters", timeout=10).json()
     assert counters["limits"]["per-client"]["decisions"] == 320
     assert counters["downstream"]["calls"] == 320
 

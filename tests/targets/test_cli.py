@@ -6,10 +6,9 @@ import socket
 import subprocess
 import sys
 
-import httpx
 import pytest
 
-from targets.process import free_port
+from targets.ports import free_port
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -50,18 +49,15 @@ def test_a_port_in_use_exits_2_with_a_clear_message():
     assert done.stderr.strip() == f"error: port {port} on 127.0.0.1 is already in use"
 
 
-def test_admin_endpoints_refuse_non_loopback_peers():
-    from targets.app import create_app
-    from targets.config import load
-
-    app = create_app(load(None, {}))
-
-    async def ask(peer: str) -> int:
-        transport = httpx.ASGITransport(app=app, client=(peer, 4000))
-        async with httpx.AsyncClient(transport=transport, base_url="http://target") as client:
-            return (await client.get("/_bench/counters")).status_code
-
-    import asyncio
-
-    assert asyncio.run(ask("203.0.113.5")) == 403
-    assert asyncio.run(ask("127.0.0.1")) == 200
+def test_an_admin_port_equal_to_the_api_port_or_in_use_exits_2():
+    port = free_port()
+    done = run("--port", str(port), "--admin-port", str(port))
+    assert done.returncode == 2 and done.stderr.startswith("error: --admin-port: must differ"), done.stderr
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        admin = busy.getsockname()[1]
+        done = run("--port", str(port), "--admin-port", str(admin))
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"error: port {admin} on 127.0.0.1 is already in use"
+    assert not listening(port)

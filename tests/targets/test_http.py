@@ -53,12 +53,12 @@ def get(target, path="/api/items", **headers):
 
 
 def counters(target):
-    return httpx.get(target.url + "/_bench/counters", timeout=10).json()
+    return httpx.get(target.admin_url + "/_bench/counters", timeout=10).json()
 
 
 def state(target, key, limit="per-client", **tier):
     params = {"limit": limit, "key": key, **tier}
-    return httpx.get(target.url + "/_bench/state", params=params, timeout=10).json()["state"]
+    return httpx.get(target.admin_url + "/_bench/state", params=params, timeout=10).json()["state"]
 
 
 def exhaust(target, **headers):
@@ -247,16 +247,16 @@ def test_healthz_and_metrics_are_never_limited(targets):
 
 def test_admin_sets_downstream_health(targets):
     target = targets["fw60"]
-    r = httpx.post(target.url + "/_bench/health", json={"health": "degraded", "factor": 3}, timeout=10)
+    r = httpx.post(target.admin_url + "/_bench/health", json={"health": "degraded", "factor": 3}, timeout=10)
     assert r.json() == {"health": "degraded", "factor": 3.0}
     assert counters(target)["downstream"]["health"] == "degraded"
-    assert httpx.post(target.url + "/_bench/health", json={"health": "ill"}, timeout=10).status_code == 422
+    assert httpx.post(target.admin_url + "/_bench/health", json={"health": "ill"}, timeout=10).status_code == 422
     failed = counters(target)["downstream"]["failed"]
-    httpx.post(target.url + "/_bench/health", json={"health": "outage"}, timeout=10)
+    httpx.post(target.admin_url + "/_bench/health", json={"health": "outage"}, timeout=10)
     r = httpx.get(target.url + "/api/items", headers={"x-api-key": "outage-probe"}, timeout=10)
     assert r.status_code == 503 and "retry-after" not in r.headers  # admitted, then failed fast
     assert counters(target)["downstream"]["failed"] == failed + 1
-    httpx.post(target.url + "/_bench/health", json={"health": None}, timeout=10)
+    httpx.post(target.admin_url + "/_bench/health", json={"health": None}, timeout=10)
     assert counters(target)["downstream"]["health"] == "healthy"
 
 

@@ -20,27 +20,30 @@ from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
+from ...redact import redact_url
 from .errors import RedisConfigError
 
 CHECK_TIMEOUT_S = 2.0
 
 
 def check(url: str, *, cluster: bool = False, timeout_s: float = CHECK_TIMEOUT_S) -> None:
-    """Raise RedisConfigError unless ``url`` reaches a Redis of the asked kind."""
+    """Raise RedisConfigError unless ``url`` reaches a Redis of the asked kind (the message
+    shows the URL without its password)."""
+    shown = redact_url(url)
     try:
         client = redis.Redis.from_url(url, socket_timeout=timeout_s, socket_connect_timeout=timeout_s)
     except ValueError as exc:
-        raise RedisConfigError(f"REDIS_URL {url!r} is not a Redis URL ({exc})") from None
+        raise RedisConfigError(f"REDIS_URL {shown!r} is not a Redis URL ({exc})") from None
     try:
         enabled = bool(client.info("cluster").get("cluster_enabled"))
         if cluster and not enabled:
-            raise RedisConfigError(f"REDIS_URL {url}: cluster mode asked, but this Redis is not a cluster (cluster_enabled:0)")
+            raise RedisConfigError(f"REDIS_URL {shown}: cluster mode asked, but this Redis is not a cluster (cluster_enabled:0)")
         if not cluster and enabled:
-            raise RedisConfigError(f"REDIS_URL {url}: this Redis is a cluster node; ask cluster mode")
+            raise RedisConfigError(f"REDIS_URL {shown}: this Redis is a cluster node; ask cluster mode")
         if cluster and client.cluster("info").get("cluster_state") != "ok":
-            raise RedisConfigError(f"REDIS_URL {url}: the cluster is not ready (cluster_state is not ok)")
+            raise RedisConfigError(f"REDIS_URL {shown}: the cluster is not ready (cluster_state is not ok)")
     except (redis.RedisError, OSError) as exc:
-        raise RedisConfigError(f"REDIS_URL {url}: cannot use Redis there ({type(exc).__name__}: {exc})") from None
+        raise RedisConfigError(f"REDIS_URL {shown}: cannot use Redis there ({type(exc).__name__}: {exc})") from None
     finally:
         client.close()
 

@@ -15,12 +15,14 @@ import psutil
 import pytest
 import yaml
 
+from analysis.answers import answers
 from analysis.metrics import over_admission
 from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from harness.campaign.live import load_campaign
 from harness.cli.main import main
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
+from tests.analysis.render import fits_the_page
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOKE = ROOT / "campaigns" / "smoke.yaml"
@@ -32,6 +34,7 @@ def smoke(tmp_path_factory) -> Path:
     proc = subprocess.run([sys.executable, "run_bench.py", "run", str(SMOKE), "--out", str(out)], cwd=ROOT,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (out.parent / "stdout.txt").write_text(proc.stdout)
     return out
 
 
@@ -57,6 +60,27 @@ def test_smoke_writes_the_whole_results_layout(smoke):
     assert (smoke / "report.html").is_file() and (smoke / "report.md").is_file()
     assert list((smoke / "charts").glob("*.png"))
     assert not list(smoke.rglob("*.tmp"))
+
+
+def test_smoke_answers_first_in_the_terminal_and_a_report_that_fits_1400_px(smoke, tmp_path):
+    rows = json.loads((smoke / "summary.json").read_text())["runs"]
+    found = answers(rows)
+    assert [a.key for a in found] == ["over_admission", "legit_rejections", "bounded_p99"]
+    stdout = " ".join((smoke.parent / "stdout.txt").read_text().split())  # rich wraps long lines
+    tail = stdout[stdout.index("live campaign summary"):]
+    assert all(" ".join(a.line().split()) in tail for a in found)
+    assert "skipped" not in stdout
+    html = (smoke / "report.html").read_text()
+    assert "retry_storm" not in html and "skipped" not in html
+    fits_the_page(smoke / "report.html", len(list((smoke / "charts").glob("*.png"))), tmp_path)
+
+
+def test_piped_progress_is_one_line_per_run(smoke):
+    lines = (smoke.parent / "stdout.txt").read_text().splitlines()
+    runs = [line.split("  ")[:2] for line in lines if line.startswith("run ")]
+    assert [(head.split()[1], status) for head, status in runs] == [(f"{i}/5", "ok") for i in range(1, 6)]
+    assert sorted(head.split()[2] for head, _ in runs) == sorted(p.name for p in (smoke / "runs").iterdir())
+    assert not [line for line in lines if "req/s" in line or "waiting" in line]
 
 
 def test_every_request_is_logged_on_both_sides(smoke):
@@ -155,10 +179,10 @@ def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"colour": "red"}, "colour: Extra inputs are not permitted"),
+        ({"colour": "red"}, "colour: unknown field; valid: name, description, seed, policy, algorithms, params, stores"),
         ({"policy": {"limit": "lots", "window_s": 1}}, "policy.limit: Input should be a valid number"),
         ({"nodes": 2}, "more than one node needs a shared store"),
-        ({"scenarios": [{"name": "page_load_burst", "params": {"users": 0}}]}, "scenarios.0.params: users must be > 0"),
+        ({"scenarios": [{"name": "page_load_burst", "params": {"users": 0}}]}, "scenarios[page_load_burst].params: users must be > 0"),
         ({"algorithms": ["fixed_window", "nope"]}, "unknown algorithm 'nope'"),
         ({"scale": {"workers": 0}}, "scale.workers: Input should be greater than or equal to 1"),
     ],

@@ -62,8 +62,8 @@ def test_bad_store_failure_window_exits_2(capsys):
 
 
 @pytest.mark.parametrize(("scenario", "message"), [
-    ({"name": "multi_node", "stores": ["memory"]}, "scenarios.0.stores: multi_node runs 3 nodes"),
-    ({"name": "store_failure", "stores": ["redis-local"]}, "scenarios.0.stores: store_failure stops Redis mid-run"),
+    ({"name": "multi_node", "stores": ["memory"]}, "scenarios[multi_node].stores: multi_node runs 3 nodes"),
+    ({"name": "store_failure", "stores": ["redis-local"]}, "scenarios[store_failure].stores: store_failure stops Redis mid-run"),
 ])
 def test_campaigns_with_a_store_the_scenario_cannot_use_exit_2(tmp_path, capsys, scenario, message):
     path = tmp_path / "c.yaml"

@@ -122,21 +122,38 @@ def test_junit_reports_each_failure(capsys: pytest.CaptureFixture[str], tmp_path
 def test_table_output_shows_verdict_and_suggestions(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["validate", str(POLICIES / "bad-burst-below-page-load.yaml")]) == 1
     out = capsys.readouterr().out
-    assert "FAIL" in out and "page_load_429_rate < 0.001" in out and "burst >= 8 gives 0.0%" in out
+    assert "FAIL" in out and "burst >= 8 gives 0.0%" in out
+    # measured and threshold in one unit: 37.5% against < 0.1% (the file's 0.001), 1.01× against <= 1.25×
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]] for line in out.splitlines()
+            if line.startswith("│")}
+    assert rows["api: legit_rejection_rate"] == ["37.5%", "< 0.1%"]
+    assert rows["api: over_admission"] == ["1.01×", "<= 1.25×"]
+    assert rows["lint: burst_below_page_load"] == ["1 finding", "no findings"]
+    # one fix for the lint and the two checks it explains: printed once, under all three
+    assert out.count("burst >= 8") == 1
+    tail = out[out.index("└"):].splitlines()[1:]
+    assert [line.split(":")[0] for line in tail[:3]] == ["lint", "api", "api"] and tail[3].startswith("  -> ")
+
+
+def test_each_fix_is_printed_once_under_the_failures_it_fixes(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(POLICIES / "bad-local-not-divided.yaml")]) == 1
+    out = capsys.readouterr().out
+    assert out.count("divide_by_nodes: true (150 per node) gives 1.06×") == 1
+    assert out.count("divide_by_nodes: true (150 per node) gives 0.80×") == 1
 
 
 @pytest.mark.parametrize(("body", "field"), [
     ("limits:\n  - {name: api, key: ip, algorithm: token_bucket, limit: 10, window_s: -1}\n",
-     "limits.0.window_s: Input should be greater than 0"),
-    ("limits:\n  - {name: api, key: device, algorithm: gcra, limit: 10, window_s: 1}\n", "limits.0.key:"),
+     "limits[api].window_s: Input should be greater than 0"),
+    ("limits:\n  - {name: api, key: device, algorithm: gcra, limit: 10, window_s: 1}\n", "limits[api].key:"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1, colour: red}\n",
-     "limits.0.colour: Extra inputs are not permitted"),
+     "limits[api].colour: unknown field; valid: name, key, routes, algorithm"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1, routes: [b]}\n",
-     "limits.0.routes.0: unknown route 'b'"),
+     "limits[api].routes[b]: unknown route 'b'"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}\n"
-     "thresholds: ['over_admission <= 2', 'over_admision < 2']\n", "thresholds.1: unknown metric 'over_admision'"),
+     "thresholds: ['over_admission <= 2', 'over_admision < 2']\n", "thresholds[over_admision < 2]: unknown metric 'over_admision'"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}\n"
-     "thresholds: ['nope.over_admission <= 2']\n", "thresholds.0: unknown limit 'nope'"),
+     "thresholds: ['nope.over_admission <= 2']\n", "thresholds[nope.over_admission <= 2]: unknown limit 'nope'"),
     ("limits:\n  - {name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}\nstore: {mode: shared}\n",
      "store.mode: a memory store lives in one process"),
 ])

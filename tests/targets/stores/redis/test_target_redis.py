@@ -81,7 +81,7 @@ def test_outage_falls_back_is_counted_and_recovers_without_restart(own_redis, ta
     during = statuses([node.url], 30)
     # the fallback is the shared limit split over 2 nodes: 20 per window, every request answered
     assert during.count(200) == 20 and during.count(429) == 10
-    counters = httpx.get(f"{node.url}/_bench/counters").json()["limits"]["per-client"]["redis"]
+    counters = httpx.get(f"{node.admin_url}/_bench/counters").json()["limits"]["per-client"]["redis"]
     assert counters["down"] and counters["outages"] == 1 and counters["degraded_decisions"] == 30
     assert counters["by_source"] == {"redis": 10, "fallback": 30}
     metrics = httpx.get(f"{node.url}/metrics").text
@@ -89,12 +89,12 @@ def test_outage_falls_back_is_counted_and_recovers_without_restart(own_redis, ta
     assert 'ratelimit_decisions_by_source_total{limit="per-client",source="fallback"} 30.0' in metrics
     own_redis.start()  # same port, empty: the shared window starts again
     deadline = time.monotonic() + 10
-    while httpx.get(f"{node.url}/_bench/counters").json()["limits"]["per-client"]["redis"]["down"]:
+    while httpx.get(f"{node.admin_url}/_bench/counters").json()["limits"]["per-client"]["redis"]["down"]:
         assert time.monotonic() < deadline, "no recovery"
         statuses([node.url], 1, key="probe")
         time.sleep(0.1)
     assert statuses([node.url], 5).count(200) == 5
-    counters = httpx.get(f"{node.url}/_bench/counters").json()["limits"]["per-client"]["redis"]
+    counters = httpx.get(f"{node.admin_url}/_bench/counters").json()["limits"]["per-client"]["redis"]
     assert counters["by_source"]["redis"] >= 16 and counters["outages"] == 1
     stderr = node.stderr()
     assert stderr.count("outage started") == 1 and stderr.count("outage ended") == 1
@@ -134,7 +134,7 @@ def test_redis_url_comes_from_the_environment(redis_server, tmp_path, monkeypatc
     monkeypatch.setenv("REDIS_URL", redis_server.url)
     target = start_target(["--store", "redis"], log_dir=tmp_path)
     try:
-        counters = httpx.get(f"{target.url}/_bench/counters").json()
+        counters = httpx.get(f"{target.admin_url}/_bench/counters").json()
         assert counters["store"] == "redis" and counters["limits"]["per-client"]["redis"]["mode"] == "shared"
     finally:
         target.stop()
@@ -154,7 +154,7 @@ def test_a_later_layer_rejecting_gives_back_the_earlier_concurrency_slot(own_red
 
     with ThreadPoolExecutor(2) as pool:
         held = pool.submit(login)
-        while httpx.get(node.url + "/_bench/counters", timeout=10).json()["downstream"]["in_flight"] == 0:
+        while httpx.get(node.admin_url + "/_bench/counters", timeout=10).json()["downstream"]["in_flight"] == 0:
             time.sleep(0.01)  # until the first login holds alice's only slot (for 400 ms)
         assert login() == 429  # login-ip admitted it, login-account rejected it
         assert held.result() == 200

@@ -1,0 +1,90 @@
+"""The answer sentences come from summary rows: exact sentences on hand-made rows, a changed row
+changes the sentence, and a question whose scenario is absent is not asked."""
+
+from __future__ import annotations
+
+import copy
+
+from analysis.answers import answers
+from analysis.palette import html_markup, rich_markup
+
+
+def _row(scenario: str, algorithm: str, **fields) -> dict:
+    row = {"scenario": scenario, "algorithm": algorithm, "store": "memory", "limit": 50.0, "window_s": 1.0,
+           "rejected_rate": 0.0, **fields}
+    return {**row, "run": f"{scenario}__{algorithm}__{row['store']}"}
+
+
+ROWS = [
+    _row("boundary_burst", "fixed_window", over_admission=2.0),
+    _row("boundary_burst", "sliding_log", over_admission=1.0),
+    _row("boundary_burst", "token_bucket", over_admission=1.3),
+    _row("boundary_burst", "none", over_admission=2.0),
+    _row("page_load_burst", "sliding_log", rejected_legit=69, legit_requests=106, rejected_legit_rate=69 / 106),
+    _row("page_load_burst", "token_bucket", rejected_legit=0, legit_requests=106, rejected_legit_rate=0.0),
+    _row("unhealthy_downstream", "fixed_window", latency_p99_intended_ms=1065.0),
+    _row("unhealthy_downstream", "adaptive", latency_p99_intended_ms=503.8, rejected_rate=0.286),
+    _row("unhealthy_downstream", "none", latency_p99_intended_ms=1057.8),
+    _row("retry_storm-none", "token_bucket", scenario_params={"backoff": "none"}, amplification=6.0, calls=600,
+         unique_requests=100, completed_requests=40, time_to_done_s=4.0),
+    _row("retry_storm-full_jitter", "token_bucket", scenario_params={"backoff": "full_jitter"}, amplification=1.9, calls=190,
+         unique_requests=100, completed_requests=100, time_to_done_s=3.2),
+    _row("multi_node-rr", "token_bucket", store="redis-local", over_admission=2.95),
+    _row("multi_node-rr", "token_bucket", store="redis-shared", over_admission=1.0),
+    _row("multi_node-rr", "fixed_window", store="redis-shared", over_admission=1.9),
+]
+
+
+def _by_key(rows: list[dict]) -> dict[str, str]:
+    return {a.key: a.sentence for a in answers(rows)}
+
+
+def test_every_question_answered_from_the_rows() -> None:
+    got = _by_key(ROWS)
+    assert list(got) == ["over_admission", "legit_rejections", "bounded_p99", "retries", "distribution"]
+    assert got["over_admission"] == (
+        "Up to 2.00x the limit: fixed_window admitted 100 in one 1 s window against a limit of 50 "
+        "(boundary_burst__fixed_window__memory); sliding_log held it to 1.00x (boundary_burst__sliding_log__memory); "
+        "no limiter went past the 2x line.")
+    assert got["legit_rejections"] == (
+        "With sliding_log, yes: 69 of 106 legitimate requests (65.1%) got a 429 (page_load_burst__sliding_log__memory); "
+        "token_bucket rejected no legitimate request (page_load_burst__token_bucket__memory).")
+    assert got["bounded_p99"] == (
+        "Best: adaptive, P99 504 ms while rejecting 28.6% of requests (unhealthy_downstream__adaptive__memory); "
+        "fixed_window: 1,065 ms (worst: fixed_window, unhealthy_downstream__fixed_window__memory); "
+        "no limiting at all (none): 1,058 ms.")
+    assert got["retries"] == (
+        "With full_jitter backoff: 1.9 calls per request, 100 of 100 completed in 3.2 s "
+        "(retry_storm-full_jitter__token_bucket__memory); with no backoff: 6.0 calls per request, 40 of 100 completed in 4.0 s "
+        "(retry_storm-none__token_bucket__memory).")
+    assert got["distribution"] == (
+        "The most the fleet admitted to one key in any window, as a multiple of the limit: "
+        "redis-shared 1.90x (multi_node-rr__fixed_window__redis-shared), redis-local 2.95x (multi_node-rr__token_bucket__redis-local).")
+
+
+def test_a_changed_row_changes_the_sentence() -> None:
+    rows = copy.deepcopy(ROWS)
+    rows[2]["over_admission"] = 2.6  # token_bucket past the line, now the worst
+    got = _by_key(rows)["over_admission"]
+    assert got.startswith("Up to 2.60x the limit: token_bucket admitted 130 in one 1 s window")
+    assert got.endswith("; 1 of 3 limiters went past the 2x line.")
+    rows[5]["rejected_legit"], rows[5]["rejected_legit_rate"] = 10, 10 / 106
+    assert _by_key(rows)["legit_rejections"].endswith(
+        "; every limiter rejected some; the fewest: token_bucket (9.4%, page_load_burst__token_bucket__memory).")
+    rows[6]["latency_p99_intended_ms"] = 400.0
+    assert _by_key(rows)["bounded_p99"].startswith("Best: fixed_window, P99 400 ms while rejecting 0.0% of requests")
+
+
+def test_only_the_questions_the_campaign_can_answer() -> None:
+    boundary_only = [r for r in ROWS if r["scenario"] == "boundary_burst"]
+    assert [a.key for a in answers(boundary_only)] == ["over_admission"]
+    simulated = [{**r, "latency_p99_intended_ms": None} for r in ROWS if r["scenario"] == "unhealthy_downstream"]
+    assert answers(simulated) == []  # no client log: no P99 to answer with
+    assert answers([r for r in ROWS if r["algorithm"] == "none"]) == []  # the baseline alone answers nothing
+
+
+def test_algorithm_names_take_their_chart_colour() -> None:
+    assert rich_markup("fixed_window beat sliding_window_counter [x]") == \
+        "[bold #1f77b4]fixed_window[/] beat [bold #2ca02c]sliding_window_counter[/] \\[x]"
+    assert html_markup("run boundary_burst__fixed_window__memory & gcra") == \
+        "run boundary_burst__fixed_window__memory &amp; <span class='alg' style='color:#e377c2'>gcra</span>"

@@ -1,0 +1,136 @@
+"""What a new user sees first in the terminal: summary tables that fit 100 columns with every
+name whole, the wide layout when piped or asked for, one progress line per live run."""
+
+from __future__ import annotations
+
+import io
+from types import SimpleNamespace
+
+import pytest
+from rich.console import Console
+from rich.text import Text
+
+from harness.cli import main as cli
+from harness.cli import run as run_cmd
+from harness.cli import term_table
+from harness.cli.progress import RunProgress
+from scenarios import SCENARIOS
+from targets.algorithms import ALGORITHMS
+
+SCENARIO_NAMES = [*SCENARIOS, "retry_storm-outage-full_jitter"]
+
+
+def sim_rows() -> list[dict]:
+    return [{"scenario": s, "algorithm": a, "store": "memory", "requests": 1_234_567, "admitted": 600_000,
+             "rejected": 634_567, "rejected_legit": 12_345, "legit_requests": 1_000_000, "over_admission": 1.94,
+             "false_admits": 277, "false_rejects": 3} for s in SCENARIO_NAMES for a in ALGORITHMS]
+
+
+def live_rows() -> list[dict]:
+    return [{"scenario": s, "algorithm": a, "store": st, "requests": 12_601, "rejected": 1_176, "rejected_legit": 176,
+             "over_admission": 1.69, "latency_p99_intended_ms": 1_061.68, "cpu_target_ms_per_1k": 512.3,
+             "generator_bound": a == "none"}
+            for s in ("boundary_burst", "unhealthy_downstream") for a in ALGORITHMS for st in ("memory", "redis-shared")]
+
+
+def render(table_of, rows: list[dict], width: int, wide: bool = False) -> str:
+    console = Console(width=width, record=True, file=io.StringIO())
+    console.print(table_of(rows, console, wide))
+    return console.export_text()
+
+
+@pytest.mark.parametrize("table_of", [cli.summary_table, run_cmd.summary_table])
+@pytest.mark.parametrize("width", [100, 120])
+def test_every_name_whole_at_100_columns(table_of, width):
+    rows = sim_rows() if table_of is cli.summary_table else live_rows()
+    text = render(table_of, rows, width)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= width
+    assert "…" not in text
+    words = {w for line in lines for w in line.split()}
+    for row in rows:
+        assert row["scenario"] in words and row["algorithm"] in words
+    if table_of is run_cmd.summary_table:
+        assert {"memory", "redis-shared"} <= {w.strip("·") for w in words}
+        assert "1,061.68" in words and "512.30" in words  # values whole too
+
+
+@pytest.mark.parametrize("table_of", [cli.summary_table, run_cmd.summary_table])
+def test_wide_layout_when_it_fits_or_is_asked_for(table_of):
+    rows = sim_rows()[:3] if table_of is cli.summary_table else live_rows()[:3]
+    header = "over-admission" if table_of is cli.summary_table else "target CPU ms/1k"
+    for width, wide in ((term_table.WIDE, False), (term_table.WIDE, True)):
+        text = render(table_of, rows, width, wide)
+        assert header in text and "scenario / algorithm" not in text
+    every = sim_rows() if table_of is cli.summary_table else live_rows()
+    assert "┃ scenario" not in render(table_of, every, 100)  # too wide for 100: the narrow layout
+
+
+class Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_piped_or_wide_console_is_wide_and_a_terminal_one_follows_its_width(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "100")
+    monkeypatch.setattr("sys.stdout", io.StringIO())
+    assert term_table.console().width == term_table.WIDE
+    monkeypatch.setattr("sys.stdout", Tty())
+    assert term_table.console().width == 100
+    assert term_table.console(wide=True).width == term_table.WIDE
+
+
+def counters(decided: int, rejected: int = 0) -> dict:
+    return {"limits": {"api": {"decisions": decided, "rejections": rejected}}}
+
+
+def test_progress_piped_is_one_line_per_run():
+    out = io.StringIO()
+    console = Console(file=out, width=160)
+    with RunProgress(console) as progress:
+        for i, status in enumerate(("ok", "failed"), 1):
+            progress.start(i, 2, f"boundary_burst__gcra__memory{i}")
+            for _ in range(50):  # the runner polls twice a second, also before the plan starts
+                progress.counters(counters(0))
+            progress.counters(counters(100, 50))
+            progress.done({"status": status, "sent": 100 + i, "error": "target did not start\nlog tail"})
+    lines = out.getvalue().splitlines()
+    assert lines == ["run 1/2 boundary_burst__gcra__memory1  ok  101 sent, 100 decided, 50 rejected, 0.0 s",
+                     "run 2/2 boundary_burst__gcra__memory2  failed after 0.0 s: target did not start"]
+    with RunProgress(console) as progress:
+        progress.start(1, 1, "steady__gcra__memory")
+        progress.counters(counters(100, 5))
+        progress.done({"status": "ok", "sent": 100})
+    assert out.getvalue().splitlines()[-1] == "run 1/1 steady__gcra__memory  ok  100 sent, 5 rejected, 0.0 s"
+
+
+def test_progress_on_a_terminal_keeps_its_ticks_on_the_status_line():
+    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+    with RunProgress(console) as progress:
+        progress.start(1, 30, "page_load_burst__sliding_window_counter__memory")
+        assert progress.status is not None
+        progress.counters(counters(0))
+        assert "waiting to start" in str(progress.status.status)
+        progress.counters(counters(40, 4))
+        assert "40 decided, 4 rejected" in str(progress.status.status)
+        progress.start(2, 30, "unhealthy_downstream-some-long-label__sliding_window_counter__redis-local-split")
+        progress.counters(counters(40_000, 4_000))
+        assert len(str(progress.status.status)) == 118  # one line beside the spinner: cut, not wrapped
+
+
+def test_progress_heard_through_the_runner_events_drops_its_status_line_after_the_last_run():
+    """The runners speak RunnerEvents: each run's start, the counters and its end reach the same
+    display, and the status line goes with the last run (the analysis that follows is no run)."""
+    out = io.StringIO()
+    with RunProgress(Console(file=out, force_terminal=True, width=120)) as progress:
+        events, runs = progress.events, [SimpleNamespace(name=f"steady__gcra__memory{i}") for i in (1, 2)]
+        assert events.wants_counters
+        for i, run in enumerate(runs, 1):
+            events.started(i, 2, run)
+            events.counted(counters(100, 5))
+            assert progress.status is not None and f"run {i}/2 steady__gcra__memory{i}" in str(progress.status.status)
+            events.done(i, 2, run, {"status": "ok", "sent": 100})
+        assert progress.status is None
+    shown = Text.from_ansi(out.getvalue()).plain
+    assert "run 1/2 steady__gcra__memory1  ok  100 sent, 5 rejected" in shown
+    assert "run 2/2 steady__gcra__memory2  ok  100 sent, 5 rejected" in shown
