@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test simulate core-bench live-bench system-deps clean
+.PHONY: bench test simulate core-bench live-bench hostile-bench system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -40,6 +40,9 @@ core-bench: $(STAMP)
 
 live-bench: $(STAMP)
 	$(PY) run_bench.py bench live
+
+hostile-bench: $(STAMP)
+	$(PY) run_bench.py bench hostile
 
 clean:
 	rm -rf $(VENV)

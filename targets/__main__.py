@@ -22,6 +22,10 @@ from .cli_args import EXIT_BAD_INPUT, Parser, key_value
 
 HOST = "127.0.0.1"
 KEEP_ALIVE_S = 300
+MAX_HEAD_BYTES = 32 * 1024
+"""Request line and headers together (nginx's default buffers allow 4 x 8 KiB); see http_protocol."""
+HEAD_TIMEOUT_S = 10.0
+"""From a request head's first byte to its last."""
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -49,6 +53,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-at", type=float, help="epoch seconds the schedule counts from (default: now)")
     p.add_argument("--decision-log", type=Path, help="write the decision log to this Parquet file")
     p.add_argument("--node", help="node name in logs (default node-1)")
+    p.add_argument("--max-head-bytes", type=int, default=MAX_HEAD_BYTES,
+                   help=f"request line and headers larger than this get 431 and the close (default {MAX_HEAD_BYTES})")
+    p.add_argument("--head-timeout", type=float, default=HEAD_TIMEOUT_S, metavar="SECONDS",
+                   help=f"a request head not complete this long after its first byte gets 408 and the close (default {HEAD_TIMEOUT_S:g})")
+    p.add_argument("--keep-alive", type=float, default=KEEP_ALIVE_S, metavar="SECONDS",
+                   help=f"an idle connection (new, or after an answer) is closed after this long (default {KEEP_ALIVE_S})")
     p.add_argument("--admitted-headers", choices=["full", "draft", "none"],
                    help="quota headers on admitted responses: full (default), draft (RateLimit-Policy and RateLimit only) "
                         "or none; a 429 always carries all")
@@ -109,6 +119,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not 0 < args.port < 65536:
             raise ConfigError(f"--port: must be 1..65535, got {args.port}")
+        if args.max_head_bytes < 1024:
+            raise ConfigError(f"--max-head-bytes: must be at least 1024, got {args.max_head_bytes}")
+        for flag, seconds in (("--head-timeout", args.head_timeout), ("--keep-alive", args.keep_alive)):
+            if not 0 < seconds <= 3600:
+                raise ConfigError(f"{flag}: must be above 0 and at most 3600 seconds, got {seconds:g}")
         warnings: list[str] = []
         config = load(args.config, overrides(args), warnings)
         if config.admin_port == args.port:
@@ -130,16 +145,20 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     from .app import by_listener, create_app
-    from .arrival import StampingHttpToolsProtocol
+    from .http_protocol import HardenedHttpToolsProtocol
     from .server import FrozenAfterStartup
 
     # keep-alive outlasts any idle gap of a run: uvicorn's default 5 s closed the connections a
-    # load generator had warmed just before its first burst, which then paid for new ones
+    # load generator had warmed just before its first burst, which then paid for new ones.
+    # proxy_headers off: uvicorn would otherwise rewrite the client address from X-Forwarded-For
+    # for any loopback peer; the key policy (--trusted-proxies) is the only reader of that header.
+    # ws none: no route speaks WebSocket, so no upgrade is ever offered.
     app = create_app(config)
     served = app if config.admin_port is None else by_listener(app, config.admin_port)
     server = FrozenAfterStartup(uvicorn.Config(
-        served, loop="uvloop", http=StampingHttpToolsProtocol, access_log=False, log_level="warning",
-        lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=KEEP_ALIVE_S,
+        served, loop="uvloop", http=HardenedHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout),
+        ws="none", proxy_headers=False, access_log=False, log_level="warning",
+        lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=args.keep_alive,
     ))
     try:
         server.run(sockets=sockets)

@@ -59,8 +59,9 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         who = self.keys.identify(scope)
+        unreadable = False
         if plan.needs_account:
-            who.account, receive = await _read_account(receive)
+            who.account, unreadable, receive = await _read_account(receive)
         # the whole µs the algorithms decide at, so the log's over-admission is measured on them
         if plan.remote:
             verdict = await check_remote(plan, who)
@@ -85,12 +86,13 @@ class RateLimitMiddleware:
         fields = _fields(verdict, self.legacy_headers) if self.admitted_headers != "none" else None
         if fields:
             send = _adding(send, fields)
+        app = _unreadable_body if unreadable else self.app
         if not plan.holds:
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
             return
         start = time.perf_counter()
         try:
-            await self.app(scope, receive, send)
+            await app(scope, receive, send)
         finally:
             if plan.remote:
                 await complete_remote(verdict, plan.cost, time.perf_counter() - start)
@@ -144,9 +146,12 @@ def _adding(send: Send, extra: list[Header]) -> Send:
     return send_with
 
 
-async def _read_account(receive: Receive) -> tuple[str | None, Receive]:
-    """The account a login names (JSON ``{"username": ...}``), and a ``receive`` that replays
-    the body for the route. Malformed or oversized bodies name no account."""
+async def _read_account(receive: Receive) -> tuple[str | None, bool, Receive]:
+    """The account a login names (JSON ``{"username": ...}``), whether the body was unreadable,
+    and a ``receive`` that replays the body for the route. A body that is not JSON (or nests
+    deeper than the parser goes: RecursionError) is unreadable: it names no account, is limited
+    by the limits keyed without one, and is answered 400. Oversized bodies are not read at all
+    (no account, the route as usual); a readable body without a usable username names none."""
     messages: list[Message] = []
     size, more = 0, True
     while more and size <= MAX_LOGIN_BODY:
@@ -156,18 +161,30 @@ async def _read_account(receive: Receive) -> tuple[str | None, Receive]:
             break
         size += len(message.get("body", b""))
         more = message.get("more_body", False)
-    account = None
+    account, unreadable = None, False
     if not more and size <= MAX_LOGIN_BODY:
         try:
             data = json.loads(b"".join(m.get("body", b"") for m in messages))
+        except (ValueError, RecursionError):  # ValueError includes JSON and Unicode decoding errors
+            unreadable = True
+        else:
             name = data.get("username") if isinstance(data, dict) else None
-            account = token(name.encode("utf-8")) if isinstance(name, str) else None
-        except ValueError:  # includes JSON and Unicode decoding errors
-            account = None
+            account = token(name.encode("utf-8", "surrogatepass")) if isinstance(name, str) else None
     pending = iter(messages)
 
     async def replay() -> Message:
         message = next(pending, None)
         return message if message is not None else await receive()
 
-    return account, replay
+    return account, unreadable, replay
+
+
+_BAD_BODY = json.dumps({"type": "about:blank", "title": "Bad Request", "status": 400,
+                        "detail": "the login body is not readable JSON"}, separators=(",", ":")).encode()
+
+
+async def _unreadable_body(scope: Scope, receive: Receive, send: Send) -> None:
+    """The answer to a login whose body could not be read (after the limits that apply to it)."""
+    await send({"type": "http.response.start", "status": 400, "headers": [
+        (b"content-type", b"application/problem+json"), (b"content-length", b"%d" % len(_BAD_BODY))]})
+    await send({"type": "http.response.body", "body": _BAD_BODY})

@@ -28,6 +28,9 @@ def listening(port: int) -> bool:
     (["--config", "/nonexistent/target.yaml"], "--config"),
     (["--limit", "5", "--cost", "reports=20"], "routes.reports.cost"),  # a cost the user set that is never admitted
     (["--limit", "3", "--window", "1e-20"], "limit"),  # no whole q and w tell 3e20 per second
+    (["--max-head-bytes", "100"], "--max-head-bytes"),
+    (["--head-timeout", "0"], "--head-timeout"),
+    (["--keep-alive", "-1"], "--keep-alive"),
 ])
 def test_bad_config_exits_2_naming_the_field_without_a_port(args, field):
     port = free_port()
