@@ -25,9 +25,11 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from contract.errors import BadInput
+
+from .base import derive, micros
 
 
 class PolicyError(BadInput):
@@ -100,3 +102,20 @@ def parse_param(text: str) -> tuple[str, str]:
     if not sep or not key.strip() or not value.strip():
         raise PolicyError(f"malformed --param {text!r}: expected KEY=VALUE")
     return key.strip(), value.strip()
+
+
+@dataclass(frozen=True)
+class WindowParams:
+    """L per window W, nothing else: the parameters of fixed_window, sliding_log and sliding_window_counter."""
+
+    limit: float
+    window_s: float
+    window_us: ClassVar[float]
+
+    def __post_init__(self) -> None:
+        require_positive(self, "limit", "window_s")
+        derive(self, window_us=micros(self.window_s))
+
+
+def window_params(policy: Policy) -> WindowParams:
+    return WindowParams(policy.limit, policy.window_s)

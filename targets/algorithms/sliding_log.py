@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_left, bisect_right
-from dataclasses import dataclass
-from typing import ClassVar
 
-from .base import INF, Algorithm, Decision, derive, micros, new_decision
-from .policy import Policy, require_positive
+from .base import INF, Algorithm, Decision, new_decision
+from .policy import WindowParams as Params
+from .policy import window_params as from_policy
 
 # (expiries, cums, head, end, base): the live entries, oldest first, are [head, end) of two
 # append-only buffers of doubles; base is the running cost sum before index 0.
@@ -31,21 +30,6 @@ from .policy import Policy, require_positive
 State = tuple[array, array, int, int, float]
 COMPACT_MIN = 64
 """Expired entries kept before a compaction is considered (a copy per admit would be O(L))."""
-
-
-@dataclass(frozen=True)
-class Params:
-    limit: float
-    window_s: float
-    window_us: ClassVar[float]
-
-    def __post_init__(self) -> None:
-        require_positive(self, "limit", "window_s")
-        derive(self, window_us=micros(self.window_s))
-
-
-def from_policy(policy: Policy) -> Params:
-    return Params(policy.limit, policy.window_s)
 
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State | None]:

@@ -12,29 +12,13 @@ residue (10 * (1 - 0.3) is 7.000000000000001 in floats).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from math import ceil, floor
-from typing import ClassVar
 
-from .base import INF, Algorithm, Decision, derive, micros, new_decision
-from .policy import Policy, require_positive
+from .base import INF, Algorithm, Decision, new_decision
+from .policy import WindowParams as Params
+from .policy import window_params as from_policy
 
 State = tuple[int, float, float]  # (current window id, previous count, current count)
-
-
-@dataclass(frozen=True)
-class Params:
-    limit: float
-    window_s: float
-    window_us: ClassVar[float]
-
-    def __post_init__(self) -> None:
-        require_positive(self, "limit", "window_s")
-        derive(self, window_us=micros(self.window_s))
-
-
-def from_policy(policy: Policy) -> Params:
-    return Params(policy.limit, policy.window_s)
 
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
