@@ -154,7 +154,6 @@ def retry_after(decision: Decision) -> int:
     return max(1, math.ceil(decision.retry_after_s)) if math.isfinite(decision.retry_after_s) else 1
 
 
-
 def _problem(problem: dict[str, Any], fields: list[Header]) -> tuple[list[Header], bytes]:
     """A 429's headers and body: RFC 9457 problem details, then ``fields``."""
     body = json.dumps({"type": problem.pop("type"), "title": problem.pop("title"), "status": 429, **problem},

@@ -72,7 +72,9 @@ class RateLimitMiddleware:
         self._record(plan, who, verdict, now, scope.get(ARRIVED))
         if not verdict.allowed:
             a = verdict.applied[0]
-            if a.decision[2] == math.inf:  # a cost this limit can never admit: waiting will not help
+            # a cost this limit can never admit: waiting will not help (a fallback store's smaller local
+            # share while Redis is away is not that: its request is admitted once Redis is back)
+            if a.decision[2] == math.inf and plan.cost > a.variant.max_cost:
                 headers, body = never_admitted(a.layer.name, plan.cost, a.variant.max_cost, _text(a))
             else:
                 headers, body = rejection(a.layer.name, a.decision, _fields(verdict))

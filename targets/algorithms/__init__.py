@@ -49,7 +49,7 @@ def get_algorithm(name: str) -> Algorithm:
 def build_params(name: str, policy: Policy, overrides: dict[str, str] | None = None) -> Any:
     """The algorithm's own parameters for a common policy, with ``--param`` overrides applied."""
     algorithm = get_algorithm(name)
-    return apply_overrides(algorithm.params_from_policy(policy), overrides or {})
+    return apply_overrides(algorithm.params_from_policy(policy), overrides or {}, name)
 
 
 __all__ = ["ALGORITHMS", "Algorithm", "Decision", "Policy", "PolicyError", "build_params",

@@ -75,14 +75,14 @@ def _convert(field: dataclasses.Field, raw: str) -> Any:
         raise PolicyError(f"--param {field.name}={raw!r}: expected a number") from None
 
 
-def apply_overrides(params: Any, overrides: dict[str, str]) -> Any:
-    """Replace fields of a params dataclass from ``KEY=VALUE`` strings, then re-validate."""
+def apply_overrides(params: Any, overrides: dict[str, str], algorithm: str) -> Any:
+    """Replace fields of ``algorithm``'s params dataclass from ``KEY=VALUE`` strings, then re-validate."""
     fields = {f.name: f for f in dataclasses.fields(params)}
     changes = {}
     for key, raw in overrides.items():
         if key not in fields:
             valid = ", ".join(fields) or "none"
-            raise PolicyError(f"unknown --param {key!r} for {type(params).__module__.rsplit('.', 1)[-1]};"
+            raise PolicyError(f"unknown --param {key!r} for {algorithm};"
                               f" valid: {valid}")
         changes[key] = _convert(fields[key], raw)
     return dataclasses.replace(params, **changes) if changes else params

@@ -66,8 +66,6 @@ def numbers(column: str) -> list[float]:
     return [float(c.replace(",", "").rstrip("x%")) for c in column.split(";") if c != "n/a"]
 
 
-
-
 def fits_the_page(report_html: Path, charts: int, tmp_path: Path) -> None:
     """Every chart loads; no sideways scrolling; no chart shown under 60% of its drawn width; a
     numeric column (over-admission, of the full table: every run) sorts up, then down, by clicks on its header."""

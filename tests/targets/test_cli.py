@@ -41,6 +41,13 @@ def test_bad_config_exits_2_naming_the_field_without_a_port(args, field):
     assert not listening(port)
 
 
+def test_an_unknown_param_names_the_algorithm_and_its_fields():
+    """Three window algorithms share one params class: the message names the one asked for."""
+    done = run("--port", str(free_port()), "--algorithm", "sliding_log", "--param", "zzz=1")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "error: params: unknown --param 'zzz' for sliding_log; valid: limit, window_s"
+
+
 def test_a_port_in_use_exits_2_with_a_clear_message():
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

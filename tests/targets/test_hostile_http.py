@@ -15,13 +15,13 @@ from benchmarks.raw_http import connect, exchange, read_answers, request
 LOGIN_CONFIG = """
 algorithm: fixed_window
 limit: 100
-window_s: 3600
+window_s: 86400
 limits:
   - {name: login-ip, scope: ip, routes: [login], limit: 3}
   - {name: login-account, scope: account, routes: [login], limit: 2}
 routes: {reports: {cost: 1}}
 """
-FIXED = ["--algorithm", "fixed_window", "--window", "3600", "--cost", "reports=1", "--service-ms", "0"]
+FIXED = ["--algorithm", "fixed_window", "--window", "86400", "--cost", "reports=1", "--service-ms", "0"]
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +47,7 @@ def test_forwarded_for_changes_no_key_without_a_trusted_proxy(targets):
     # address from this header: 100 of 100 admitted
     spoofed = [{"method": "GET", "url": "/api/items", "headers": {"x-forwarded-for": f"10.1.0.{i}"}} for i in range(100)]
     assert statuses(targets["direct"], spoofed) == [200] * 10 + [429] * 90
-    # the login limits likewise: login-ip (10 per hour) counts the peer, whatever the header says
+    # the login limits likewise: login-ip (10 per day) counts the peer, whatever the header says
     logins = [{"method": "POST", "url": "/login", "content": json.dumps({"username": f"u{i}"}),
                "headers": {"x-forwarded-for": f"10.2.0.{i}"}} for i in range(20)]
     assert statuses(targets["direct"], logins) == [200] * 10 + [429] * 10
@@ -58,7 +58,7 @@ def client_from(source: str) -> httpx.Client:
 
 
 def test_an_unusable_forwarded_for_falls_back_to_each_clients_own_address(targets):
-    """Behind one trusted proxy (3 per hour), garbage in X-Forwarded-For counts by the peer
+    """Behind one trusted proxy (3 per day), garbage in X-Forwarded-For counts by the peer
     address, as a request without the header does (uvicorn had turned every such value into one
     ``ip:unknown`` key shared by all); another peer with garbage has its own count."""
     url = targets["proxied"].url + "/api/items"
@@ -78,7 +78,7 @@ def login(target, body: bytes) -> httpx.Response:
 
 def test_deeply_nested_login_bodies_are_limited_and_answered_400(targets):
     """1,000 nested arrays (2,000 bytes, under the 4 KiB the body is read up to) used to raise
-    RecursionError: 500, no limit applied, a traceback each. Now login-ip (3 per hour) applies:
+    RecursionError: 500, no limit applied, a traceback each. Now login-ip (3 per day) applies:
     the first 3 are admitted by it and answered 400, the other 17 rejected by it."""
     target = targets["login"]
     nested = b"[" * 1000 + b"]" * 1000
@@ -171,7 +171,7 @@ def test_a_connection_that_never_sends_is_closed_after_the_keep_alive_timeout(ta
 
 
 def test_pipelined_requests_before_garbage_each_get_their_answer(targets):
-    """Three requests and then garbage, in one packet: the limit (2 per hour) decides each of
+    """Three requests and then garbage, in one packet: the limit (2 per day) decides each of
     the three (200, 200, 429), and only then is the garbage answered 400 and the connection
     closed. uvicorn wrote one 400 and closed, though two requests had been admitted and charged."""
     port = targets["pipelined"].port

@@ -21,7 +21,7 @@ SMALL = ["--limit", "2", "--window", "1", "--cost", "reports=1", "--cost", "sear
 LAYERED = """
 algorithm: fixed_window
 limit: 100
-window_s: 3600
+window_s: 86400
 limits:
   - {name: per-user, scope: user, limit: 3, tiers: {vip: {limit: 6}}}
   - {name: per-tenant, scope: tenant, limit: 8}
@@ -36,12 +36,12 @@ def targets(module_start, tmp_path_factory):
     layered = tmp_path_factory.mktemp("cfg") / "layered.yaml"
     layered.write_text(LAYERED)
     argvs = {name: ["--algorithm", name, *SMALL] for name in DETERMINISTIC}
-    argvs["fw_hour"] = ["--algorithm", "fixed_window", "--limit", "5", "--window", "3600", "--cost", "reports=1"]
-    argvs["proxied"] = ["--algorithm", "fixed_window", "--limit", "10", "--window", "3600", "--cost", "reports=1",
+    argvs["fw_day"] = ["--algorithm", "fixed_window", "--limit", "5", "--window", "86400", "--cost", "reports=1"]
+    argvs["proxied"] = ["--algorithm", "fixed_window", "--limit", "10", "--window", "86400", "--cost", "reports=1",
                         "--trusted-proxies", "1", "--max-keys", "50", "--service-ms", "0"]
     argvs["layered"] = ["--config", str(layered)]
     for mode in ("draft", "none"):
-        argvs[f"headers-{mode}"] = ["--algorithm", "fixed_window", "--limit", "2", "--window", "3600", "--cost", "reports=1",
+        argvs[f"headers-{mode}"] = ["--algorithm", "fixed_window", "--limit", "2", "--window", "86400", "--cost", "reports=1",
                                     "--admitted-headers", mode]
     argvs["queue"] = ["--algorithm", "leaky_bucket", "--limit", "10", "--window", "1", "--burst", "1",
                       "--param", "mode=queue", "--param", "max_delay_s=0.5", "--cost", "reports=1", "--service-ms", "0"]
@@ -87,9 +87,9 @@ def test_a_429_carries_every_header(targets):
 
 
 def test_admitted_responses_carry_the_quota_headers(targets):
-    r = get(targets["fw_hour"], x_api_key="admitted")
+    r = get(targets["fw_day"], x_api_key="admitted")
     assert r.status_code == 200 and r.json() == {"items": [1, 2, 3]}
-    assert r.headers["ratelimit-policy"] == '"per-client";q=5;w=3600'
+    assert r.headers["ratelimit-policy"] == '"per-client";q=5;w=86400'
     assert re.fullmatch(r'"per-client";r=4;t=\d+', r.headers["ratelimit"])
     assert (r.headers["x-ratelimit-limit"], r.headers["x-ratelimit-remaining"]) == ("5", "4")
     assert "retry-after" not in r.headers
@@ -105,7 +105,7 @@ def test_fewer_headers_on_admitted_responses_and_all_on_a_429(targets, mode):
     else:
         assert "ratelimit" not in admitted.headers and "ratelimit-policy" not in admitted.headers
     rejected = exhaust(target, x_api_key=mode)
-    assert rejected.headers["x-ratelimit-remaining"] == "0" and rejected.headers["ratelimit-policy"] == '"per-client";q=2;w=3600'
+    assert rejected.headers["x-ratelimit-remaining"] == "0" and rejected.headers["ratelimit-policy"] == '"per-client";q=2;w=86400'
 
 
 def test_a_429_never_reaches_the_downstream(targets):
@@ -130,7 +130,7 @@ def test_waiting_exactly_retry_after_is_admitted(targets):
 
 
 def test_remaining_and_reset_agree_with_the_limiter_state(targets):
-    target, key = targets["fw_hour"], "api_key:truth"
+    target, key = targets["fw_day"], "api_key:truth"
     for n in range(1, 8):
         before = time.time()
         r = get(target, x_api_key="truth")
@@ -138,7 +138,7 @@ def test_remaining_and_reset_agree_with_the_limiter_state(targets):
         window, count = state(target, key)
         assert count == min(n, 5)  # rejected requests (n > 5) consume nothing
         assert int(r.headers["x-ratelimit-remaining"]) == 5 - count
-        end = (window + 1) * 3600
+        end = (window + 1) * 86400
         assert math.ceil(end - after) <= int(r.headers["x-ratelimit-reset"]) <= math.ceil(end - before)
         assert r.status_code == (200 if n <= 5 else 429)
     bucket = targets["token_bucket"]
@@ -154,10 +154,10 @@ def test_layered_limits_tiers_and_the_tenant_quota(targets):
     assert [get(target, **alice).status_code for _ in range(4)] == [200, 200, 200, 429]
     r = get(target, **alice)
     assert r.json()["limit"] == "per-user"
-    assert r.headers["ratelimit-policy"] == '"per-user";q=3;w=3600'  # a rejection names only the limit hit
+    assert r.headers["ratelimit-policy"] == '"per-user";q=3;w=86400'  # a rejection names only the limit hit
     bob = {"x_user": "bob", "x_tenant": "acme", "x_tier": "vip"}
     ok = get(target, **bob)
-    assert ok.headers["ratelimit-policy"] == '"per-user";q=6;w=3600, "per-tenant";q=8;w=3600'  # VIP: its own limit
+    assert ok.headers["ratelimit-policy"] == '"per-user";q=6;w=86400, "per-tenant";q=8;w=86400'  # VIP: its own limit
     assert re.fullmatch(r'"per-user";r=5;t=\d+, "per-tenant";r=4;t=\d+', ok.headers["ratelimit"])
     statuses = [get(target, **bob).status_code for _ in range(5)]
     assert statuses == [200, 200, 200, 200, 429]  # the tenant's 8 are used up before bob's 6
@@ -237,7 +237,7 @@ def _timed(target):
 
 
 def test_healthz_and_metrics_are_never_limited(targets):
-    target = targets["fw_hour"]
+    target = targets["fw_day"]
     assert all(get(target, "/healthz").status_code == 200 for _ in range(20))
     text = get(target, "/metrics").text
     assert re.search(r'ratelimit_decisions_total\{limit="per-client"\} \d', text)
@@ -246,7 +246,7 @@ def test_healthz_and_metrics_are_never_limited(targets):
 
 
 def test_admin_sets_downstream_health(targets):
-    target = targets["fw_hour"]
+    target = targets["fw_day"]
     r = httpx.post(target.admin_url + "/_bench/health", json={"health": "degraded", "factor": 3}, timeout=10)
     assert r.json() == {"health": "degraded", "factor": 3.0}
     assert counters(target)["downstream"]["health"] == "degraded"
@@ -262,7 +262,7 @@ def test_admin_sets_downstream_health(targets):
 
 def test_decision_log_has_one_row_per_request_after_sigterm(start, tmp_path):
     path = tmp_path / "decisions.parquet"
-    target = start("--algorithm", "token_bucket", "--limit", "20", "--window", "3600", "--cost", "reports=1",
+    target = start("--algorithm", "token_bucket", "--limit", "20", "--window", "86400", "--cost", "reports=1",
                    "--decision-log", str(path), "--service-ms", "0")
     sent = []
     with httpx.Client(base_url=target.url, timeout=10) as client:
@@ -294,7 +294,7 @@ def test_an_idle_keep_alive_connection_outlives_uvicorns_default(targets):
         return response.extensions["network_stream"].get_extra_info("client_addr")[1]
 
     keep = httpx.Limits(keepalive_expiry=60)  # httpx too drops idle connections after 5 s by default
-    with httpx.Client(base_url=targets["fw_hour"].url, timeout=10, limits=keep) as client:
+    with httpx.Client(base_url=targets["fw_day"].url, timeout=10, limits=keep) as client:
         before = local_port(client.get("/healthz"))
         time.sleep(6)
         assert local_port(client.get("/healthz")) == before

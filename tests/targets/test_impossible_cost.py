@@ -12,14 +12,14 @@ from targets.headers import NEVER_TYPE
 
 @pytest.mark.parametrize("algorithm", [[], ["--algorithm", "fixed_window"], ["--algorithm", "gcra"]])
 def test_a_default_cost_above_the_limit_starts_warns_once_and_answers_429(start, algorithm):
-    target = start(*algorithm, "--limit", "5")
+    target = start(*algorithm, "--limit", "5", "--window", "86400")  # a day: no window edge mid-test
     items = httpx.get(target.url + "/api/items", timeout=10)
     assert items.status_code == 200 and items.headers["x-ratelimit-remaining"] == "4"
     for _ in range(3):
         r = httpx.post(target.url + "/api/reports", timeout=10)
         assert r.status_code == 429
         assert r.headers["content-type"] == "application/problem+json"
-        assert r.headers["ratelimit-policy"] == '"per-client";q=5;w=60' and r.headers["x-ratelimit-limit"] == "5"
+        assert r.headers["ratelimit-policy"] == '"per-client";q=5;w=86400' and r.headers["x-ratelimit-limit"] == "5"
         for misleading in ("retry-after", "ratelimit", "x-ratelimit-remaining", "x-ratelimit-reset"):
             assert misleading not in r.headers, misleading
         body = r.json()
