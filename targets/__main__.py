@@ -19,8 +19,8 @@ from typing import Any
 from contract.errors import BadInput
 
 from .cli_args import EXIT_BAD_INPUT, Parser, key_value
+from .ports import HOST
 
-HOST = "127.0.0.1"
 KEEP_ALIVE_S = 300
 MAX_HEAD_BYTES = 32 * 1024
 """Request line and headers together (nginx's default buffers allow 4 x 8 KiB); see http_protocol."""

@@ -21,9 +21,8 @@ from pathlib import Path
 
 import httpx
 
-from .__main__ import HOST
 from .cli_args import EXIT_BAD_INPUT
-from .ports import free_ports
+from .ports import HOST, free_ports
 
 EXIT_PORT_IN_USE = EXIT_BAD_INPUT
 """How a target says its port was taken (it exits 2 with "in use" for every bad input)."""

@@ -296,7 +296,7 @@ def ideal_decisions(arrivals: Arrivals, policy: Policy) -> list[bool]:
 
 
 def decision_table(result: Replay, algorithm: str, ideal: list[bool], limit_name: str = "default") -> pa.Table:
-    """The decision log (analysis.schema.DECISION_SCHEMA) of one simulated run."""
+    """The decision log (contract.schema.DECISION_SCHEMA) of one simulated run."""
     a = result.arrivals
     n = len(a)
     allowed, remaining, retry_after, _reset, delay = zip(*result.decisions) if n else ((),) * 5

@@ -44,7 +44,7 @@ class ProbeResult:
     info: dict[str, Any]
     """The run's run.json."""
     values: dict[str, float | None] = field(default_factory=dict)
-    """Live metric name -> measured value (validate_thresholds.LIVE_METRICS)."""
+    """Live metric name -> measured value (harness.campaign.thresholds.LIVE_METRICS)."""
     facts: dict[str, Any] = field(default_factory=dict)
     """Counts the messages quote."""
 

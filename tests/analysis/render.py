@@ -32,6 +32,11 @@ window.addEventListener("load", () => {
   d.dataset.loaded = imgs.filter(i => i.complete && i.naturalWidth > 0).length;
   d.dataset.errors = window.__errors.length;
   d.dataset.scroll = document.documentElement.scrollWidth;
+  // tables sit in scroll boxes, so the page never widens: a box that scrolls is a table that does not fit
+  // (the full tables, last, may; the compact and per-scenario ones must not)
+  const boxes = [...document.querySelectorAll(".scroll")].filter(b => !b.querySelector("table.full"));
+  d.dataset.tables = boxes.length;
+  d.dataset.overflow = Math.max(0, ...boxes.map(b => b.scrollWidth - b.clientWidth));
   d.dataset.ratio = Math.min(1, ...ratios).toFixed(3);
   d.dataset.up = up;
   d.dataset.down = column();
@@ -75,6 +80,7 @@ def fits_the_page(report_html: Path, charts: int, tmp_path: Path) -> None:
     assert int(got["errors"]) == 0, got["messages"]
     assert int(got["images"]) == int(got["loaded"]) == charts
     assert int(got["scroll"]) <= PAGE_WIDTH
+    assert int(got["tables"]) > 0 and int(got["overflow"]) == 0
     assert float(got["ratio"]) >= 0.6
     up, down = numbers(got["up"]), numbers(got["down"])
     assert up == sorted(up) and down == sorted(down, reverse=True) and len(set(up)) > 1

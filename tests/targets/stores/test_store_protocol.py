@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import inspect
+
 import redis
 import redis.asyncio as aredis
 
@@ -22,7 +24,9 @@ def test_memory_and_the_simulators_cluster_are_replay_stores():
 
 
 def test_the_sync_redis_store_is_a_store():
-    assert isinstance(RedisStore(redis.Redis.from_url(URL), ALGORITHM, PARAMS), Store)
+    store = RedisStore(redis.Redis.from_url(URL), ALGORITHM, PARAMS)
+    assert isinstance(store, Store)
+    assert not inspect.iscoroutinefunction(store.decide)  # isinstance checks names only: the kind is in the call
 
 
 def test_every_redis_mode_and_the_failover_wrapper_are_shared_stores():
@@ -30,6 +34,8 @@ def test_every_redis_mode_and_the_failover_wrapper_are_shared_stores():
     stores = [remote, LeasedStore(remote), NaiveStore(aredis.Redis.from_url(URL), 10, 1.0),
               FailoverStore(remote, MemoryStore(ALGORITHM, PARAMS))]
     assert all(isinstance(s, SharedStore) for s in stores)
+    assert all(inspect.iscoroutinefunction(s.decide) for s in stores)  # awaited by the layered check
+    assert not inspect.iscoroutinefunction(MemoryStore(ALGORITHM, PARAMS).decide)
 
 
 def test_a_class_without_release_is_no_store():
