@@ -81,11 +81,11 @@ def detail(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
     return _table(cols, rows)
 
 
-def _overhead(baseline: Row | None) -> Col:
-    base = None if baseline is None else baseline.get("cpu_target_ms_per_1k")
+def _overhead(baselines: dict[Any, Row]) -> Col:
+    """CPU against the ``none`` run on the same store (a Redis run's baseline pays Redis's round trips too)."""
 
     def value(r: Row) -> float | None:
-        cpu = r.get("cpu_target_ms_per_1k")
+        cpu, base = r.get("cpu_target_ms_per_1k"), baselines.get(r["store"], {}).get("cpu_target_ms_per_1k")
         return None if cpu is None or not base else 100.0 * (cpu / base - 1.0)
 
     return Col(f"CPU vs {BASELINE} (%)", value, "{:+,.0f}")
@@ -98,7 +98,7 @@ def comparisons(rows: Sequence[Row]) -> dict[str, tuple[list[str], list[list[str
         if family(scenario) not in COMPARED or all(r.get("latency_p99_intended_ms") is None and
                                                    r.get("cpu_target_ms_per_1k") is None for r in rs):
             continue
-        baseline = next((r for r in rs if r["algorithm"] == BASELINE), None)
+        baselines = {r["store"]: r for r in rs if r["algorithm"] == BASELINE}
         cols = [ALGORITHM, *([STORE] if len({r["store"] for r in rs}) > 1 else []), P99, REJECTED, CPU]
-        out[scenario] = _table([*cols, *([_overhead(baseline)] if baseline is not None else [])], rs)
+        out[scenario] = _table([*cols, *([_overhead(baselines)] if baselines else [])], rs)
     return out

@@ -89,7 +89,9 @@ def create_app(config: TargetConfig) -> FastAPI:
     app.state.target = target
 
     async def work(request: Request, body: bytes) -> Response:
-        if not await _unless_gone(downstream.call(), request.receive):
+        if downstream.median_s <= 0 and not downstream.slots.locked():
+            await downstream.call()  # a free slot and no service time: it never suspends, nothing to watch
+        elif not await _unless_gone(downstream.call(), request.receive):
             return Response(status_code=GONE)
         return Response(body, media_type=JSON)
 

@@ -99,7 +99,9 @@ def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None,
             return target
         except TargetError:
             target.stop()
-            if process.returncode == EXIT_PORT_IN_USE and "in use" in target.stderr() and attempt + 1 < PORT_ATTEMPTS:
+            picked = [p for p, given in ((chosen, port), (admin, admin_port)) if given is None]
+            taken = process.returncode == EXIT_PORT_IN_USE and any(f"port {p} on" in target.stderr() for p in picked)
+            if taken and attempt + 1 < PORT_ATTEMPTS:  # only a port picked here is worth another pick
                 continue
             raise
         except BaseException:  # Ctrl-C or SIGTERM while it starts: never leave it behind
