@@ -7,9 +7,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
+from contextlib import suppress
 from pathlib import Path
 
 import httpx
@@ -23,8 +25,9 @@ from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers import PeerError, model_policy, nginx_limit, peer_binary
 from harness.cli.main import main
 from harness.live.nginx import ACCESS_LOG, access_log_decisions, mapped_decisions
-from harness.live.supervise import nginx_before_none
+from harness.live.supervise import Processes, RunFailed, nginx_before_none
 from targets.algorithms import Policy
+from targets.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[3]
 HAVE_NGINX = shutil.which("nginx") is not None
@@ -117,16 +120,18 @@ def test_nginx_decides_a_hand_computed_burst_schedule_and_the_mapped_model_agree
 
 PEER_CAMPAIGN = {
     "name": "peer", "policy": {"limit": 20, "window_s": 1}, "algorithms": ["token_bucket"], "peers": ["nginx"],
-    "scenarios": [{"name": "boundary_burst", "params": {"instant": 1, "boundaries": 1, "delta_s": 0.3}}],
+    "scenarios": [{"name": "boundary_burst", "params": {"instant": 1, "boundaries": 1, "delta_s": 0.33}}],
     "scale": {"workers": 1, "lead_s": 2.0, "drain_s": 1.0}, "downstream": {"concurrency": 8, "median_ms": 10, "sigma": 0.3},
 }
 
 
 def _our_nginx(out: Path) -> list[psutil.Process]:
+    """The nginx masters started under ``out`` (their command line names the prefix) and their workers."""
     found = []
     for p in psutil.process_iter(["name", "cmdline"]):
         if p.info["name"] == "nginx" and str(out) in " ".join(p.info["cmdline"] or []):
-            found.append(p)
+            with suppress(psutil.Error):
+                found += [p, *p.children(recursive=True)]
     return found
 
 
@@ -146,7 +151,7 @@ def test_a_campaign_runs_nginx_beside_the_suite_and_judges_it_by_the_same_metric
     suite, peer = rows["boundary_burst__token_bucket__memory"], rows["boundary_burst__nginx"]
     assert (suite["algorithm"], suite["system"]) == ("token_bucket", "suite")
     assert (peer["algorithm"], peer["system"]) == ("nginx", "nginx")
-    # 20 at once, then 20 at the next boundary 0.3 s later: 6 tokens back, 14 refused, 1.3x in a second
+    # 20 at once, then 20 at the next boundary 0.33 s later: 6.6 tokens back, 14 refused, 1.3x in a second
     assert (peer["requests"], peer["rejected"], peer["over_admission"]) == (40, 14, 1.3)
     assert peer["over_admission"] == suite["over_admission"] == info["virtual_over_admission"]
     decisions = pq.read_table(run / "decisions.parquet").to_pandas()
@@ -179,3 +184,32 @@ def test_a_missing_nginx_binary_exits_2_before_anything_starts(tmp_path, capsys,
     assert main(["run", str(path), "--out", str(out)]) == 2
     assert "peer nginx: the nginx binary was not found on PATH (install Debian's nginx package)" in capsys.readouterr().err
     assert not out.exists()
+
+
+@needs_nginx
+def test_an_nginx_that_cannot_start_fails_with_its_error_log_and_leaves_nothing(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text("daemon off;\nevents {}\nhttp { limit_req_zone $binary_remote_addr zone=z:10m rate=fast; }\n")
+    processes = Processes()
+    with pytest.raises(RunFailed) as exc:
+        processes.start_nginx(peer_binary("nginx"), conf, tmp_path / "prefix", free_ports(1)[0], tmp_path)
+    assert "nginx did not start" in str(exc.value) and 'invalid rate "rate=fast"' in str(exc.value)
+    processes.stop_all()
+    assert not _our_nginx(tmp_path)
+
+
+@needs_nginx
+def test_ctrl_c_during_a_peer_run_leaves_no_nginx_behind(tmp_path):
+    path, out = tmp_path / "peer.yaml", tmp_path / "res"
+    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
+    proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, family = time.monotonic() + 90, []
+    while time.monotonic() < deadline and len(family) < 2:  # the peer run's master and worker are up
+        family = _our_nginx(out)
+        time.sleep(0.1)
+    assert len(family) >= 2
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert json.loads((out / "runs" / "boundary_burst__nginx" / "run.json").read_text())["status"] == "interrupted"
