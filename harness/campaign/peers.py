@@ -21,7 +21,7 @@ from contract.errors import BadInput
 from targets.algorithms import Policy
 
 PEERS = {"nginx": "NGINX limit_req (nodelay, 429), keyed by the API-key header else the client address; "
-                  "modelled by token_bucket"}
+                  "modelled by token_bucket (simulate --algorithm nginx_limit_req)"}
 """Every peer a campaign may list, with what it supports (``run_bench.py list``)."""
 PEER_STORE = "zone"
 """The store a peer run names: the peer keeps its state itself (NGINX: a shared memory zone)."""
@@ -74,6 +74,17 @@ def model_policy(peer: str, policy: Policy) -> tuple[str, Policy]:
         raise PeerError(f"unknown peer {peer!r}; choose from: {', '.join(PEERS)}")
     n = nginx_limit(policy)
     return "token_bucket", Policy(n.rate_per_s * policy.window_s, policy.window_s, n.model_capacity)
+
+
+SIMULATE_ALIASES = {"nginx_limit_req": "nginx"}
+"""``simulate --algorithm`` names that predict a peer: its mapped model under the mapped policy."""
+
+
+def decided_by(name: str, policy: Policy) -> tuple[str, Policy]:
+    """The algorithm and policy that decide for ``name``: itself, or a simulate alias's mapped model."""
+    if name in SIMULATE_ALIASES:
+        return model_policy(SIMULATE_ALIASES[name], policy)
+    return name, policy
 
 
 def peer_binary(peer: str) -> str:

@@ -213,3 +213,15 @@ def test_ctrl_c_during_a_peer_run_leaves_no_nginx_behind(tmp_path):
     assert proc.wait(60) == 130
     assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert json.loads((out / "runs" / "boundary_burst__nginx" / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_simulate_predicts_nginx_by_its_mapped_model(capsys):
+    args = ["simulate", "--scenario", "boundary_burst", "--limit", "20", "--window", "1", "--json", "-",
+            "--algorithm", "nginx_limit_req", "--algorithm", "token_bucket"]
+    assert main(args) == 0
+    peer, suite = json.loads(capsys.readouterr().out)["runs"]
+    assert (peer["algorithm"], peer["system"], suite["system"]) == ("nginx_limit_req", "nginx", "suite")
+    assert peer["params"] == {**suite["params"], "capacity": 20.0, "rate": 20.0}  # burst 20 = NGINX burst=19 + 1
+    assert (peer["admitted"], peer["over_admission"]) == (suite["admitted"], suite["over_admission"])
+    assert main(["simulate", "--scenario", "boundary_burst", "--limit", "7", "--window", "9", "--algorithm", "nginx_limit_req"]) == 2
+    assert "peer nginx: limit 7 per 9 s is 0.777778 requests/s" in capsys.readouterr().err
