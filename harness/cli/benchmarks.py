@@ -17,8 +17,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "targets": ("benchmarks.targets", "throughput of every target vs the `none` target (wrk; --instructions: valgrind)"),
     "redis": ("benchmarks.redis_store", "Redis decisions/s vs limits (sync, async, 64 clients); round trips per mode"),
     "eviction": ("benchmarks.eviction", "a key in debt under a key-rotation flood: the memory store bounded vs unbounded (and LRU)"),
-    "peer-agreement": ("benchmarks.peer_agreement", "NGINX limit_req vs its mapped token_bucket, request by request, on a bursty schedule"),
     "analysis-10m": ("benchmarks.analysis_10m", "the report of a 10-million-row results folder: wall time, peak memory"),
+    "peer-agreement": ("benchmarks.peer_agreement", "NGINX limit_req vs its mapped token_bucket, request by request, on a bursty schedule"),
 }
 """NAME -> (module, what it measures)."""
 
