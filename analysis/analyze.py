@@ -66,7 +66,7 @@ class FolderAnalysis:
 
 def _base_row(run: Run) -> dict[str, Any]:
     i = run.info
-    return {"scenario": i.scenario, "algorithm": i.algorithm, "store": i.store, "limit": i.policy.limit,
+    return {"scenario": i.scenario, "algorithm": i.algorithm, "system": i.system, "store": i.store, "limit": i.policy.limit,
             "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
             "scenario_params": i.scenario_params, "run": run.name,
             "kind": "live" if run.live else "simulated"}

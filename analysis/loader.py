@@ -31,6 +31,7 @@ from contract.schema import (
     RUN_FILE,
     RUN_OK,
     RUNS_DIR,
+    SYSTEM_SUITE,
     parse_run_dir_name,
 )
 
@@ -160,6 +161,7 @@ def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
     return RunInfo(
         status=RUN_OK, scenario=scenario, algorithm=algorithm, store=store, policy=policy,
         params=dict(run.get("params") or {}), scenario_params=dict(run.get("scenario_params") or {}),
+        system=str(run.get("system") or SYSTEM_SUITE),
     )
 
 

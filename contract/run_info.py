@@ -16,7 +16,7 @@ from typing import Any
 
 from .atomic import write_text
 from .errors import BadInput
-from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_SCHEMA_VERSION, RUN_STATUSES
+from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_SCHEMA_VERSION, RUN_STATUSES, SYSTEM_SUITE
 
 
 class RunFileError(BadInput):
@@ -64,6 +64,8 @@ class RunInfo:
     phases: tuple[Phase, ...] = ()
     generator_bound: bool | None = None
     error: str | None = None
+    system: str = SYSTEM_SUITE
+    """Who limited: ``suite``, or a peer target's name (``nginx``)."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -100,5 +102,5 @@ def read_run_json(path: Path) -> RunInfo:
         status=raw["status"], scenario=str(raw["scenario"]), algorithm=str(raw["algorithm"]), store=str(raw["store"]),
         policy=RunPolicy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
         scenario_params=dict(raw.get("scenario_params") or {}), phases=tuple(phases),
-        generator_bound=raw.get("generator_bound"), error=raw.get("error"),
+        generator_bound=raw.get("generator_bound"), error=raw.get("error"), system=str(raw.get("system") or SYSTEM_SUITE),
     )

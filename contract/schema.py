@@ -58,6 +58,15 @@ RUNS_DIR = "runs"
 def run_dir_name(scenario: str, algorithm: str, store: str) -> str:
     return f"{scenario}__{algorithm}__{store}"
 
+
+SYSTEM_SUITE = "suite"
+"""The summary's ``system`` of the suite's own targets; a peer target's is its name (``nginx``)."""
+
+
+def peer_run_dir_name(scenario: str, peer: str) -> str:
+    """A peer target's run (NGINX ...): it has no store of the suite's."""
+    return f"{scenario}__{peer}"
+
 # --- results folder: the rest of the layout (docs/architecture.md "Logs and results") ---
 
 CAMPAIGN_FILE = "campaign.yaml"

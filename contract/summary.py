@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_text
-from .schema import SUMMARY_CSV, SUMMARY_JSON
+from .schema import SUMMARY_CSV, SUMMARY_JSON, SYSTEM_SUITE
 
 RUN_ID = ("scenario", "algorithm", "store")
 
@@ -49,9 +49,23 @@ def merged_rows(root: Path, rows: Sequence[dict[str, Any]]) -> list[dict[str, An
     return out
 
 
+def with_system(row: dict[str, Any]) -> dict[str, Any]:
+    """Every row names who limited (``system``, right after ``algorithm``): a row that does not
+    say is the suite's own (simulations, earlier folders); a peer's row says its name."""
+    if "system" in row:
+        return row
+    out: dict[str, Any] = {}
+    for k, v in row.items():
+        out[k] = v
+        if k == "algorithm":
+            out["system"] = SYSTEM_SUITE
+    return out if "system" in out else {**out, "system": SYSTEM_SUITE}
+
+
 def summary_json(rows: Sequence[dict[str, Any]]) -> str:
     """The one writer of summary.json (and of ``simulate --json``): numpy scalars as numbers, NaN as null."""
-    return json.dumps({"runs": [{k: _plain(v) for k, v in row.items()} for row in rows]}, indent=2, default=_scalar) + "\n"
+    runs = [{k: _plain(v) for k, v in with_system(row).items()} for row in rows]
+    return json.dumps({"runs": runs}, indent=2, default=_scalar) + "\n"
 
 
 def _scalar(value: Any) -> Any:
@@ -61,6 +75,7 @@ def _scalar(value: Any) -> Any:
 
 
 def summary_csv(rows: Sequence[dict[str, Any]]) -> str:
+    rows = [with_system(row) for row in rows]
     fields: list[str] = []
     for row in rows:
         fields.extend(k for k in row if k not in fields)

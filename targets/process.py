@@ -95,7 +95,7 @@ def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None,
             )
         target = TargetProcess(process, chosen, stderr_path, admin)
         try:
-            _wait_ready(target, ready_timeout_s)
+            wait_ready(target, ready_timeout_s)
             return target
         except TargetError:
             target.stop()
@@ -110,7 +110,8 @@ def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None,
     raise AssertionError("unreachable")
 
 
-def _wait_ready(target: TargetProcess, timeout_s: float) -> None:
+def wait_ready(target: TargetProcess, timeout_s: float) -> None:
+    """Until ``GET /healthz`` answers 200; a TargetError with its stderr if it exits or times out."""
     deadline = time.monotonic() + timeout_s
     with httpx.Client(timeout=1.0) as client:
         while time.monotonic() < deadline:

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scenarios.fleet import fleet_of
 
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
+from .peers import PEERS, PeerError, nginx_limit, peer_binary
 
 StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
 """``memory``, or the redis store in a mode: ``redis`` is the campaign's ``redis.mode``;
@@ -74,6 +75,9 @@ class Campaign(CampaignHeader):
     """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
     scale: Scale = Scale()
     downstream: DownstreamSettings = DownstreamSettings()
+    peers: list[str] = Field(default_factory=list)
+    """Peer targets (harness/campaign/peers.py) every scenario also runs on, beside ``algorithms``:
+    run ``<scenario>__<peer>``, in front of a suite downstream with the settings above."""
 
     @model_validator(mode="after")
     def _runs_are_buildable(self) -> Campaign:
@@ -89,7 +93,29 @@ class Campaign(CampaignHeader):
                                  "(use redis-local for independent nodes)")
             if hasattr(model, "outage") and any(self.redis_mode(st) in (None, "local") for st in self.stores_for(sc)):
                 raise ValueError(f"{sc.where}.stores: {sc.name} stops Redis mid-run; it needs redis-shared, redis-leased or redis-naive")
+        self._peers_can_run()
         return self
+
+    def _peers_can_run(self) -> None:
+        """Every peer is known, installed and can express each entry's policy and route costs."""
+        for peer in self.peers:
+            if peer not in PEERS:
+                raise ValueError(f"peers: unknown peer {peer!r}; choose from: {', '.join(PEERS)}")
+            if self.peers.count(peer) > 1:
+                raise ValueError(f"peers: {peer} is listed more than once")
+            for sc in self.scenarios:
+                try:
+                    nginx_limit(self.policy_for(sc))
+                except PeerError as exc:
+                    raise ValueError(f"{sc.where}: {exc}") from None
+                costs = sorted(set(self.model_for(sc).arrivals().cost) - {1.0})
+                if costs:
+                    raise ValueError(f"{sc.where}: peer {peer}: requests of cost {costs[0]:g}; "
+                                     "NGINX limit_req counts every request as 1 (no cost-weighted routes)")
+            try:
+                peer_binary(peer)
+            except PeerError as exc:
+                raise ValueError(str(exc)) from None
 
     def stores_for(self, scenario: LiveScenario) -> list[str]:
         return list(scenario.stores or self.stores)

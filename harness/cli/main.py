@@ -17,6 +17,7 @@ from contract.errors import BadInput
 from contract.folder import utc_stamp
 from contract.summary import summary_json
 from harness.campaign.config_file import CampaignError, check_out
+from harness.campaign.peers import PEERS
 from harness.campaign.simulate import load_sim_campaign
 from harness.events import RunnerEvents
 from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
@@ -36,7 +37,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="run_bench.py", description="ratelimit-bench: measure rate limiters.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=Parser)
 
-    sub.add_parser("list", help="algorithms, scenarios and stores").set_defaults(func=cmd_list)
+    sub.add_parser("list", help="algorithms, scenarios, stores and peers").set_defaults(func=cmd_list)
 
     sim = sub.add_parser("simulate", help="replay scenarios through algorithms in virtual time")
     sim.add_argument("--campaign", type=Path, help="a simulation campaign YAML (e.g. campaigns/simulate.yaml)")
@@ -71,6 +72,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         ("algorithms", {n: a.summary for n, a in ALGORITHMS.items()}),
         ("scenarios", {**{n: s.summary for n, s in SCENARIOS.items()}, "--trace FILE": TraceFile.summary}),
         ("stores", STORES),
+        ("peers (campaign peers:)", PEERS),
     ):
         table = Table(title=title, title_justify="left", show_header=False, box=None)
         table.add_column(no_wrap=True)  # names whole; the descriptions wrap

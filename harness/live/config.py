@@ -5,7 +5,7 @@ settings merged in (e.g. its downstream schedule) and the campaign entry's on to
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -15,6 +15,7 @@ from contract.atomic import write_text
 from contract.routes import TARGET_ROUTES
 from contract.schema import DECISIONS_FILE
 from harness.campaign.live import Campaign
+from targets.algorithms import build_params
 from targets.config import deep_merge
 
 from .plan import LiveRun
@@ -56,6 +57,18 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
     }
     # a model's downstream schedule keeps the campaign's concurrency and the shared start time
     return {**deep_merge(config, model.target_config()), **run.scenario.target}
+
+
+DOWNSTREAM_DECISIONS = "downstream-decisions.parquet"
+"""A peer run's downstream (a ``none`` target) logs here, under logs/: the peer's log is the run's."""
+
+
+def peer_downstream_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Path) -> dict[str, Any]:
+    """What a peer proxies to: a suite target with the ``none`` algorithm and the campaign's
+    downstream (and the model's schedule), so latency scenarios mean the same behind a peer."""
+    twin = replace(run, algorithm="none", store="memory", params=build_params("none", run.policy), peer=None)
+    config = target_config(twin, campaign, start_at, run_dir)
+    return {**config, "decision_log": {"path": str(run_dir / "logs" / DOWNSTREAM_DECISIONS)}}
 
 
 def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str, Any]:

@@ -6,8 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from contract.schema import run_dir_name
+from contract.schema import SYSTEM_SUITE, peer_run_dir_name, run_dir_name
 from harness.campaign.live import Campaign, LiveScenario
+from harness.campaign.peers import PEER_STORE, model_policy
 from scenarios import TrafficModel
 from scenarios.fleet import fleet_of
 from targets.algorithms import Policy
@@ -26,10 +27,19 @@ class LiveRun:
     routing: str = "round_robin"
     model: TrafficModel = field(kw_only=True)
     """The scenario's model at this run's policy and the campaign's seed."""
+    peer: str | None = None
+    """A peer target (then ``algorithm`` is its name and the suite's target is only its downstream)."""
 
     @property
     def name(self) -> str:
+        if self.peer is not None:
+            return peer_run_dir_name(self.scenario.run_name, self.peer)
         return run_dir_name(self.scenario.run_name, self.algorithm, self.store)
+
+    @property
+    def system(self) -> str:
+        """Who limits: ``suite`` or the peer's name (the summary's ``system`` column)."""
+        return self.peer or SYSTEM_SUITE
 
     @property
     def nodes(self) -> list[str]:
@@ -55,4 +65,9 @@ def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | No
                     continue
                 runs.append(LiveRun(sc, algorithm, st, policy, campaign.params_for(algorithm, policy), joins, routing,
                                     model=model))
+        for peer in campaign.peers:
+            if only and not {sc.name, sc.run_name, peer} & set(only):
+                continue
+            algorithm, mapped = model_policy(peer, policy)  # its params: the mapped model's (the virtual twin)
+            runs.append(LiveRun(sc, peer, PEER_STORE, policy, campaign.params_for(algorithm, mapped), model=model, peer=peer))
     return runs

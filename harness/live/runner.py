@@ -31,7 +31,7 @@ import yaml
 
 from analysis.cpu import generator_bound
 from contract.atomic import write_text
-from contract.folder import ResultsFolder, utc_stamp
+from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
 from contract.run_info import write_run_json
 from contract.schema import (
@@ -54,6 +54,7 @@ from contract.schema import (
 )
 from harness.campaign.config_file import str_params
 from harness.campaign.live import Campaign
+from harness.campaign.peers import model_policy, nginx_limit, peer_binary
 from harness.events import RunnerEvents
 from harness.sim.simulator import simulate
 from scenarios import SCENARIOS
@@ -64,10 +65,11 @@ from targets.process import HOST, TargetProcess
 from targets.redact import redacted
 from targets.stores.redis.server import RedisServer
 
-from .config import node_configs, target_config
+from .config import node_configs, peer_downstream_config, target_config
 from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
 from .measures import fleet_measures, measured_window, store_failure_measures
+from .nginx import ACCESS_LOG, NGINX_CONF, access_log_decisions, nginx_conf
 from .plan import LiveRun
 from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
 
@@ -125,25 +127,27 @@ class LiveRunner:
         scale = self.campaign.scale
         info: dict[str, Any] = {
             "status": RUN_FAILED, "scenario": run.scenario.run_name, "algorithm": run.algorithm,
-            "store": run.store, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
+            "store": run.store, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
                                             "burst": run.policy.burst},
             "params": asdict(run.params), "scenario_params": dict(run.scenario.params), "workers": self.workers,
         }
         sampler = CpuSampler()
         try:
             nodes = run.nodes
-            ports = free_ports(2 * len(nodes))
+            ports = free_ports(2 * len(nodes) + (1 if run.peer else 0))
+            peer_port = ports.pop() if run.peer else None
             ports, admin_ports = ports[:len(nodes)], ports[len(nodes):]
-            hosts = [f"http://{HOST}:{port}" for port in ports]
+            hosts = [f"http://{HOST}:{port}" for port in ([peer_port] if peer_port else ports)]
             model = run.model
             outage = getattr(model, "outage", None)
             if outage is not None and self.redis_url() and self.redis is None:  # not ours: cannot stop it
                 raise RunFailed(f"{run.scenario.name} stops Redis mid-run: it needs the runner's own redis-server "
                                 "(unset REDIS_URL and the campaign's redis.url)")
-            env = {**os.environ, "REDIS_URL": self.redis_url()} if self.campaign.redis_mode(run.store) not in (None, "local") else None
+            redis = run.peer is None and self.campaign.redis_mode(run.store) not in (None, "local")
+            env = {**os.environ, "REDIS_URL": self.redis_url()} if redis else None
             start_at = aligned_start(time.time(), self.lead_s + NODE_LEAD_S * (len(nodes) - 1), run.policy.window_s)
             info["start_at"] = start_at
-            config = target_config(run, self.campaign, start_at, run_dir)
+            config = (peer_downstream_config if run.peer else target_config)(run, self.campaign, start_at, run_dir)
             configs = node_configs(config, nodes, admin_ports, run_dir)
             plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
                             hosts, str(run_dir / HANDSHAKE_DIR), self.workers, str_params(run.scenario.params),
@@ -161,14 +165,23 @@ class LiveRunner:
             locust = self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S)
             sampler.watch("locust", ROLE_GENERATOR, locust.pid)
             targets = self.processes.start_targets(configs, ports, admin_ports, logs, env)
+            if run.peer:  # the suite's target is the peer's downstream; the peer answers the load
+                sampler.watch("target:downstream", ROLE_TARGET, targets[0].pid)
+                targets = [self._start_peer(run, run_dir, peer_port, ports[0]), *targets]
             for node, target in zip(nodes, targets):
                 sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)
             sampler.start()
-            happened = self._wait(locust, targets, end_at, logs / "locust.log", events)
+            happened = self._wait(locust, targets, end_at, logs / "locust.log", events, counters=run.peer is None)
             self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
             for target in targets:
                 self.processes.stop_target(target)
-            merge_decisions(run_dir, nodes, targets)
+            if run.peer:  # its decisions (and the counters it has no endpoint for) from its access log
+                decided = access_log_decisions(logs / ACCESS_LOG, store=run.store)
+                write_parquet(run_dir / DECISIONS_FILE, decided)
+                rejected = decided.num_rows - sum(decided.column("allowed").to_pylist())
+                self.events.counted({"limits": {run.peer: {"decisions": decided.num_rows, "rejections": rejected}}})
+            else:
+                merge_decisions(run_dir, nodes, targets)
             info.update(gather_client(run_dir, plan))
             info.update(self._measures(run, model, run_dir, happened, info))
             info["status"] = RUN_OK
@@ -184,6 +197,13 @@ class LiveRunner:
             info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
             write_run_json(run_dir / RUN_FILE, info)
         return info
+
+    def _start_peer(self, run: LiveRun, run_dir: Path, port: int, downstream_port: int) -> TargetProcess:
+        """The run's peer (NGINX), its config written beside target.yaml, in front of the downstream."""
+        conf = run_dir / NGINX_CONF
+        write_text(conf, nginx_conf(nginx_limit(run.policy), port=port, downstream_port=downstream_port,
+                                    prefix=run_dir / "logs" / "nginx", logs=run_dir / "logs"))
+        return self.processes.start_nginx(peer_binary("nginx"), conf, run_dir / "logs" / "nginx", port, run_dir / "logs")
 
     def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],
                   info: dict[str, Any]) -> dict[str, Any]:
@@ -225,7 +245,7 @@ class LiveRunner:
         return self.processes.start(cmd, run_dir / "logs" / "locust.log", ROOT)
 
     def _wait(self, locust: subprocess.Popen, targets: list[TargetProcess], end_at: float, log: Path,
-              events: list[tuple[float, str]]) -> dict[str, float]:
+              events: list[tuple[float, str]], counters: bool = True) -> dict[str, float]:
         """Until the plan is over, running the scenario's store events on time (``stop``/``start``
         of our own Redis); then SIGTERM to the Locust master, which stops its workers and lets
         every worker write its client log. Returns when each event really happened."""
@@ -243,7 +263,7 @@ class LiveRunner:
                 for target in targets:
                     if target.process.poll() is not None:
                         raise RunFailed(f"a target died (exit {target.process.returncode}):\n{tail(target.stderr_path)}")
-                if self.events.wants_counters:
+                if counters and self.events.wants_counters:  # a peer has no /_bench/counters
                     with suppress(httpx.HTTPError, ValueError, KeyError):
                         self.events.counted(http.get(f"{targets[0].admin_url}/_bench/counters").json())
                 next_t = min([end_at, *(t for t, _ in pending)])
@@ -287,6 +307,11 @@ class LiveRunner:
         if run.algorithm == "adaptive" or run.scenario.name not in SCENARIOS:
             return None
         from analysis.metrics import over_admission
+
+        if run.peer:  # the peer's mapped model (harness/campaign/peers.py)
+            algorithm, policy = model_policy(run.peer, run.policy)
+            table, _ = simulate(run.model, algorithm, policy, run.params)
+            return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
         local = {"redis-local": "local", "redis-local-split": "local_split"}.get(run.store, "shared")
         fleet = Fleet(tuple(run.joins_s), run.routing, local) if len(run.joins_s) > 1 else None

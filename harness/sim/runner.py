@@ -17,7 +17,8 @@ from analysis.retries import retry_measures
 from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
-from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, run_dir_name
+from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, SYSTEM_SUITE, run_dir_name
+from harness.campaign.peers import SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
 from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
@@ -34,10 +35,17 @@ class SimRun:
     model: TrafficModel
     params: Any
     policy: Policy
+    decides_as: str | None = None
+    """The algorithm that decides when ``algorithm`` is a peer's alias (nginx_limit_req: token_bucket)."""
 
     @property
     def name(self) -> str:
         return run_dir_name(self.scenario, self.algorithm, STORE)
+
+    @property
+    def system(self) -> str:
+        """Who it predicts: ``suite``, or the peer of an alias (nginx_limit_req: ``nginx``)."""
+        return SIMULATE_ALIASES.get(self.algorithm, SYSTEM_SUITE)
 
 
 @dataclass
@@ -61,11 +69,12 @@ def _split_scoped(pairs: Iterable[tuple[str, str]], scopes: Iterable[str]) -> di
     return out
 
 
-def _params_for(algorithm: str, policy: Policy, scoped: dict[str | None, dict[str, str]]) -> Any:
+def _params_for(name: str, policy: Policy, scoped: dict[str | None, dict[str, str]]) -> Any:
+    algorithm, policy = decided_by(name, policy)
     base = get_algorithm(algorithm).params_from_policy(policy)
     names = {f.name for f in fields(base)}
     overrides = {k: v for k, v in scoped.get(None, {}).items() if k in names}
-    overrides.update(scoped.get(algorithm, {}))
+    overrides.update(scoped.get(name, {}))
     return build_params(algorithm, policy, overrides)
 
 
@@ -79,12 +88,13 @@ def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: di
 def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
     """One run per algorithm; a request cost no algorithm could ever admit is refused."""
     for a, p in params.items():
-        most = get_algorithm(a).max_cost(p)
+        most = get_algorithm(decided_by(a, policy)[0]).max_cost(p)
         if model.max_cost > most:
             raise PolicyError(
                 f"scenario {scenario} sends requests of cost {model.max_cost:g} but {a} can never admit more than "
                 f"{most:g} at once; raise --burst/--limit or lower the cost")
-    return [SimRun(scenario, a, model, p, policy) for a, p in params.items()]
+    return [SimRun(scenario, a, model, p, policy, decides_as=decided_by(a, policy)[0] if a in SIMULATE_ALIASES else None)
+            for a, p in params.items()]
 
 
 def _config(name: str, seed: int, policy: Policy, runs: list[SimRun], **extra: Any) -> dict[str, Any]:
@@ -92,7 +102,7 @@ def _config(name: str, seed: int, policy: Policy, runs: list[SimRun], **extra: A
     analysis reads them there: entries of one campaign can differ in both)."""
     return {
         "name": name, "seed": seed, "policy": asdict(policy), **extra,
-        "runs": {r.name: {"policy": asdict(r.policy), "params": asdict(r.params),
+        "runs": {r.name: {"policy": asdict(r.policy), "params": asdict(r.params), "system": r.system,
                           "scenario_params": asdict(r.model.p) if hasattr(r.model, "p") else {}} for r in runs},
     }
 
@@ -114,7 +124,7 @@ def make_plan(
         raise ScenarioError(f"give --scenario NAME or --trace FILE; scenarios: {', '.join(SCENARIOS)}")
     algorithms = list(ALGORITHMS) if not algorithms or "all" in algorithms else algorithms
     for a in algorithms:
-        get_algorithm(a)
+        get_algorithm(decided_by(a, policy)[0])
     for s in scenarios:
         if s not in SCENARIOS:
             raise ScenarioError(f"unknown scenario {s!r}; choose from: {', '.join(SCENARIOS)}")
@@ -123,7 +133,8 @@ def make_plan(
                                 "list labelled entries in a campaign file (run_bench.py simulate --campaign FILE)")
     a_scoped = _split_scoped(algorithm_params, algorithms)
     _check_unused("--param", a_scoped, {
-        a: {f.name for f in fields(get_algorithm(a).params_from_policy(policy))} for a in algorithms})
+        a: {f.name for f in fields(get_algorithm(decided_by(a, policy)[0]).params_from_policy(decided_by(a, policy)[1]))}
+        for a in algorithms})
     s_scoped = _split_scoped(scenario_params, scenarios)
     _check_unused("--scenario-param", s_scoped, {
         s: {f.name for f in fields(SCENARIOS[s].params)} for s in scenarios})
@@ -181,10 +192,12 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         started = time.perf_counter()
         if not run.model.reactive and id(run.model) not in ideals:
             ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), run.policy)
-        table, result = simulate(run.model, run.algorithm, run.policy, run.params, ideal=ideals.get(id(run.model)))
+        table, result = simulate(run.model, run.decides_as or run.algorithm, run.policy, run.params,
+                                 ideal=ideals.get(id(run.model)))
         row: dict[str, Any] = {
             "scenario": run.scenario,
             "algorithm": run.algorithm,
+            "system": run.system,
             "store": STORE,
             "limit": run.policy.limit,
             "window_s": run.policy.window_s,

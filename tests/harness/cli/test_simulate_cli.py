@@ -132,7 +132,7 @@ def test_bad_campaign_names_the_field(tmp_path, capsys):
 def test_list_names_everything():
     out = subprocess.run([sys.executable, "run_bench.py", "list"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for name in ("fixed_window", "sliding_window_ring", "gcra", "concurrency", "boundary_burst",
-                 "adversarial_drip", "cost_mix", "--trace FILE", "memory"):
+                 "adversarial_drip", "cost_mix", "--trace FILE", "memory", "nginx"):
         assert name in out
 
 

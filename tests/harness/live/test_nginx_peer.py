@@ -1,0 +1,227 @@
+"""The NGINX peer: a real nginx (limit_req from the policy) in front of a real ``none`` target,
+its access log as the suite's decision log, and its decisions request by request against the
+suite's mapped model (token_bucket, capacity = burst + 1 of NGINX's)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from contextlib import suppress
+from pathlib import Path
+
+import httpx
+import psutil
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from contract.folder import write_parquet
+from contract.schema import DECISION_SCHEMA
+from harness.campaign.peers import PeerError, model_policy, nginx_limit, peer_binary
+from harness.cli.main import main
+from harness.live.nginx import ACCESS_LOG, access_log_decisions, mapped_decisions
+from harness.live.supervise import Processes, RunFailed, nginx_before_none
+from targets.algorithms import Policy
+from targets.ports import free_ports
+
+ROOT = Path(__file__).resolve().parents[3]
+HAVE_NGINX = shutil.which("nginx") is not None
+needs_nginx = pytest.mark.skipif(not HAVE_NGINX and os.environ.get("CI", "").lower() != "true",
+                                 reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")
+
+
+@pytest.mark.parametrize(("limit", "window_s", "burst", "rate", "nginx_burst", "per_s"), [
+    (10, 1, 5, "10r/s", 4, 10.0),
+    (100, 60, None, "100r/m", 99, 1.666),  # NGINX keeps 1666 thousandths per second
+    (120, 60, 1, "2r/s", 0, 2.0),
+    (1, 60, 3, "1r/m", 2, 0.016),
+])
+def test_a_policy_becomes_limit_req_rate_and_excess_burst(limit, window_s, burst, rate, nginx_burst, per_s):
+    n = nginx_limit(Policy(limit, window_s, burst))
+    assert (n.rate, n.burst, n.rate_per_s) == (rate, nginx_burst, per_s)
+    algorithm, mapped = model_policy("nginx", Policy(limit, window_s, burst))
+    assert algorithm == "token_bucket"
+    assert (mapped.rate, mapped.effective_burst) == pytest.approx((per_s, nginx_burst + 1))
+
+
+@pytest.mark.parametrize(("policy", "message"), [
+    (Policy(7, 9), "7 per 9 s is 0.777778 requests/s; NGINX limit_req takes a whole number of requests per second or per minute"),
+    (Policy(10, 1, 2.5), "burst 2.5 is not a whole number"),
+])
+def test_a_policy_nginx_cannot_express_is_refused(policy, message):
+    with pytest.raises(PeerError, match="peer nginx: ") as exc:
+        nginx_limit(policy)
+    assert message in str(exc.value)
+
+
+def test_a_missing_binary_is_named(monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    with pytest.raises(PeerError, match="the nginx binary was not found on PATH"):
+        peer_binary("nginx")
+
+
+@pytest.fixture
+def nginx(tmp_path):
+    """nginx for 2 requests/s, burst 5 (NGINX burst=4) in front of a ``none`` target; yields
+    (url, logs folder, policy); afterwards no process of either is left."""
+    policy = Policy(2, 1, 5)
+    with nginx_before_none(policy, tmp_path) as (url, logs):
+        master = psutil.Process(int((tmp_path / "prefix" / "nginx.pid").read_text()))
+        family = [master, *master.children(recursive=True)]
+        assert len(family) >= 2  # master and worker, in the peer's own process group
+        yield url, logs, policy
+    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _send(http: httpx.Client, url: str, rid: str, key: str | None) -> int:
+    headers = {"x-request-id": rid, "x-client-id": key or "anon", "x-client-class": "legit"}
+    if key:
+        headers["x-api-key"] = key
+    return http.get(f"{url}/api/items", headers=headers).status_code
+
+
+@needs_nginx
+def test_nginx_decides_a_hand_computed_burst_schedule_and_the_mapped_model_agrees(nginx, tmp_path):
+    url, logs, policy = nginx
+    # 2 r/s, burst 5: a fresh key takes 5 at once; 1.6 s later 3.2 tokens are back (3 admitted);
+    # requests without an API key are keyed by the client address: a bucket of their own
+    plan = [(0.0, "A", 8), (0.0, None, 3), (1.6, "A", 5)]
+    statuses: dict[str, int] = {}
+    start = time.monotonic()
+    with httpx.Client(timeout=5) as http:
+        for at, key, n in plan:
+            time.sleep(max(0.0, start + at - time.monotonic()))
+            for i in range(n):
+                rid = f"{key or 'ip'}-{at}-{i}"
+                statuses[rid] = _send(http, url, rid, key)
+    assert sorted(statuses.values()).count(429) == 5
+    assert [statuses[f"A-0.0-{i}"] for i in range(8)] == [200] * 5 + [429] * 3
+    assert [statuses[f"A-1.6-{i}"] for i in range(5)] == [200] * 3 + [429] * 2
+    assert [statuses[f"ip-0.0-{i}"] for i in range(3)] == [200] * 3
+
+    time.sleep(0.2)  # the last lines reach the access log
+    table = access_log_decisions(logs / ACCESS_LOG, store="zone")
+    assert table.schema == DECISION_SCHEMA
+    path = tmp_path / "decisions.parquet"
+    write_parquet(path, table)
+    df = pq.read_table(path).to_pandas()
+    assert dict(zip(df["request_id"], df["allowed"])) == {rid: s == 200 for rid, s in statuses.items()}
+    assert set(df["key"]) == {"A", "127.0.0.1"} and set(df["route"]) == {"GET /api/items"}
+
+    # the mapped model on NGINX's own decision times: request by request the same
+    model = mapped_decisions("nginx", policy, df["t"], df["key"])
+    assert model == list(df["allowed"])
+
+
+PEER_CAMPAIGN = {
+    "name": "peer", "policy": {"limit": 20, "window_s": 1}, "algorithms": ["token_bucket"], "peers": ["nginx"],
+    "scenarios": [{"name": "boundary_burst", "params": {"instant": 1, "boundaries": 1, "delta_s": 0.33}}],
+    "scale": {"workers": 1, "lead_s": 2.0, "drain_s": 1.0}, "downstream": {"concurrency": 8, "median_ms": 10, "sigma": 0.3},
+}
+
+
+def _our_nginx(out: Path) -> list[psutil.Process]:
+    """The nginx masters started under ``out`` (their command line names the prefix) and their workers."""
+    found = []
+    for p in psutil.process_iter(["name", "cmdline"]):
+        if p.info["name"] == "nginx" and str(out) in " ".join(p.info["cmdline"] or []):
+            with suppress(psutil.Error):
+                found += [p, *p.children(recursive=True)]
+    return found
+
+
+@needs_nginx
+def test_a_campaign_runs_nginx_beside_the_suite_and_judges_it_by_the_same_metrics(tmp_path):
+    path, out = tmp_path / "peer.yaml", tmp_path / "res"
+    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
+    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert "run 2/2 boundary_burst__nginx  ok  40 sent, 14 rejected" in proc.stdout
+    run = out / "runs" / "boundary_burst__nginx"
+    assert "rate=20r/s" in (run / "nginx.conf").read_text() and "burst=19 nodelay" in (run / "nginx.conf").read_text()
+    info = json.loads((run / "run.json").read_text())
+    assert (info["status"], info["algorithm"], info["system"], info["store"]) == ("ok", "nginx", "nginx", "zone")
+    rows = {r["run"]: r for r in json.loads((out / "summary.json").read_text())["runs"]}
+    suite, peer = rows["boundary_burst__token_bucket__memory"], rows["boundary_burst__nginx"]
+    assert (suite["algorithm"], suite["system"]) == ("token_bucket", "suite")
+    assert (peer["algorithm"], peer["system"]) == ("nginx", "nginx")
+    # 20 at once, then 20 at the next boundary 0.33 s later: 6.6 tokens back, 14 refused, 1.3x in a second
+    assert (peer["requests"], peer["rejected"], peer["over_admission"]) == (40, 14, 1.3)
+    assert peer["over_admission"] == suite["over_admission"] == info["virtual_over_admission"]
+    decisions = pq.read_table(run / "decisions.parquet").to_pandas()
+    client = pq.read_table(run / "client.parquet").to_pandas()
+    assert set(decisions["request_id"]) == set(client["request_id"])
+    assert (client.set_index("request_id")["status"] == 429).sort_index().tolist() == \
+        (~decisions.set_index("request_id")["allowed"]).sort_index().tolist()
+    assert not _our_nginx(out)
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"peers": ["nginx", "traefik"]}, "peers: unknown peer 'traefik'; choose from: nginx"),
+    ({"policy": {"limit": 7, "window_s": 9}}, "scenarios[boundary_burst]: peer nginx: limit 7 per 9 s is 0.777778 requests/s"),
+    ({"scenarios": ["cost_mix"]}, "scenarios[cost_mix]: peer nginx: requests of cost"),
+    ({"peers": ["nginx", "nginx"]}, "peers: nginx is listed more than once"),
+])
+def test_a_peer_campaign_nginx_cannot_run_exits_2_naming_it_and_starts_nothing(tmp_path, capsys, change, message):
+    path, out = tmp_path / "bad.yaml", tmp_path / "never"
+    path.write_text(yaml.safe_dump({**PEER_CAMPAIGN, **change}))
+    assert main(["run", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_missing_nginx_binary_exits_2_before_anything_starts(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("PATH", "")
+    path, out = tmp_path / "peer.yaml", tmp_path / "never"
+    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
+    assert main(["run", str(path), "--out", str(out)]) == 2
+    assert "peer nginx: the nginx binary was not found on PATH (install Debian's nginx package)" in capsys.readouterr().err
+    assert not out.exists()
+
+
+@needs_nginx
+def test_an_nginx_that_cannot_start_fails_with_its_error_log_and_leaves_nothing(tmp_path):
+    conf = tmp_path / "nginx.conf"
+    conf.write_text("daemon off;\nevents {}\nhttp { limit_req_zone $binary_remote_addr zone=z:10m rate=fast; }\n")
+    processes = Processes()
+    with pytest.raises(RunFailed) as exc:
+        processes.start_nginx(peer_binary("nginx"), conf, tmp_path / "prefix", free_ports(1)[0], tmp_path)
+    assert "nginx did not start" in str(exc.value) and 'invalid rate "rate=fast"' in str(exc.value)
+    processes.stop_all()
+    assert not _our_nginx(tmp_path)
+
+
+@needs_nginx
+def test_ctrl_c_during_a_peer_run_leaves_no_nginx_behind(tmp_path):
+    path, out = tmp_path / "peer.yaml", tmp_path / "res"
+    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
+    proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, family = time.monotonic() + 90, []
+    while time.monotonic() < deadline and len(family) < 2:  # the peer run's master and worker are up
+        family = _our_nginx(out)
+        time.sleep(0.1)
+    assert len(family) >= 2
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert json.loads((out / "runs" / "boundary_burst__nginx" / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_simulate_predicts_nginx_by_its_mapped_model(capsys):
+    args = ["simulate", "--scenario", "boundary_burst", "--limit", "20", "--window", "1", "--json", "-",
+            "--algorithm", "nginx_limit_req", "--algorithm", "token_bucket"]
+    assert main(args) == 0
+    peer, suite = json.loads(capsys.readouterr().out)["runs"]
+    assert (peer["algorithm"], peer["system"], suite["system"]) == ("nginx_limit_req", "nginx", "suite")
+    assert peer["params"] == {**suite["params"], "capacity": 20.0, "rate": 20.0}  # burst 20 = NGINX burst=19 + 1
+    assert (peer["admitted"], peer["over_admission"]) == (suite["admitted"], suite["over_admission"])
+    assert main(["simulate", "--scenario", "boundary_burst", "--limit", "7", "--window", "9", "--algorithm", "nginx_limit_req"]) == 2
+    assert "peer nginx: limit 7 per 9 s is 0.777778 requests/s" in capsys.readouterr().err
