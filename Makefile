@@ -27,7 +27,7 @@ test: $(STAMP) system-deps
 # Installed from the system's packages when missing and we are root; otherwise those tests say
 # what is missing (and, under CI=true, fail rather than skip).
 system-deps:
-	@for pair in redis-server:redis-server chromium:chromium; do \
+	@for pair in redis-server:redis-server chromium:chromium wrk:wrk; do \
 	  bin=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$bin >/dev/null 2>&1 && continue; \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -38,7 +38,7 @@ system-deps:
 core-bench: $(STAMP)
 	$(PY) run_bench.py bench core
 
-live-bench: $(STAMP)
+live-bench: $(STAMP) system-deps
 	$(PY) run_bench.py bench live
 
 clean:

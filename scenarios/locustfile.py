@@ -19,6 +19,7 @@ The harness names the class the plan needs (``LivePlan.user_class``) on Locust's
 
 from __future__ import annotations
 
+import gc
 import itertools
 import math
 import os
@@ -178,6 +179,7 @@ class PlanUser(User):
             self.environment.events.request.fire(request_type="GET", name="warm-up", response_time=0.0, response_length=0,
                                                  exception=None if status == 200 else CatchResponseError(f"status {status}"),
                                                  context={})
+        gc.freeze()  # the plan's objects live until the end: a full collection would stall a deadline walking them
         (client_dir / ready_marker(worker)).write_text(f"{time.time():.6f}")
 
     @task
