@@ -24,11 +24,11 @@ test: $(STAMP) system-deps
 	$(PY) -m pytest -q
 
 # What some tests drive besides Python: Redis (store tests), Chromium (report rendering) and NGINX
-# (the nginx peer target).
+# (the nginx peer target); and wrk, which the live benchmark runs beside the suite's generator.
 # Installed from the system's packages when missing and we are root; otherwise those tests say
 # what is missing (and, under CI=true, fail rather than skip).
 system-deps:
-	@for pair in redis-server:redis-server chromium:chromium nginx:nginx; do \
+	@for pair in redis-server:redis-server chromium:chromium nginx:nginx wrk:wrk; do \
 	  bin=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$bin >/dev/null 2>&1 && continue; \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
@@ -39,7 +39,7 @@ system-deps:
 core-bench: $(STAMP)
 	$(PY) run_bench.py bench core
 
-live-bench: $(STAMP)
+live-bench: $(STAMP) system-deps
 	$(PY) run_bench.py bench live
 
 hostile-bench: $(STAMP)

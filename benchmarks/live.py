@@ -1,21 +1,29 @@
-"""``run_bench.py bench live``: how hard can this machine push a target, and how tight is a burst?
+"""``run_bench.py bench live``: the load generator's honest ceiling, and how tight a burst lands.
 
-In one run, against the ``none`` target (no limiting: the cheapest request the suite serves):
-- wrk (C, event loop) as the reference for what the target can serve;
-- the suite's own Locust replay at an offered rate far above what either side can do, with 1 and
-  with 2 Locust workers: the achieved rate is the suite's ceiling here;
-- bursts of 100 and 1,000 simultaneous requests: how spread they landed at the target (first to
-  last arrival, ms; the goal is 10 ms for 100), how spread the target's decisions were (one
-  process decides them in turn) and the send lag behind the deadline.
-On 2 cores the generator and the target share the machine; the table prints both CPUs."""
+In one run, against the ``none`` target (no limiting: the cheapest request the suite serves),
+first with no downstream (``--service-ms 0``: the target's own ceiling), then behind a simulated
+downstream (32 slots x 20 ms: a ceiling near 1,600/s that is the downstream's, not the
+generator's):
+- wrk (C, event loop, closed loop) as the reference for what the target can serve;
+- the suite's replay (``PlanUser``, the raw replay engine) of a steady open-model plan at rising
+  offered rates, with 1 and 2 Locust workers: achieved rate, late groups, send lag p99, and the
+  generator's CPU per request (psutil on the Locust processes); a rate is replayed cleanly when
+  fewer than 1% of groups are late and the send lag p99 is under 2 ms. The highest clean rate per
+  worker count is printed beside wrk's;
+- bursts of 100 and 1,000 simultaneous requests (1 worker, 6 bursts each): how spread they landed
+  at the target (first to last arrival, ms; the goals: 10 ms and 50 ms in the worst burst), how
+  spread the target's decisions were (one process decides them in turn) and the send lag.
+On 2 cores the generator and the target share the machine; the tables print both CPUs."""
 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -29,86 +37,175 @@ from harness.live.runner import LiveRunner
 from targets.process import running_target
 
 WRK_SECONDS = 5
-OFFERED_RPS = (250, 500, 1000, 2000)
-SATURATED_LATE_SHARE = 0.5
+NO_DOWNSTREAM_RPS = (1000, 2000, 3000, 4000, 5000, 6000, 8000)
+DOWNSTREAM_RPS = (500, 1000, 1500)
+CLEAN_LATE_SHARE = 0.01
+CLEAN_LAG_P99_MS = 2.0
+DOWNSTREAM = {"concurrency": 32, "median_ms": 20.0, "sigma": 0.5}
+NO_DOWNSTREAM = {"median_ms": 0.0}
 
 
-def _campaign(scenario: dict[str, Any], limit: float, workers: int) -> Campaign:
+@dataclass(frozen=True)
+class Rate:
+    """One steady run: what was offered, achieved, and what it cost the generator."""
+
+    workers: int
+    offered: int
+    achieved: float
+    late_share: float
+    lag_p99_ms: float
+    generator_cpu: float
+    us_per_request: float
+    target_cpu: float
+
+    @property
+    def clean(self) -> bool:
+        return self.late_share < CLEAN_LATE_SHARE and self.lag_p99_ms < CLEAN_LAG_P99_MS
+
+
+def _campaign(scenario: dict[str, Any], limit: float, workers: int, downstream: dict[str, float]) -> Campaign:
     return Campaign.model_validate({
         "name": "bench-live", "policy": {"limit": limit, "window_s": 1}, "algorithms": ["none"],
-        "scenarios": [scenario], "scale": {"workers": workers, "lead_s": 2.5, "drain_s": 1.0},
+        "scenarios": [scenario], "scale": {"workers": workers, "lead_s": 2.5, "drain_s": 1.0}, "downstream": downstream,
     })
 
 
-def _live(root: Path, scenario: dict[str, Any], limit: float, workers: int) -> tuple[dict[str, Any], Path]:
-    campaign = _campaign(scenario, limit, workers)
+def _live(root: Path, scenario: dict[str, Any], limit: float, workers: int,
+          downstream: dict[str, float]) -> tuple[dict[str, Any], Path]:
+    campaign = _campaign(scenario, limit, workers, downstream)
     run = plan_runs(campaign)[0]
-    info = LiveRunner(campaign, root).execute(run)
+    runner = LiveRunner(campaign, root)
+    try:
+        info = runner.execute(run)
+    finally:
+        runner.close()
     if info["status"] != "ok":
         raise RuntimeError(f"bench run {run.name} failed: {info.get('error')}")
     return info, root / "runs" / run.name
 
 
-def _cpu(run_dir: Path, info: dict[str, Any], role: str) -> float:
+def _cpu(cpu: pd.DataFrame, role: str) -> tuple[float, float]:
+    """Median CPU % of a role (its processes summed per sample) and its CPU seconds in the window."""
+    mine = cpu[cpu["role"] == role]
+    if not len(mine):
+        return float("nan"), float("nan")
+    per_sample = mine.groupby("t")["cpu_percent"].sum()
+    interval_s = float(pd.Series(per_sample.index).diff().median()) if len(per_sample) > 1 else 0.5
+    return float(per_sample.median()), float(per_sample.sum()) / 100.0 * interval_s
+
+
+def _steady(root: Path, offered: int, workers: int, seconds: float, downstream: dict[str, float]) -> Rate:
+    steady = {"name": "steady", "params": {"clients": 100, "load": 1.0, "duration_s": seconds}}
+    info, run_dir = _live(root, steady, offered / 100, workers, downstream)
+    client = pd.read_parquet(run_dir / "client.parquet")
+    answered = client[client["status"] > 0]
+    span = answered["done_t"].max() - answered["sent_t"].min()
     cpu = pd.read_csv(run_dir / "cpu.csv")
-    cpu = cpu[(cpu["t"] >= info["start_at"]) & (cpu["t"] <= info["end_at"]) & (cpu["role"] == role)]
-    return float(cpu.groupby("t")["cpu_percent"].sum().median()) if len(cpu) else float("nan")
+    generator, generator_s = _cpu(cpu, "generator")
+    target, _ = _cpu(cpu, "target")
+    return Rate(workers, offered, len(answered) / span, info.get("late_share", 0.0),
+                (info.get("send_lag_ms") or {}).get("p99") or math.nan, generator,
+                generator_s / max(1, len(client)) * 1e6, target)
 
 
 def _wrk(url: str) -> tuple[float, str]:
     if shutil.which("wrk") is None:
         return float("nan"), "wrk not installed (apt-get install wrk)"
-    out = subprocess.run(["wrk", "-t1", "-c50", f"-d{WRK_SECONDS}s", "--latency", f"{url}/api/items"],
+    out = subprocess.run(["wrk", "-t1", "-c50", f"-d{WRK_SECONDS}s", f"{url}/api/items"],
                          capture_output=True, text=True, timeout=WRK_SECONDS + 30).stdout
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
-    return (float(match.group(1)) if match else float("nan")), "wrk -t1 -c50"
+    return (float(match.group(1)) if match else float("nan")), "wrk -t1 -c50 (closed loop)"
+
+
+def _ladder(root: Path, rates: tuple[int, ...], workers: tuple[int, ...], seconds: float,
+            downstream: dict[str, float]) -> list[Rate]:
+    """Rising offered rates per worker count, up to the second rate in a row not replayed
+    cleanly (one can be the shared machine's noise)."""
+    out = []
+    for n in workers:
+        unclean = 0
+        for offered in rates:
+            rate = _steady(root / f"rate-{n}-{offered}", offered, n, seconds, downstream)
+            out.append(rate)
+            unclean = 0 if rate.clean else unclean + 1
+            if unclean == 2:
+                break
+    return out
+
+
+def _rates_table(title: str, wrk: tuple[float, str], rates: list[Rate]) -> Table:
+    table = Table(title=title)
+    for col in ("generator", "offered/s", "achieved/s", "late groups", "send lag p99 ms", "generator CPU %",
+                "generator CPU us/request", "target CPU %", "clean"):
+        table.add_column(col, justify="left" if col == "generator" else "right")
+    table.add_row(wrk[1], "-", f"{wrk[0]:,.0f}", "-", "-", "-", "-", "-", "-")
+    for r in rates:
+        table.add_row(f"ratelimit-bench, {r.workers} Locust worker{'s' * (r.workers > 1)}", f"{r.offered:,}",
+                      f"{r.achieved:,.0f}", f"{r.late_share:.1%}", f"{r.lag_p99_ms:.1f}", f"{r.generator_cpu:.0f}",
+                      f"{r.us_per_request:.0f}", f"{r.target_cpu:.0f}", "yes" if r.clean else "no")
+    return table
+
+
+def _ceilings(rates: list[Rate], wrk_rps: float) -> str:
+    lines = []
+    for n in sorted({r.workers for r in rates}):
+        clean = [r for r in rates if r.workers == n and r.clean]
+        if not clean:
+            lines.append(f"{n} worker(s): no offered rate replayed cleanly")
+            continue
+        best = max(clean, key=lambda r: r.offered)
+        share = f" = {best.achieved / wrk_rps:.0%} of wrk's {wrk_rps:,.0f}/s" if math.isfinite(wrk_rps) else ""
+        lines.append(f"{n} worker(s): highest clean offered rate {best.offered:,}/s (achieved {best.achieved:,.0f}/s{share})")
+    return "\n".join(lines)
 
 
 def _median_max(spread: dict[str, float]) -> str:
     return f"{spread.get('median', float('nan')):.1f} ({spread.get('max', float('nan')):.1f})"
 
 
-def run_live_bench(console: Console, seconds: float = 4.0) -> None:
+def _bursts(root: Path) -> Table:
+    bursts = Table(title="burst precision: N requests released at one deadline, 6 bursts a run (1 Locust worker, no downstream)")
+    for col in ("burst", "goal: worst within ms", "landed within ms: median (max)", "decided within ms: median (max)",
+                "send lag p50 ms", "send lag max ms"):
+        bursts.add_column(col, justify="right")
+    for size, goal in ((100, 10), (1000, 50)):
+        # 3 boundaries: 6 bursts a run; the first meets a cold target, the median shows the rest
+        burst = {"name": "boundary_burst", "params": {"instant": 1, "boundaries": 3, "size": size, "delta_s": 0.5}}
+        info, _ = _live(root / f"burst-{size}", burst, size, 1, NO_DOWNSTREAM)
+        landed, decided = info.get("burst_spread_ms") or {}, info.get("burst_decision_spread_ms") or {}
+        lag = info.get("send_lag_ms") or {}
+        bursts.add_row(f"{size:,}", f"{goal}", _median_max(landed), _median_max(decided),
+                       f"{lag.get('p50', float('nan')):.1f}", f"{lag.get('max', float('nan')):.1f}")
+    return bursts
+
+
+def run_live_bench(console: Console, seconds: float = 3.0) -> None:
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         root = Path(tmp)
-        rates = Table(title=f"request rate against the `none` target (2 cores shared; {seconds:.0f} s open-model runs)")
-        for col in ("generator", "requests/s", "generator CPU %", "target CPU %", "late groups"):
-            rates.add_column(col, justify="left" if col == "generator" else "right")
-        with running_target(["--algorithm", "none"], log_dir=root / "wrk") as target:
-            wrk_rps, how = _wrk(target.url)
-        rates.add_row(how, f"{wrk_rps:,.0f}", "-", "-", "-")
-        for workers in (1, 2):
-            for offered in OFFERED_RPS:
-                steady = {"name": "steady", "params": {"clients": 100, "load": 1.0, "duration_s": seconds}}
-                info, run_dir = _live(root / f"rate-{workers}-{offered}", steady, offered / 100, workers)
-                answered = pd.read_parquet(run_dir / "client.parquet")
-                answered = answered[answered["status"] > 0]
-                span = answered["done_t"].max() - answered["sent_t"].min()
-                rates.add_row(f"ratelimit-bench, {workers} Locust worker{'s' * (workers > 1)}, offered {offered:,}/s",
-                              f"{len(answered) / span:,.0f}", f"{_cpu(run_dir, info, 'generator'):.0f}",
-                              f"{_cpu(run_dir, info, 'target'):.0f}", f"{info.get('late_share', 0):.0%}")
-                if info.get("late_share", 0) > SATURATED_LATE_SHARE:
-                    break  # this many workers cannot keep up: a higher offer only measures the pile-up
-        console.print(rates)
-
-        bursts = Table(title="burst precision: N requests released at one deadline, 6 bursts a run (1 Locust worker)")
-        for col in ("burst", "landed within ms: median (max)", "decided within ms: median (max)", "send lag p50 ms",
-                    "send lag max ms"):
-            bursts.add_column(col, justify="right")
-        for size in (100, 1000):
-            # 3 boundaries: 6 bursts a run; the first meets a cold target, the median shows the rest
-            burst = {"name": "boundary_burst", "params": {"instant": 1, "boundaries": 3, "size": size, "delta_s": 0.5}}
-            info, _ = _live(root / f"burst-{size}", burst, size, 1)
-            landed, decided = info.get("burst_spread_ms") or {}, info.get("burst_decision_spread_ms") or {}
-            lag = info.get("send_lag_ms") or {}
-            bursts.add_row(f"{size:,}", _median_max(landed), _median_max(decided), f"{lag.get('p50', float('nan')):.1f}",
-                           f"{lag.get('max', float('nan')):.1f}")
-        console.print(bursts)
+        with running_target(["--algorithm", "none", "--service-ms", "0"], log_dir=root / "wrk-bare") as target:
+            wrk_bare = _wrk(target.url)
+        bare = _ladder(root / "bare", NO_DOWNSTREAM_RPS, (1, 2), seconds, NO_DOWNSTREAM)
+        console.print(_rates_table(f"the `none` target, no downstream (2 cores shared; {seconds:.0f} s open-model runs)",
+                                   wrk_bare, bare))
+        console.print(_ceilings(bare, wrk_bare[0]))
+        slow = ["--concurrency", str(DOWNSTREAM["concurrency"]), "--service-ms", str(DOWNSTREAM["median_ms"]),
+                "--service-sigma", str(DOWNSTREAM["sigma"])]
+        with running_target(["--algorithm", "none", *slow], log_dir=root / "wrk-down") as target:
+            wrk_down = _wrk(target.url)
+        behind = _ladder(root / "downstream", DOWNSTREAM_RPS, (1,), seconds, DOWNSTREAM)
+        console.print(_rates_table("the `none` target behind a downstream of 32 slots x 20 ms (its ceiling ~1,600/s)",
+                                   wrk_down, behind))
+        console.print(_ceilings(behind, wrk_down[0]))
+        console.print(_bursts(root))
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="run_bench.py bench live", description=__doc__.splitlines()[0]).parse_args(argv)
-    run_live_bench(Console())
+    parser = argparse.ArgumentParser(prog="run_bench.py bench live", description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=3.0, help="length of each steady run (default 3)")
+    args = parser.parse_args(argv)
+    if not 0 < args.seconds <= 60:
+        parser.error(f"--seconds must be in (0, 60], got {args.seconds}")
+    run_live_bench(Console(), args.seconds)
     return 0
 
 

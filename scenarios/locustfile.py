@@ -4,9 +4,10 @@
 Locust drives the load; the suite owns the timing and the statistics, because Locust's own model
 does not fit (closed loop, so coordinated omission; response times rounded; no way to fire a
 burst at an instant):
-- one scheduler per worker walks its share of the plan; each group of near-simultaneous requests
-  gets greenlets spawned ahead of time on warm connections, blocked on one event released at the
-  group's deadline; nothing waits for replies (no concurrency cap), so the model stays open;
+- one scheduler per worker walks its share of the plan; ``PlanUser`` writes each group of
+  near-simultaneous requests back to back at the group's deadline on warm connections (the raw
+  replay engine, ``scenarios.raw_replay``); nothing waits for replies (no concurrency cap), so
+  the model stays open;
 - every request is logged raw (intended, sent and done times, status) and written as Parquet when
   the test stops; percentiles are computed afterwards, exactly;
 - a 429 is an expected answer, never a Locust failure.
@@ -18,26 +19,33 @@ The harness names the class the plan needs (``LivePlan.user_class``) on Locust's
 
 from __future__ import annotations
 
+import gc
 import itertools
+import math
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import gevent
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-from gevent.event import Event
 from gevent.pool import Group
-from locust import FastHttpUser, events, task
-from locust.exception import StopUser
+from locust import FastHttpUser, User, events, task
+from locust.exception import CatchResponseError, StopUser
 
 from contract.routes import MODEL_ROUTES
 from contract.schema import CLIENT_SCHEMA, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
-from scenarios.live_plan import LivePlan, Shot, groups, outcome, request_headers, worker_share
+from scenarios.live_plan import LivePlan, groups, outcome, request_headers, worker_share
+from scenarios.raw_replay import RawReplay, Wire, wires
 
-PREPARE_AHEAD_S = 0.05
-"""Greenlets of a group are spawned this long before its deadline and then wait on its event."""
+BURST = 10
+"""A group this large is a burst: its deadline is kept by spinning the last millisecond."""
+WARM_LATENCY_S = 0.02
+"""Warm connections for this long of the offered rate in flight, beyond the largest group."""
+WARM_SPARE = 8
 LATE_S = 0.005
 """A group released this much after its deadline counts as late (the generator fell behind)."""
 EXPECTED = (200, 201, 429)
@@ -58,6 +66,8 @@ class _ClientLog:
         """request id -> (intended, sent[, attempt])"""
         self.late_groups = 0
         self.path: Path | None = None
+        self.tables: list[Callable[[], pa.Table]] = []
+        """Rows kept in columns by a replay engine, read when the test stops."""
 
     def add(self, request_id: str, intended: float, sent: float, done: float, status: int, attempt: int = 1) -> None:
         for name, value in zip(CLIENT_SCHEMA.names, (request_id, intended, sent, done, status, attempt)):
@@ -69,7 +79,7 @@ class _ClientLog:
         for request_id, (intended, sent, *attempt) in self.in_flight.items():  # cut off by the stop
             self.add(request_id, intended, sent, float("nan"), 0, *attempt)
         self.in_flight.clear()
-        table = pa.Table.from_pydict(self.rows, schema=CLIENT_SCHEMA)
+        table = pa.concat_tables([pa.Table.from_pydict(self.rows, schema=CLIENT_SCHEMA), *(t() for t in self.tables)])
         tmp = self.path.with_suffix(".tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, self.path)
@@ -84,7 +94,7 @@ def _flush(environment, **_kwargs) -> None:
     LOG.write()
 
 
-def _start(user: FastHttpUser) -> tuple[LivePlan, int]:
+def _start(user: User) -> tuple[LivePlan, int]:
     """Load the plan, point the user at the target, open this worker's client log."""
     plan = LivePlan.load(Path(user.environment.parsed_options.plan))
     worker = max(0, getattr(user.environment.runner, "worker_index", 0))
@@ -115,50 +125,93 @@ def _wait_for_target(user: FastHttpUser, timeout_s: float = 30.0) -> None:
         gevent.sleep(0.05)
 
 
-class PlanUser(FastHttpUser):
-    """One per worker: replays this worker's share of the plan."""
+class PlanUser(User):
+    """One per worker: replays this worker's share of an open-loop plan with the raw replay
+    engine (``scenarios.raw_replay``): pre-encoded requests, warm keep-alive sockets, a group
+    written back to back at its deadline, one reader per connection. Every reply fires Locust's
+    ``request`` event, so Locust's stats, CSV and web UI count what the client log holds."""
 
-    concurrency = 1000  # connections per user: at least the largest burst, effectively no cap
     host = "http://127.0.0.1"
 
     def on_start(self) -> None:
         plan, worker = _start(self)
         self.plan = plan
-        self.batches = groups(worker_share(plan.arrivals(), worker, plan.workers), plan.burst_gap_s)
-        self.urls = plan.host_urls()  # by arrival index: the plan's routing over its hosts
-        _warm_up(self, max((len(b) for b in self.batches), default=1), Path(plan.client_dir), worker)
+        shots = worker_share(plan.arrivals(), worker, plan.workers)
+        urls = plan.host_urls()  # by arrival index: the plan's routing over its hosts
+        self.ids = [s.headers["x-request-id"] for s in shots]
+        self.methods = [s.method for s in shots]
+        self.names = [f"{s.method} {s.path}" for s in shots]
+        self.intended = np.zeros(len(shots))
+        self.batches: list[tuple[float, range]] = []
+        at = 0
+        for batch in groups(shots, plan.burst_gap_s):
+            deadline = plan.start_at + batch[0].t
+            self.intended[at:at + len(batch)] = deadline
+            self.batches.append((deadline, range(at, at + len(batch))))
+            at += len(batch)
+        requests = wires([(s.method, s.path, s.headers) for s in shots], [urls[s.index] for s in shots])
+        self.engine = RawReplay(requests, self._reply)
+        LOG.tables.append(self._table)
+        self._warm_up(requests, Path(plan.client_dir), worker)
+
+    def _warm_up(self, requests: list[Wire], client_dir: Path, worker: int) -> None:
+        """Wait for the target; open, per host, as many connections as the largest group or
+        the offered rate needs and send one health check on each; then say ready."""
+        hosts = sorted({w.host for w in requests})
+        span = max(1e-3, (self.batches[-1][0] - self.batches[0][0]) if self.batches else 1.0)
+        need = dict.fromkeys(hosts, 1)
+        for host in hosts:
+            on_host = [sum(requests[i].host == host for i in idx) for _, idx in self.batches]
+            need[host] = max(on_host) + math.ceil(sum(on_host) / span * WARM_LATENCY_S) + WARM_SPARE
+        deadline = time.time() + 30.0
+        for host in hosts:  # the harness starts Locust and the target together
+            while True:
+                try:
+                    if self.engine.warm({host: 1}) == [200]:
+                        break
+                except OSError:
+                    pass
+                if time.time() > deadline:
+                    raise StopUser()
+                gevent.sleep(0.05)
+        statuses = self.engine.warm({host: n - 1 for host, n in need.items()})
+        for status in statuses:
+            self.environment.events.request.fire(request_type="GET", name="warm-up", response_time=0.0, response_length=0,
+                                                 exception=None if status == 200 else CatchResponseError(f"status {status}"),
+                                                 context={})
+        gc.freeze()  # the plan's objects live until the end: a full collection would stall a deadline walking them
+        (client_dir / ready_marker(worker)).write_text(f"{time.time():.6f}")
 
     @task
     def replay(self) -> None:
-        start_at = self.plan.start_at
-        in_flight = Group()  # forgets finished greenlets by itself
-        for batch in self.batches:
-            deadline = start_at + batch[0].t
-            _sleep_until(deadline - PREPARE_AHEAD_S)
-            release = Event()
-            for shot in batch:
-                in_flight.spawn(self._fire, release, deadline, shot)
-            _sleep_until(deadline)
+        engine = self.engine
+        for deadline, indexes in self.batches:
+            _wait_until(deadline, spin=len(indexes) >= BURST)
             if time.time() - deadline > LATE_S:
                 LOG.late_groups += 1
-            release.set()
-        in_flight.join()
+            engine.send_group(indexes)
+        while engine.outstanding:
+            gevent.sleep(0.01)
+        engine.close()
         raise StopUser()
 
-    def _fire(self, release: Event, deadline: float, shot: Shot) -> None:
-        release.wait()
-        request_id = shot.headers["x-request-id"]
-        sent = time.time()
-        LOG.in_flight[request_id] = (deadline, sent)
-        with self.client.request(shot.method, self.urls[shot.index] + shot.path, headers=shot.headers,
-                                 name=f"{shot.method} {shot.path}", catch_response=True) as response:
-            status = response.status_code or 0
-            if status in EXPECTED:
-                response.success()  # a 429 is an expected outcome, not a failure
-            else:
-                response.failure(f"status {status}")
-        LOG.in_flight.pop(request_id, None)
-        LOG.add(request_id, deadline, sent, time.time(), status)
+    def _reply(self, i: int, status: int, length: int) -> None:
+        engine = self.engine
+        self.environment.events.request.fire(
+            request_type=self.methods[i], name=self.names[i], response_time=(engine.done[i] - engine.sent[i]) * 1000.0,
+            response_length=length, exception=None if status in EXPECTED else CatchResponseError(f"status {status}"),
+            context={})
+
+    def _table(self) -> pa.Table:
+        """The sent requests of this share, from the engine's columns (cut off by the stop:
+        no done time, status 0)."""
+        engine = self.engine
+        sent = ~np.isnan(engine.sent)
+        return pa.table({
+            "request_id": pa.array(np.asarray(self.ids, dtype=object)[sent], pa.string()),
+            "intended_t": self.intended[sent], "sent_t": engine.sent[sent], "done_t": engine.done[sent],
+            "status": engine.status[sent], "attempt": np.ones(int(sent.sum()), dtype=np.int32),
+        }, schema=CLIENT_SCHEMA)
 
 
 class ReactiveUser(FastHttpUser):
@@ -210,6 +263,20 @@ class ReactiveUser(FastHttpUser):
         for follow in self.model.react(request._replace(t=done - start_at), answer):
             follow_id = request_id if follow.attempt > request.attempt else f"w{self.worker}.{next(self.ids)}"
             self.in_flight.spawn(self._fire, follow, follow_id)
+
+
+def _wait_until(t: float, spin: bool) -> None:
+    """Until ``t``: gevent's timers wake up to ~1 ms late, which is fine for a single request;
+    a burst (``spin``) sleeps to 1 ms before and yield-spins the rest (replies are read meanwhile)."""
+    remaining = t - time.time()
+    if not spin:
+        if remaining > 0:
+            gevent.sleep(remaining)
+        return
+    if remaining > 0.001:
+        gevent.sleep(remaining - 0.001)
+    while time.time() < t:
+        gevent.sleep(0)
 
 
 def _sleep_until(t: float) -> None:

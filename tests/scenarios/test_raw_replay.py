@@ -1,0 +1,83 @@
+"""The raw replay engine against a real target process (in this process, on gevent sockets), and
+``PlanUser`` through the campaign runner: the client log holds exactly the plan's requests and
+Locust's stats count the same requests."""
+
+from __future__ import annotations
+
+import gevent
+import pandas as pd
+import pytest
+
+from harness.campaign.live import Campaign
+from harness.live.plan import plan_runs
+from harness.live.runner import LiveRunner
+from scenarios import raw_replay
+from scenarios.live_plan import LivePlan, groups, worker_share
+from scenarios.raw_replay import RawReplay, wires
+from targets.process import running_target
+
+
+@pytest.fixture(scope="module")
+def target(tmp_path_factory):
+    with running_target(["--algorithm", "fixed_window", "--limit", "30", "--window", "60", "--service-ms", "0"],
+                        log_dir=tmp_path_factory.mktemp("target")) as running:
+        yield running
+
+
+def _replay(url: str, n: int, groups_of: int) -> tuple[RawReplay, list[tuple[int, int, int]]]:
+    answers: list[tuple[int, int, int]] = []
+    reqs = wires([("GET", "/api/items", {"x-api-key": "k", "x-request-id": f"e{i}"}) for i in range(n)], [url] * n)
+    engine = RawReplay(reqs, lambda i, status, length: answers.append((i, status, length)))
+    assert engine.warm({reqs[0].host: 4}) == [200] * 4
+    for start in range(0, n, groups_of):
+        engine.send_group(range(start, min(n, start + groups_of)))
+        gevent.sleep(0.001)
+    with gevent.Timeout(10):
+        while engine.outstanding:
+            gevent.sleep(0.005)
+    engine.close()
+    return engine, answers
+
+
+def test_every_request_is_answered_once_and_the_limit_is_the_targets(target):
+    engine, answers = _replay(target.url, 50, 5)
+    assert sorted(i for i, _, _ in answers) == list(range(50))
+    assert sorted(engine.status.tolist()) == [200] * 30 + [429] * 20  # 30 per minute on one key
+    assert all(length > 0 for _, _, length in answers)
+    assert (engine.done >= engine.sent).all()
+
+
+def test_past_the_connection_cap_requests_queue_on_open_connections(target, monkeypatch):
+    monkeypatch.setattr(raw_replay, "MAX_CONNECTIONS", 4)
+    engine, answers = _replay(target.url, 40, 40)  # one group of 40 on 4 connections: pipelined
+    assert sorted(i for i, _, _ in answers) == list(range(40))
+    assert set(engine.status.tolist()) <= {200, 429} and len(engine.pools) == 1
+    assert len(next(iter(engine.pools.values())).all) == 4
+
+
+def test_plan_user_logs_exactly_the_plan_and_locust_counts_it(tmp_path):
+    campaign = Campaign.model_validate({
+        "name": "raw", "policy": {"limit": 3, "window_s": 1}, "algorithms": ["none"],
+        "scenarios": [{"name": "steady", "params": {"clients": 100, "load": 1.0, "duration_s": 1}}],
+        "scale": {"workers": 2, "lead_s": 2.5, "drain_s": 0.5}, "downstream": {"median_ms": 0},
+    })
+    run = plan_runs(campaign)[0]
+    runner = LiveRunner(campaign, tmp_path)
+    try:
+        info = runner.execute(run)
+    finally:
+        runner.close()
+    assert info["status"] == "ok", info.get("error")
+    run_dir = tmp_path / "runs" / run.name
+    plan = LivePlan.load(run_dir / "plan.json")
+    shots = worker_share(plan.arrivals(), 0, 1)
+    intended = {s.headers["x-request-id"]: plan.start_at + g[0].t for g in groups(shots, plan.burst_gap_s) for s in g}
+    client = pd.read_parquet(run_dir / "client.parquet")
+    assert sorted(client["request_id"]) == sorted(intended) and len(client) == len(intended) > 200
+    # each worker groups its own share: a request's intended time is its group's deadline, at or before its own
+    for row in client.itertuples():
+        assert intended[row.request_id] - 0.0021 <= row.intended_t <= plan.start_at + shots[int(row.request_id[1:])].t
+    assert set(client["status"]) == {200} and (client["attempt"] == 1).all()
+    stats = pd.read_csv(run_dir / "locust" / "stats_stats.csv")
+    counted = stats[~stats["Name"].isin(["warm-up", "Aggregated"])]
+    assert counted["Request Count"].sum() == len(client) and counted["Failure Count"].sum() == 0
