@@ -23,12 +23,12 @@ test: $(STAMP) system-deps
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q
 
-# What some tests drive besides Python: Redis (store tests), Chromium (report rendering) and NGINX
-# (the nginx peer target); and wrk, which the live benchmark runs beside the suite's generator.
+# What some tests drive besides Python: Redis (store tests), Chromium (report rendering), NGINX and
+# HAProxy (the peer targets); and wrk, which the live benchmark runs beside the suite's generator.
 # Installed from the system's packages when missing and we are root; otherwise those tests say
 # what is missing (and, under CI=true, fail rather than skip).
 system-deps:
-	@for pair in redis-server:redis-server chromium:chromium nginx:nginx wrk:wrk; do \
+	@for pair in redis-server:redis-server chromium:chromium nginx:nginx haproxy:haproxy wrk:wrk; do \
 	  bin=$${pair%%:*}; pkg=$${pair##*:}; \
 	  command -v $$bin >/dev/null 2>&1 && continue; \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \

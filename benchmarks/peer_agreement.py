@@ -1,11 +1,13 @@
-"""``run_bench.py bench peer-agreement``: how faithfully the suite's mapped model predicts NGINX
-``limit_req``, request by request, on a seeded bursty schedule.
+"""``run_bench.py bench peer-agreement [--peer NAME]``: how faithfully the suite's mapped model
+predicts a peer target (NGINX ``limit_req`` by default), request by request, on a seeded bursty
+schedule.
 
-A real nginx (config generated from the policy) in front of a ``none`` target; one client sends
+The real peer (config generated from the policy) in front of a ``none`` target; one client sends
 the schedule (bursts of 1..12 requests on 4 keys, exponential gaps) and tags every request. The
-decisions NGINX logged are compared with the mapped model (token_bucket, capacity = NGINX burst + 1,
-NGINX's refill) twice: on NGINX's own decision times (its millisecond clock: the mapping alone)
-and on the schedule's intended times (what ``simulate`` would predict: mapping plus the network).
+decisions the peer logged are compared with its mapped model (harness/campaign/peers/: NGINX's is
+token_bucket, capacity = NGINX burst + 1, NGINX's refill) twice: on the peer's own decision times
+(its clock: the mapping alone) and on the schedule's intended times (what ``simulate`` would
+predict: mapping plus the network).
 """
 
 from __future__ import annotations
@@ -20,8 +22,9 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from harness.live.nginx import ACCESS_LOG, access_log_decisions, mapped_decisions
-from harness.live.supervise import nginx_before_none
+from harness.campaign.peers import PEER_STORE, model_policy
+from harness.live.peers import LIVE_PEERS, live_peer
+from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from targets.algorithms import Policy
 
 KEYS = 4
@@ -39,6 +42,7 @@ def schedule(seed: int, seconds: float, mean_gap_s: float) -> list[tuple[float, 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run_bench.py bench peer-agreement", description=__doc__)
+    parser.add_argument("--peer", choices=sorted(LIVE_PEERS), default="nginx")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--limit", type=float, default=10, help="requests per --window-s (default 10 per 1 s)")
@@ -48,7 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     policy = Policy(args.limit, args.window_s, args.burst)
     plan = schedule(args.seed, args.seconds, mean_gap_s=0.1)
     intended: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp, nginx_before_none(policy, Path(tmp)) as (url, logs):
+    with tempfile.TemporaryDirectory() as tmp, peer_before_none(args.peer, policy, Path(tmp)) as (url, logs):
         with httpx.Client(timeout=5) as http:
             start_wall, start = time.time(), time.monotonic()
             for n, (at, key, size) in enumerate(plan):
@@ -58,15 +62,16 @@ def main(argv: list[str] | None = None) -> int:
                     intended[rid] = start_wall + at
                     http.get(f"{url}/api/items", headers={"x-request-id": rid, "x-api-key": key})
         time.sleep(0.2)
-        df = access_log_decisions(logs / ACCESS_LOG, store="zone").to_pandas()
-    own = mapped_decisions("nginx", policy, df["t"], df["key"])
+        df = live_peer(args.peer).decisions(logs, store=PEER_STORE).to_pandas()
+    own = mapped_decisions(args.peer, policy, df["t"], df["key"])
     by_plan = df.assign(intended=df["request_id"].map(intended)).sort_values("intended", kind="stable")
-    planned = mapped_decisions("nginx", policy, by_plan["intended"], by_plan["key"])
-    table = Table(title=f"NGINX limit_req vs token_bucket, {policy.limit:g} per {policy.window_s:g} s, burst {policy.burst:g}, "
-                        f"{len(df):,} requests, {int(df['allowed'].sum()):,} admitted by nginx")
+    planned = mapped_decisions(args.peer, policy, by_plan["intended"], by_plan["key"])
+    model = model_policy(args.peer, policy)[0]
+    table = Table(title=f"{args.peer} vs its model {model}, {policy.limit:g} per {policy.window_s:g} s, burst {policy.burst:g}, "
+                        f"{len(df):,} requests, {int(df['allowed'].sum()):,} admitted by {args.peer}")
     for column in ("model fed", "agreement", "disagreements"):
         table.add_column(column, justify="right" if column != "model fed" else "left")
-    for label, model, actual in (("nginx's own decision times", own, df["allowed"]),
+    for label, model, actual in ((f"{args.peer}'s own decision times", own, df["allowed"]),
                                  ("the schedule's intended times", planned, by_plan["allowed"])):
         agree = sum(m == a for m, a in zip(model, actual))
         table.add_row(label, f"{agree / len(model):.2%}", f"{len(model) - agree:,}")

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from scenarios.fleet import fleet_of
 
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
-from .peers import PEERS, PeerError, nginx_limit, peer_binary
+from .peers import PEERS, PeerError
 
 StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
 """``memory``, or the redis store in a mode: ``redis`` is the campaign's ``redis.mode``;
@@ -76,7 +76,7 @@ class Campaign(CampaignHeader):
     scale: Scale = Scale()
     downstream: DownstreamSettings = DownstreamSettings()
     peers: list[str] = Field(default_factory=list)
-    """Peer targets (harness/campaign/peers.py) every scenario also runs on, beside ``algorithms``:
+    """Peer targets (harness/campaign/peers/) every scenario also runs on, beside ``algorithms``:
     run ``<scenario>__<peer>``, in front of a suite downstream with the settings above."""
 
     @model_validator(mode="after")
@@ -103,17 +103,14 @@ class Campaign(CampaignHeader):
                 raise ValueError(f"peers: unknown peer {peer!r}; choose from: {', '.join(PEERS)}")
             if self.peers.count(peer) > 1:
                 raise ValueError(f"peers: {peer} is listed more than once")
+            spec = PEERS[peer]
             for sc in self.scenarios:
                 try:
-                    nginx_limit(self.policy_for(sc))
+                    spec.check(self.policy_for(sc), sorted(set(self.model_for(sc).arrivals().cost) - {1.0}))
                 except PeerError as exc:
                     raise ValueError(f"{sc.where}: {exc}") from None
-                costs = sorted(set(self.model_for(sc).arrivals().cost) - {1.0})
-                if costs:
-                    raise ValueError(f"{sc.where}: peer {peer}: requests of cost {costs[0]:g}; "
-                                     "NGINX limit_req counts every request as 1 (no cost-weighted routes)")
             try:
-                peer_binary(peer)
+                spec.executable()
             except PeerError as exc:
                 raise ValueError(str(exc)) from None
 

@@ -72,7 +72,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         ("algorithms", {n: a.summary for n, a in ALGORITHMS.items()}),
         ("scenarios", {**{n: s.summary for n, s in SCENARIOS.items()}, "--trace FILE": TraceFile.summary}),
         ("stores", STORES),
-        ("peers (campaign peers:)", PEERS),
+        ("peers (campaign peers:)", {n: p.summary for n, p in PEERS.items()}),
     ):
         table = Table(title=title, title_justify="left", show_header=False, box=None)
         table.add_column(no_wrap=True)  # names whole; the descriptions wrap

@@ -54,7 +54,7 @@ from contract.schema import (
 )
 from harness.campaign.config_file import str_params
 from harness.campaign.live import Campaign
-from harness.campaign.peers import model_policy, nginx_limit, peer_binary
+from harness.campaign.peers import model_policy
 from harness.events import RunnerEvents
 from harness.sim.simulator import simulate
 from scenarios import SCENARIOS
@@ -69,7 +69,7 @@ from .config import node_configs, peer_downstream_config, target_config
 from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
 from .measures import fleet_measures, measured_window, store_failure_measures
-from .nginx import ACCESS_LOG, NGINX_CONF, access_log_decisions, nginx_conf
+from .peers import live_peer
 from .plan import LiveRun
 from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
 
@@ -167,7 +167,10 @@ class LiveRunner:
             targets = self.processes.start_targets(configs, ports, admin_ports, logs, env)
             if run.peer:  # the suite's target is the peer's downstream; the peer answers the load
                 sampler.watch("target:downstream", ROLE_TARGET, targets[0].pid)
-                targets = [self._start_peer(run, run_dir, peer_port, ports[0]), *targets]
+                assert peer_port is not None
+                peer = live_peer(run.peer).start(self.processes, run.policy, port=peer_port, downstream_port=ports[0],
+                                                 run_dir=run_dir)
+                targets = [peer, *targets]
             for node, target in zip(nodes, targets):
                 sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)
             sampler.start()
@@ -175,8 +178,8 @@ class LiveRunner:
             self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
             for target in targets:
                 self.processes.stop_target(target)
-            if run.peer:  # its decisions (and the counters it has no endpoint for) from its access log
-                decided = access_log_decisions(logs / ACCESS_LOG, store=run.store)
+            if run.peer:  # its decisions (and the counters it has no endpoint for) from its own records
+                decided = live_peer(run.peer).decisions(logs, store=run.store)
                 write_parquet(run_dir / DECISIONS_FILE, decided)
                 rejected = decided.num_rows - sum(decided.column("allowed").to_pylist())
                 self.events.counted({"limits": {run.peer: {"decisions": decided.num_rows, "rejections": rejected}}})
@@ -197,13 +200,6 @@ class LiveRunner:
             info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
             write_run_json(run_dir / RUN_FILE, info)
         return info
-
-    def _start_peer(self, run: LiveRun, run_dir: Path, port: int, downstream_port: int) -> TargetProcess:
-        """The run's peer (NGINX), its config written beside target.yaml, in front of the downstream."""
-        conf = run_dir / NGINX_CONF
-        write_text(conf, nginx_conf(nginx_limit(run.policy), port=port, downstream_port=downstream_port,
-                                    prefix=run_dir / "logs" / "nginx", logs=run_dir / "logs"))
-        return self.processes.start_nginx(peer_binary("nginx"), conf, run_dir / "logs" / "nginx", port, run_dir / "logs")
 
     def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],
                   info: dict[str, Any]) -> dict[str, Any]:
@@ -308,7 +304,7 @@ class LiveRunner:
             return None
         from analysis.metrics import over_admission
 
-        if run.peer:  # the peer's mapped model (harness/campaign/peers.py)
+        if run.peer:  # the peer's mapped model (harness/campaign/peers/)
             algorithm, policy = model_policy(run.peer, run.policy)
             table, _ = simulate(run.model, algorithm, policy, run.params)
             return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)

@@ -12,12 +12,7 @@ from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
-from harness.campaign.peers import nginx_limit, peer_binary
-from targets.algorithms import Policy
-from targets.ports import free_ports
 from targets.process import TargetError, TargetProcess, start_target, wait_ready
-
-from .nginx import ERROR_LOG, nginx_conf
 
 PEER_READY_S = 15.0
 
@@ -89,22 +84,19 @@ class Processes:
             raise RunFailed(f"target did not start: {errors[0]}")
         return started
 
-    def start_nginx(self, binary: str, conf: Path, prefix: Path, port: int, logs: Path) -> TargetProcess:
-        """NGINX in the foreground in its own session under a private prefix, registered at once;
-        ready when its ``/healthz`` (proxied to the downstream) answers. The error log's tail
-        names why it did not start."""
-        prefix.mkdir(parents=True, exist_ok=True)
-        stderr_path = logs / "nginx.stderr"
+    def start_peer(self, name: str, cmd: list[str], port: int, stderr_path: Path, error_log: Path) -> TargetProcess:
+        """A peer target (harness/live/peers/) in the foreground in its own session, registered at
+        once; ready when its ``/healthz`` (proxied to the downstream) answers. Its error log's
+        tail names why it did not start."""
         with stderr_path.open("wb") as err:
-            process = subprocess.Popen([binary, "-p", f"{prefix}/", "-c", str(conf), "-e", str(logs / ERROR_LOG)],
-                                       stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
-        nginx = TargetProcess(process, port, stderr_path, port)
-        self.targets.append(nginx)
+            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
+        started = TargetProcess(process, port, stderr_path, port)
+        self.targets.append(started)
         try:
-            wait_ready(nginx, PEER_READY_S)
+            wait_ready(started, PEER_READY_S)
         except TargetError as exc:
-            raise RunFailed(f"nginx did not start: {exc}\n{tail(logs / ERROR_LOG)}") from None
-        return nginx
+            raise RunFailed(f"{name} did not start: {exc}\n{tail(error_log) or tail(stderr_path)}") from None
+        return started
 
     def start(self, cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen:
         """A child in its own session (its group is stopped as one), output to ``log``."""
@@ -125,25 +117,3 @@ class Processes:
         for child in self.children:
             stop_group(child)
         self.children.clear()
-
-
-@contextmanager
-def nginx_before_none(policy: Policy, folder: Path, service_ms: float = 1.0) -> Iterator[tuple[str, Path]]:
-    """NGINX limiting by ``policy`` in front of a ``none`` target, outside a campaign (the
-    faithfulness test and benchmark); yields (its URL, the logs folder); both stopped on exit."""
-    processes = Processes()
-    logs = folder / "logs"
-    logs.mkdir(parents=True, exist_ok=True)
-    down_port, down_admin, port = free_ports(3)
-    config = folder / "downstream.yaml"
-    config.write_text(f"algorithm: none\nlimit: {policy.limit}\nwindow_s: {policy.window_s}\n"
-                      f"decision_log: {{path: {logs / 'downstream-decisions.parquet'}}}\n"
-                      f"downstream: {{service_time: {{median_ms: {service_ms}, sigma: 0}}}}\n", encoding="utf-8")
-    try:
-        processes.start_targets([config], [down_port], [down_admin], logs, None)
-        conf = folder / "nginx.conf"
-        conf.write_text(nginx_conf(nginx_limit(policy), port=port, downstream_port=down_port, prefix=folder / "prefix",
-                                   logs=logs), encoding="utf-8")
-        yield processes.start_nginx(peer_binary("nginx"), conf, folder / "prefix", port, logs).url, logs
-    finally:
-        processes.stop_all()

@@ -1,5 +1,5 @@
-"""Peer targets: limiters the suite did not write (NGINX ``limit_req`` first), configured from the
-same policy vocabulary, and the suite's algorithm that models each one.
+"""The NGINX ``limit_req`` peer, configured from the same policy vocabulary, and the suite's
+algorithm that models it.
 
 NGINX keeps, per key, an *excess* in thousandths of a request: a request finds
 ``excess = max(0, prev - rate * elapsed_ms / 1000 + 1000)`` and is refused when that exceeds
@@ -13,22 +13,12 @@ NGINX stores the rate as integer thousandths of a request per second, so ``100r/
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import dataclass
 from fractions import Fraction
 
-from contract.errors import BadInput
 from targets.algorithms import Policy
 
-PEERS = {"nginx": "NGINX limit_req (nodelay, 429), keyed by the API-key header else the client address; "
-                  "modelled by token_bucket (simulate --algorithm nginx_limit_req)"}
-"""Every peer a campaign may list, with what it supports (``run_bench.py list``)."""
-PEER_STORE = "zone"
-"""The store a peer run names: the peer keeps its state itself (NGINX: a shared memory zone)."""
-
-
-class PeerError(BadInput):
-    """A peer the suite cannot run as asked: unknown, missing binary, or a policy it cannot express."""
+from .base import Peer, PeerError
 
 
 @dataclass(frozen=True)
@@ -68,28 +58,12 @@ def nginx_limit(policy: Policy) -> NginxLimit:
     return NginxLimit(rate, int(burst) - 1, milli / 1000)
 
 
-def model_policy(peer: str, policy: Policy) -> tuple[str, Policy]:
-    """The suite's algorithm and policy that predict ``peer`` under ``policy``."""
-    if peer != "nginx":
-        raise PeerError(f"unknown peer {peer!r}; choose from: {', '.join(PEERS)}")
-    n = nginx_limit(policy)
-    return "token_bucket", Policy(n.rate_per_s * policy.window_s, policy.window_s, n.model_capacity)
+class Nginx(Peer):
+    name = system = "nginx"
+    summary = ("NGINX limit_req (nodelay, 429), keyed by the API-key header else the client address; "
+               "modelled by token_bucket (simulate --algorithm nginx_limit_req)")
+    binary = package = "nginx"
 
-
-SIMULATE_ALIASES = {"nginx_limit_req": "nginx"}
-"""``simulate --algorithm`` names that predict a peer: its mapped model under the mapped policy."""
-
-
-def decided_by(name: str, policy: Policy) -> tuple[str, Policy]:
-    """The algorithm and policy that decide for ``name``: itself, or a simulate alias's mapped model."""
-    if name in SIMULATE_ALIASES:
-        return model_policy(SIMULATE_ALIASES[name], policy)
-    return name, policy
-
-
-def peer_binary(peer: str) -> str:
-    """The peer's executable on PATH; a PeerError naming the package when it is missing."""
-    found = shutil.which(peer)
-    if found is None:
-        raise PeerError(f"peer {peer}: the {peer} binary was not found on PATH (install Debian's {peer} package)")
-    return found
+    def model(self, policy: Policy) -> tuple[str, Policy]:
+        n = nginx_limit(policy)
+        return "token_bucket", Policy(n.rate_per_s * policy.window_s, policy.window_s, n.model_capacity)

@@ -1,4 +1,4 @@
-"""The NGINX peer of a live run: its nginx.conf, generated from the policy (harness/campaign/peers.py
+"""The NGINX peer of a live run: its nginx.conf, generated from the policy (harness/campaign/peers/nginx.py
 maps it), and its access log turned into the suite's decision log, so the same metric code judges it.
 
 NGINX runs in the foreground (``daemon off``) under a private prefix of the run (pid, temp paths
@@ -11,14 +11,16 @@ NGINX's millisecond clock), ``$limit_req_status`` and the benchmark tags the loa
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 import pyarrow as pa
 
 from contract.schema import DECISION_SCHEMA
-from harness.campaign.peers import NginxLimit, model_policy
-from targets.algorithms import Policy, build_params, get_algorithm
+from harness.campaign.peers import PEERS
+from harness.campaign.peers.nginx import NginxLimit, nginx_limit
+from targets.algorithms import Policy
+
+from .base import LivePeer
 
 NGINX_CONF = "nginx.conf"
 """Beside target.yaml (the downstream's config) in the run folder."""
@@ -98,14 +100,20 @@ def access_log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.
     return pa.table(rows, schema=DECISION_SCHEMA).sort_by("t")
 
 
-def mapped_decisions(peer: str, policy: Policy, times: Sequence[float], keys: Sequence[str]) -> list[bool]:
-    """The suite's model of ``peer`` (harness/campaign/peers.py) on the same requests: one
-    decision per (time, key), in the order given (times ascending)."""
-    algorithm, mapped = model_policy(peer, policy)
-    decide, params = get_algorithm(algorithm).decide, build_params(algorithm, mapped)
-    states: dict[str, object] = {}
-    out = []
-    for t, key in zip(times, keys):
-        decision, states[key] = decide(states.get(key), float(t), 1.0, params)
-        out.append(decision.allowed)
-    return out
+class NginxPeer(LivePeer):
+    spec = PEERS["nginx"]
+    config_file = NGINX_CONF
+    error_log = ERROR_LOG
+
+    def config(self, policy: Policy, *, port: int, downstream_port: int, run_dir: Path) -> str:
+        return nginx_conf(nginx_limit(policy), port=port, downstream_port=downstream_port,
+                          prefix=run_dir / "logs" / "nginx", logs=run_dir / "logs")
+
+    def command(self, executable: str | None, conf: Path, run_dir: Path) -> list[str]:
+        """In the foreground under a private prefix (pid and temp paths of the run's own)."""
+        prefix = run_dir / "logs" / "nginx"
+        prefix.mkdir(parents=True, exist_ok=True)
+        return [str(executable), "-p", f"{prefix}/", "-c", str(conf), "-e", str(run_dir / "logs" / ERROR_LOG)]
+
+    def decisions(self, logs: Path, *, store: str) -> pa.Table:
+        return access_log_decisions(logs / ACCESS_LOG, store=store)

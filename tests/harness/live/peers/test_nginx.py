@@ -22,14 +22,17 @@ import yaml
 
 from contract.folder import write_parquet
 from contract.schema import DECISION_SCHEMA
-from harness.campaign.peers import PeerError, model_policy, nginx_limit, peer_binary
+from harness.campaign.peers import PEERS, PeerError, model_policy
+from harness.campaign.peers.nginx import nginx_limit
 from harness.cli.main import main
-from harness.live.nginx import ACCESS_LOG, access_log_decisions, mapped_decisions
-from harness.live.supervise import Processes, RunFailed, nginx_before_none
+from harness.live.peers import live_peer
+from harness.live.peers.nginx import ACCESS_LOG, ERROR_LOG, access_log_decisions
+from harness.live.peers.standalone import mapped_decisions, peer_before_none
+from harness.live.supervise import Processes, RunFailed
 from targets.algorithms import Policy
 from targets.ports import free_ports
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[4]
 HAVE_NGINX = shutil.which("nginx") is not None
 needs_nginx = pytest.mark.skipif(not HAVE_NGINX and os.environ.get("CI", "").lower() != "true",
                                  reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")
@@ -62,7 +65,7 @@ def test_a_policy_nginx_cannot_express_is_refused(policy, message):
 def test_a_missing_binary_is_named(monkeypatch):
     monkeypatch.setenv("PATH", "")
     with pytest.raises(PeerError, match="the nginx binary was not found on PATH"):
-        peer_binary("nginx")
+        PEERS["nginx"].executable()
 
 
 @pytest.fixture
@@ -70,8 +73,8 @@ def nginx(tmp_path):
     """nginx for 2 requests/s, burst 5 (NGINX burst=4) in front of a ``none`` target; yields
     (url, logs folder, policy); afterwards no process of either is left."""
     policy = Policy(2, 1, 5)
-    with nginx_before_none(policy, tmp_path) as (url, logs):
-        master = psutil.Process(int((tmp_path / "prefix" / "nginx.pid").read_text()))
+    with peer_before_none("nginx", policy, tmp_path) as (url, logs):
+        master = psutil.Process(int((logs / "nginx" / "nginx.pid").read_text()))
         family = [master, *master.children(recursive=True)]
         assert len(family) >= 2  # master and worker, in the peer's own process group
         yield url, logs, policy
@@ -192,7 +195,9 @@ def test_an_nginx_that_cannot_start_fails_with_its_error_log_and_leaves_nothing(
     conf.write_text("daemon off;\nevents {}\nhttp { limit_req_zone $binary_remote_addr zone=z:10m rate=fast; }\n")
     processes = Processes()
     with pytest.raises(RunFailed) as exc:
-        processes.start_nginx(peer_binary("nginx"), conf, tmp_path / "prefix", free_ports(1)[0], tmp_path)
+        nginx = live_peer("nginx")
+        cmd = nginx.command(PEERS["nginx"].executable(), conf, tmp_path)
+        processes.start_peer("nginx", cmd, free_ports(1)[0], tmp_path / "logs" / "nginx.stderr", tmp_path / "logs" / ERROR_LOG)
     assert "nginx did not start" in str(exc.value) and 'invalid rate "rate=fast"' in str(exc.value)
     processes.stop_all()
     assert not _our_nginx(tmp_path)

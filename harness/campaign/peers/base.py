@@ -1,0 +1,66 @@
+"""What every peer target is to a campaign: a limiter the suite did not write, configured from the
+same policy vocabulary, checked before anything starts, and modelled by one of the suite's own
+algorithms (the virtual twin, and ``simulate --algorithm <alias>``).
+
+One module per peer beside this one (``nginx.py``, ...), registered in ``__init__.py``; what a
+peer does in a live run (its process, its config file, its log read back as decisions) lives
+in ``harness/live/peers/``, which imports this side and never the reverse.
+"""
+
+from __future__ import annotations
+
+import shutil
+from abc import ABC, abstractmethod
+
+from contract.errors import BadInput
+from targets.algorithms import Policy
+
+PEER_STORE = "zone"
+"""The store a peer run names: the peer keeps its state itself (NGINX: a shared memory zone)."""
+
+
+class PeerError(BadInput):
+    """A peer the suite cannot run as asked: unknown, missing binary, or a policy it cannot express."""
+
+
+class Peer(ABC):
+    """One peer target, as a campaign sees it."""
+
+    name: str
+    """As a campaign lists it (``peers: [nginx]``) and as its runs are named (``<scenario>__<name>``)."""
+    system: str
+    """The summary's ``system`` column (``nginx``, ``haproxy``, ``slowapi``, ``url``)."""
+    summary: str
+    """One line for ``run_bench.py list``: what it is, how it keys, what models it."""
+    binary: str | None = None
+    """The executable it needs on PATH (None: it runs in Python, or is already running)."""
+    package: str | None = None
+    """The Debian package that provides ``binary`` (named when it is missing)."""
+
+    @abstractmethod
+    def model(self, policy: Policy) -> tuple[str, Policy]:
+        """The suite's algorithm and policy that predict this peer under ``policy``; a PeerError
+        when the peer cannot express the policy."""
+
+    def check(self, policy: Policy, costs: list[float]) -> None:
+        """Refuse what the peer cannot enforce as asked: the policy (``model`` raises) and, by
+        default, any request cost other than 1 (most peers count requests, not cost)."""
+        self.model(policy)
+        if costs:
+            raise PeerError(f"peer {self.name}: requests of cost {costs[0]:g}; {self.system} counts every request as 1 "
+                            "(no cost-weighted routes)")
+
+    def policy_from_config(self, text: str) -> Policy:
+        """The policy a user's own config file of this peer enforces (``validate`` judges it
+        through ``model``); a PeerError naming the directive it cannot read."""
+        raise PeerError(f"peer {self.name}: validate cannot read a {self.system} config file yet")
+
+    def executable(self) -> str | None:
+        """The peer's executable on PATH; a PeerError naming the package when it is missing."""
+        if self.binary is None:
+            return None
+        found = shutil.which(self.binary)
+        if found is None:
+            raise PeerError(f"peer {self.name}: the {self.binary} binary was not found on PATH "
+                            f"(install Debian's {self.package or self.binary} package)")
+        return found

@@ -1,0 +1,55 @@
+"""What every peer target does in a live run: write its config from the run's policy, start as a
+registered child of the run in front of the run's downstream, and give back its own records as
+the suite's decision log (DECISION_SCHEMA), so the same metric code judges it.
+
+One module per peer beside this one, registered in ``__init__.py`` under the campaign-side
+name (``harness/campaign/peers/``).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+
+import pyarrow as pa
+
+from contract.atomic import write_text
+from harness.campaign.peers import Peer
+from targets.algorithms import Policy
+from targets.process import TargetProcess
+
+from ..supervise import Processes
+
+
+class LivePeer(ABC):
+    """One peer target, as a live run drives it."""
+
+    spec: Peer
+    """Its campaign side: name, binary, the policy it can express, its model."""
+    config_file: str
+    """Its config, written in the run folder beside the downstream's target.yaml."""
+    error_log: str
+    """The file under logs/ whose tail says why it did not start."""
+
+    @abstractmethod
+    def config(self, policy: Policy, *, port: int, downstream_port: int, run_dir: Path) -> str:
+        """The whole config file of one run, listening on 127.0.0.1:``port`` and proxying to the
+        downstream on ``downstream_port``; it logs under ``run_dir / "logs"``."""
+
+    @abstractmethod
+    def command(self, executable: str | None, conf: Path, run_dir: Path) -> list[str]:
+        """The foreground command that runs it with ``conf``."""
+
+    @abstractmethod
+    def decisions(self, logs: Path, *, store: str) -> pa.Table:
+        """Its records of the run (under ``logs``) as DECISION_SCHEMA rows in decision-time order."""
+
+    def start(self, processes: Processes, policy: Policy, *, port: int, downstream_port: int,
+              run_dir: Path) -> TargetProcess:
+        """Config written, process started and registered at once, ready when its ``/healthz``
+        (proxied to the downstream) answers; a RunFailed with its error log's tail otherwise."""
+        conf = run_dir / self.config_file
+        write_text(conf, self.config(policy, port=port, downstream_port=downstream_port, run_dir=run_dir))
+        logs = run_dir / "logs"
+        return processes.start_peer(self.spec.name, self.command(self.spec.executable(), conf, run_dir), port,
+                                    logs / f"{self.spec.name}.stderr", logs / self.error_log)

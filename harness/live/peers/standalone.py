@@ -1,0 +1,48 @@
+"""A peer outside a campaign, for the faithfulness test and benchmark: the peer limiting by a
+policy in front of a ``none`` target, and the peer's mapped model deciding the same requests."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from contract.atomic import write_text
+from harness.campaign.peers import model_policy
+from targets.algorithms import Policy, build_params, get_algorithm
+from targets.ports import free_ports
+
+from ..supervise import Processes
+from . import live_peer
+
+
+@contextmanager
+def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float = 1.0) -> Iterator[tuple[str, Path]]:
+    """Peer ``name`` limiting by ``policy`` in front of a ``none`` target; yields (its URL, the
+    logs folder); both stopped on exit."""
+    processes = Processes()
+    logs = folder / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    down_port, down_admin, port = free_ports(3)
+    config = folder / "downstream.yaml"
+    write_text(config, f"algorithm: none\nlimit: {policy.limit}\nwindow_s: {policy.window_s}\n"
+                       f"decision_log: {{path: {logs / 'downstream-decisions.parquet'}}}\n"
+                       f"downstream: {{service_time: {{median_ms: {service_ms}, sigma: 0}}}}\n")
+    try:
+        processes.start_targets([config], [down_port], [down_admin], logs, None)
+        yield live_peer(name).start(processes, policy, port=port, downstream_port=down_port, run_dir=folder).url, logs
+    finally:
+        processes.stop_all()
+
+
+def mapped_decisions(name: str, policy: Policy, times: Sequence[float], keys: Sequence[str]) -> list[bool]:
+    """The suite's model of peer ``name`` (harness/campaign/peers/) on the same requests: one
+    decision per (time, key), in the order given (times ascending)."""
+    algorithm, mapped = model_policy(name, policy)
+    decide, params = get_algorithm(algorithm).decide, build_params(algorithm, mapped)
+    states: dict[str, object] = {}
+    out = []
+    for t, key in zip(times, keys):
+        decision, states[key] = decide(states.get(key), float(t), 1.0, params)
+        out.append(decision.allowed)
+    return out
