@@ -1,5 +1,5 @@
 """``run_bench.py bench peer-agreement [--peer NAME]``: how faithfully the suite's mapped model
-predicts a peer target (NGINX ``limit_req`` by default), request by request, on a seeded bursty
+predicts a peer target (NGINX ``limit_req`` by default, or ``--peer haproxy``), request by request, on a seeded bursty
 schedule.
 
 The real peer (config generated from the policy) in front of a ``none`` target; one client sends
@@ -22,7 +22,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from harness.campaign.peers import PEER_STORE, model_policy
+from harness.campaign.peers import PEER_STORE, PEERS, model_policy
 from harness.live.peers import LIVE_PEERS, live_peer
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from targets.algorithms import Policy
@@ -47,9 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--limit", type=float, default=10, help="requests per --window-s (default 10 per 1 s)")
     parser.add_argument("--window-s", type=float, default=1.0)
-    parser.add_argument("--burst", type=float, default=5)
+    parser.add_argument("--burst", type=float, default=None,
+                        help="default 5 (a peer without a burst of its own, HAProxy: the limit)")
+    parser.add_argument("--versus", metavar="ALGORITHM", help="also compare a suite algorithm (under the policy itself)")
     args = parser.parse_args(argv)
-    policy = Policy(args.limit, args.window_s, args.burst)
+    burst = args.burst if args.burst is not None else (5 if PEERS[args.peer].takes_burst else None)
+    policy = Policy(args.limit, args.window_s, burst)
     plan = schedule(args.seed, args.seconds, mean_gap_s=0.1)
     intended: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp, peer_before_none(args.peer, policy, Path(tmp)) as (url, logs):
@@ -67,12 +70,17 @@ def main(argv: list[str] | None = None) -> int:
     by_plan = df.assign(intended=df["request_id"].map(intended)).sort_values("intended", kind="stable")
     planned = mapped_decisions(args.peer, policy, by_plan["intended"], by_plan["key"])
     model = model_policy(args.peer, policy)[0]
-    table = Table(title=f"{args.peer} vs its model {model}, {policy.limit:g} per {policy.window_s:g} s, burst {policy.burst:g}, "
+    table = Table(title=f"{args.peer} vs its model {model}, {policy.limit:g} per {policy.window_s:g} s, "
+                        f"burst {policy.effective_burst:g}, "
                         f"{len(df):,} requests, {int(df['allowed'].sum()):,} admitted by {args.peer}")
     for column in ("model fed", "agreement", "disagreements"):
         table.add_column(column, justify="right" if column != "model fed" else "left")
-    for label, model, actual in ((f"{args.peer}'s own decision times", own, df["allowed"]),
-                                 ("the schedule's intended times", planned, by_plan["allowed"])):
+    rows = [(f"{args.peer}'s own decision times", own, df["allowed"]),
+            ("the schedule's intended times", planned, by_plan["allowed"])]
+    if args.versus:
+        rows.append((f"{args.versus} (not the model), {args.peer}'s own times",
+                     mapped_decisions(args.peer, policy, df["t"], df["key"], instead=args.versus), df["allowed"]))
+    for label, model, actual in rows:
         agree = sum(m == a for m, a in zip(model, actual))
         table.add_row(label, f"{agree / len(model):.2%}", f"{len(model) - agree:,}")
     Console().print(table)

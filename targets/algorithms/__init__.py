@@ -12,6 +12,7 @@ from . import (
     concurrency,
     fixed_window,
     gcra,
+    haproxy_freq_ctr,
     leaky_bucket,
     none,
     sliding_log,
@@ -38,10 +39,14 @@ ALGORITHMS: dict[str, Algorithm] = {
     )
 }
 
+PEER_MODELS: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in (haproxy_freq_ctr,)}
+"""Models of peer targets' own algorithms (docs/peers.md) that no suite algorithm matches: they
+decide in the simulator and the faithfulness checks, never in ``all`` nor on Redis."""
+
 
 def get_algorithm(name: str) -> Algorithm:
     try:
-        return ALGORITHMS[name]
+        return ALGORITHMS.get(name) or PEER_MODELS[name]
     except KeyError:
         raise PolicyError(f"unknown algorithm {name!r}; choose from: {', '.join(ALGORITHMS)}") from None
 
@@ -52,5 +57,5 @@ def build_params(name: str, policy: Policy, overrides: dict[str, str] | None = N
     return apply_overrides(algorithm.params_from_policy(policy), overrides or {}, name)
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "Decision", "Policy", "PolicyError", "build_params",
+__all__ = ["ALGORITHMS", "PEER_MODELS", "Algorithm", "Decision", "Policy", "PolicyError", "build_params",
            "get_algorithm", "parse_param"]

@@ -6,12 +6,13 @@ from __future__ import annotations
 from targets.algorithms import Policy
 
 from .base import PEER_STORE, Peer, PeerError
+from .haproxy import Haproxy
 from .nginx import Nginx
 
-PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(),)}
+PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), Haproxy())}
 """Every peer a campaign may list by name."""
 
-SIMULATE_ALIASES = {"nginx_limit_req": "nginx"}
+SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haproxy"}
 """``simulate --algorithm`` names that predict a peer: its mapped model under the mapped policy."""
 
 __all__ = ["PEERS", "PEER_STORE", "SIMULATE_ALIASES", "Peer", "PeerError", "decided_by", "model_policy", "peer"]

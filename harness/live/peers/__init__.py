@@ -6,9 +6,10 @@ from __future__ import annotations
 from harness.campaign.peers import peer
 
 from .base import LivePeer
+from .haproxy import HaproxyPeer
 from .nginx import NginxPeer
 
-LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(),)}
+LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(), HaproxyPeer())}
 
 __all__ = ["LIVE_PEERS", "LivePeer", "live_peer"]
 

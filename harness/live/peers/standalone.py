@@ -35,10 +35,12 @@ def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float 
         processes.stop_all()
 
 
-def mapped_decisions(name: str, policy: Policy, times: Sequence[float], keys: Sequence[str]) -> list[bool]:
+def mapped_decisions(name: str, policy: Policy, times: Sequence[float], keys: Sequence[str],
+                     instead: str | None = None) -> list[bool]:
     """The suite's model of peer ``name`` (harness/campaign/peers/) on the same requests: one
-    decision per (time, key), in the order given (times ascending)."""
-    algorithm, mapped = model_policy(name, policy)
+    decision per (time, key), in the order given (times ascending). ``instead``: another
+    algorithm under the policy itself, to measure how far from the peer it is."""
+    algorithm, mapped = model_policy(name, policy) if instead is None else (instead, policy)
     decide, params = get_algorithm(algorithm).decide, build_params(algorithm, mapped)
     states: dict[str, object] = {}
     out = []
