@@ -22,7 +22,7 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
-from harness.campaign.peers import PEER_STORE, PEERS, model_policy
+from harness.campaign.peers import PEER_STORE, model_policy
 from harness.live.peers import LIVE_PEERS, live_peer
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from targets.algorithms import Policy
@@ -47,12 +47,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--limit", type=float, default=10, help="requests per --window-s (default 10 per 1 s)")
     parser.add_argument("--window-s", type=float, default=1.0)
-    parser.add_argument("--burst", type=float, default=None,
-                        help="default 5 (a peer without a burst of its own, HAProxy: the limit)")
+    parser.add_argument("--burst", type=float, default=5)
     parser.add_argument("--versus", metavar="ALGORITHM", help="also compare a suite algorithm (under the policy itself)")
     args = parser.parse_args(argv)
-    burst = args.burst if args.burst is not None else (5 if PEERS[args.peer].takes_burst else None)
-    policy = Policy(args.limit, args.window_s, burst)
+    policy = Policy(args.limit, args.window_s, args.burst)
     plan = schedule(args.seed, args.seconds, mean_gap_s=0.1)
     intended: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp, peer_before_none(args.peer, policy, Path(tmp)) as (url, logs):

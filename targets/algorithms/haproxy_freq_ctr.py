@@ -55,12 +55,13 @@ def _ms(now: float) -> int:
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
     ms, period, limit = _ms(now), p.period_ms, p.limit
-    tick, curr, prev = state if state is not None else (0, 0, 0)
-    if ms - tick < period:  # update_freq_ctr_period: counted, admitted or not
-        curr += int(cost)
+    if state is None:  # HAProxy's new entry (tick 0) rotates at once: a period starting now
+        tick, curr, prev = ms & ~1, int(cost), 0
+    elif ms - state[0] < period:  # update_freq_ctr_period: counted, admitted or not
+        tick, curr, prev = state[0], state[1] + int(cost), state[2]
     else:
-        prev, curr, tick = curr, int(cost), tick + period
-        if ms - tick >= period:  # two periods missed (or a new key): start over at now
+        tick, curr, prev = state[0] + period, int(cost), state[1]
+        if ms - tick >= period:  # two periods missed: start over at now
             prev, tick = 0, ms
         tick &= ~1
     remain = tick + period - ms  # never negative right after an update

@@ -36,8 +36,6 @@ class Peer(ABC):
     """The executable it needs on PATH (None: it runs in Python, or is already running)."""
     package: str | None = None
     """The Debian package that provides ``binary`` (named when it is missing)."""
-    takes_burst: bool = True
-    """Whether it has a burst of its own (HAProxy's request rate has none: burst must be the limit)."""
 
     @abstractmethod
     def model(self, policy: Policy) -> tuple[str, Policy]:

@@ -8,7 +8,7 @@ sending stays refused. Its periods start at a key's first request, not on the cl
 read is floored. No suite algorithm does all that (the closest is sliding_window_counter, which
 counts only admitted requests in clock-aligned windows), so the model is HAProxy's own counter,
 ``haproxy_freq_ctr`` (targets/algorithms/, a peer model: docs/peers.md says why and how close).
-HAProxy has no burst: a policy whose burst is not its limit is refused.
+HAProxy has no burst of its own: a burst B becomes B per B x W / L (the same long-run rate).
 """
 
 from __future__ import annotations
@@ -29,25 +29,26 @@ class HaproxyLimit:
     """A policy in HAProxy's terms."""
 
     limit: int
-    """``gt L``: refused when the rate read exceeds it."""
+    """``gt L``: refused when the rate read exceeds it (the policy's burst)."""
     period_ms: int
-    """``http_req_rate(<period_ms>)``."""
+    """``http_req_rate(<period_ms>)``: burst x W / L."""
 
 
 def haproxy_limit(policy: Policy) -> HaproxyLimit:
-    """The policy as a stick table and a deny rule: a whole number of requests over a whole number
-    of ms, no burst of its own; anything else is refused (HAProxy would round it or cannot say it)."""
-    if policy.limit != int(policy.limit):
-        raise PeerError(f"peer haproxy: limit {policy.limit:g} is not a whole number of requests "
-                        "(sc_http_req_rate counts requests)")
-    period = round(policy.window_s * 1000)
-    if abs(policy.window_s * 1000 - period) > 1e-9 or not 1 <= period <= MAX_PERIOD_MS:
-        raise PeerError(f"peer haproxy: window {policy.window_s:g} s is not a whole number of ms up to "
-                        f"{MAX_PERIOD_MS} (http_req_rate's period)")
-    if policy.burst is not None and policy.burst != policy.limit:
-        raise PeerError(f"peer haproxy: burst {policy.burst:g} differs from the limit {policy.limit:g}; "
-                        "HAProxy's http_req_rate has no burst (leave burst out)")
-    return HaproxyLimit(int(policy.limit), period)
+    """The policy as a stick table and a deny rule. HAProxy has no burst of its own: the policy's
+    B at once and L/W in the long run is B requests per B x W / L (``2 per 1 s, burst 10``:
+    ``http_req_rate(5000) gt 10``; without a burst, L per W as is). B must be a whole number of
+    requests and the period a whole number of ms; anything else is refused (HAProxy would round)."""
+    burst = policy.effective_burst
+    if burst != int(burst) or burst < 1:
+        what = f"burst {burst:g}" if policy.burst is not None else f"limit {burst:g}"
+        raise PeerError(f"peer haproxy: {what} is not a whole number of requests (sc_http_req_rate counts requests)")
+    period_s = burst * policy.window_s / policy.limit
+    period = round(period_s * 1000)
+    if abs(period_s * 1000 - period) > 1e-6 or not 1 <= period <= MAX_PERIOD_MS:
+        raise PeerError(f"peer haproxy: {burst:g} requests per {period_s:.6g} s (burst x W / L) is not a whole "
+                        f"number of ms up to {MAX_PERIOD_MS} (http_req_rate's period)")
+    return HaproxyLimit(int(burst), period)
 
 
 class Haproxy(Peer):
@@ -56,7 +57,6 @@ class Haproxy(Peer):
                "API-key header else the client address; modelled by haproxy_freq_ctr "
                "(simulate --algorithm haproxy_http_req_rate)")
     binary = package = "haproxy"
-    takes_burst = False
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
         h = haproxy_limit(policy)
