@@ -86,6 +86,7 @@ class _ConfigReader:
     def __init__(self, text: str) -> None:
         self.lines = [(n, line.split("#", 1)[0].split()) for n, line in enumerate(text.splitlines(), 1)]
         self.acls: dict[str, tuple[int, list[str]]] = {}
+        self.tracked = {w.removeprefix("track-sc") for _, words in self.lines for w in words if w.startswith("track-sc")}
 
     def policy(self, model) -> Policy:
         periods, denies = [], []
@@ -140,6 +141,9 @@ class _ConfigReader:
         if len(cond) != 3 or not _RATE.match(cond[0]) or cond[1] not in ("gt", "ge") or not cond[2].isdigit():
             raise PeerError(f"{where}: validate reads a deny whose only condition is "
                             f"'sc_http_req_rate(0) gt L' (or ge L), not: {' '.join(cond)}")
+        counter = next(g for g in _RATE.match(cond[0]).groups() if g)
+        if counter not in self.tracked:
+            raise PeerError(f"{where}: {cond[0]} reads sticky counter {counter}, which no track-sc{counter} rule tracks")
         limit = int(cond[2]) if cond[1] == "gt" else int(cond[2]) - 1
         if limit < 1:
             raise PeerError(f"{where}: {' '.join(cond)} refuses every request")

@@ -84,6 +84,11 @@ def test_the_model_counts_denied_requests_starts_at_the_first_and_floors_the_rat
         out.append(decision.allowed)
     assert out == [True, True, False, False, False, True, True]
     assert state == (13500, 1, 0)
+    # refusals count: 5 sent by 10.4 (3 refused), then at 11.5 5 x 0.5 + 1 -> refused, where the
+    # suite's sliding_window_counter (2 counted) admits: 2 x 0.5 + 1 = 2
+    times = [10.0, 10.1, 10.2, 10.3, 10.4, 11.5]
+    assert mapped_decisions("haproxy", Policy(2, 1), times, ["k"] * 6) == [True, True, False, False, False, False]
+    assert mapped_decisions("haproxy", Policy(2, 1), times, ["k"] * 6, instead="sliding_window_counter")[-1] is True
     # a key first seen at 0.3 s: its period is [0.3, 1.3), not the clock's second
     state = algorithm.decide(None, 0.3, 1.0, params)[1]
     state = algorithm.decide(state, 0.9, 1.0, params)[1]
@@ -122,23 +127,26 @@ def _send(http: httpx.Client, url: str, rid: str, key: str | None) -> int:
 @needs_haproxy
 def test_haproxy_decides_a_hand_computed_schedule_and_its_model_agrees(haproxy):
     url, logs, policy = haproxy
-    # 2 per 1 s, the period starting at A's first request (t0). At 0: 5 on A -> 2 admitted, and all
-    # 5 counted; 3 without a key, by address -> 2. At 1.5 s (period 2, prev 5, about half of it
-    # left): 5 x 0.5 + 1 = 3.5 -> both refused: a client that kept knocking stays refused. At 2.7 s
-    # (period 3, prev 2, 0.3 left): 1.6 and 2.6 -> admitted, 3.6 -> refused.
-    plan = [(0.0, "A", 5), (0.0, None, 3), (1.5, "A", 2), (2.7, "A", 3)]
+    # 2 per 1 s, the period starting at A's first request (t0), before its answer: the offsets
+    # below count from that answer, so each step is at least its offset after t0 (late under load
+    # by up to ~0.4 s). At 0: 5 on A -> 2 admitted, and all 5 counted; 3 without a key, by
+    # address -> 2. At 1.05 s (period 2, prev 5, 0.4-0.95 of it left): 5 x >= 0.4 + 1 >= 3 -> both
+    # refused: a client that kept knocking stays refused. At 2.55 s (period 3, prev 2, < 0.45
+    # left): 2 x < 0.45 + 1, + 2 -> admitted (floored to 1 and 2); + 3 -> refused.
+    plan = [(0.0, "A", 5), (0.0, None, 3), (1.05, "A", 2), (2.55, "A", 3)]
     statuses: dict[str, int] = {}
-    start = time.monotonic()
+    start = None
     with httpx.Client(timeout=5) as http:
         for at, key, n in plan:
-            time.sleep(max(0.0, start + at - time.monotonic()))
+            time.sleep(max(0.0, start + at - time.monotonic()) if start else 0.0)
             for i in range(n):
                 rid = f"{key or 'ip'}-{at}-{i}"
                 statuses[rid] = _send(http, url, rid, key)
+                start = start or time.monotonic()
     assert [statuses[f"A-0.0-{i}"] for i in range(5)] == [200] * 2 + [429] * 3
     assert [statuses[f"ip-0.0-{i}"] for i in range(3)] == [200] * 2 + [429]
-    assert [statuses[f"A-1.5-{i}"] for i in range(2)] == [429] * 2
-    assert [statuses[f"A-2.7-{i}"] for i in range(3)] == [200] * 2 + [429]
+    assert [statuses[f"A-1.05-{i}"] for i in range(2)] == [429] * 2
+    assert [statuses[f"A-2.55-{i}"] for i in range(3)] == [200] * 2 + [429]
 
     time.sleep(0.2)  # the last lines reach the log
     table = live_peer("haproxy").decisions(logs, store="zone")
@@ -150,8 +158,6 @@ def test_haproxy_decides_a_hand_computed_schedule_and_its_model_agrees(haproxy):
     assert set(df["source"]) == {"haproxy"} and df["t"].is_monotonic_increasing
     # the model on HAProxy's own times (its ms clock): request by request the same
     assert mapped_decisions("haproxy", policy, df["t"], df["key"]) == list(df["allowed"])
-    # the suite's sliding_window_counter does not count refusals: it admits at 1.5 s
-    assert mapped_decisions("haproxy", policy, df["t"], df["key"], instead="sliding_window_counter") != list(df["allowed"])
 
 
 def test_log_lines_cut_short_or_alerts_are_not_decisions(tmp_path):
@@ -258,6 +264,7 @@ def test_validate_reads_a_users_stick_table_and_deny_rule(text, policy):
     ("gt 100", "lt 100", "line 7: validate reads a deny whose only condition is 'sc_http_req_rate(0) gt L'"),
     ("if too_fast", "if too_fast !trusted", "line 9: validate reads a deny whose only condition"),
     ("http_req_rate(10s)", "http_req_rate(ten)", "line 6: http_req_rate(ten): not a HAProxy time"),
+    ("track-sc0 src", "track-sc1 src", "line 7: sc_http_req_rate(0) reads sticky counter 0, which no track-sc0 rule tracks"),
 ])
 def test_validate_names_the_line_it_cannot_read(old, new, message):
     with pytest.raises(PeerError, match="haproxy config") as exc:
