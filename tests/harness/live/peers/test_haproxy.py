@@ -18,6 +18,8 @@ import httpx
 import psutil
 import pytest
 import yaml
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers import PEERS, PeerError, model_policy
@@ -93,6 +95,21 @@ def test_the_model_counts_denied_requests_starts_at_the_first_and_floors_the_rat
     state = algorithm.decide(None, 0.3, 1.0, params)[1]
     state = algorithm.decide(state, 0.9, 1.0, params)[1]
     assert algorithm.decide(state, 1.2, 1.0, params)[0].allowed is False
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.integers(1, 6), st.sampled_from([0.5, 1.0, 1.001, 3.0]),
+       st.lists(st.floats(0.0, 1.5), min_size=1, max_size=30))
+def test_the_models_retry_after_is_when_the_next_request_passes(limit, window_s, gaps):
+    algorithm, params = get_algorithm("haproxy_freq_ctr"), build_params("haproxy_freq_ctr", Policy(limit, window_s))
+    state, t = None, 100.0
+    for gap in gaps:
+        t += gap * window_s / limit
+        decision, state = algorithm.decide(state, t, 1.0, params)
+    assume(not decision.allowed)
+    assert algorithm.decide(state, t + decision.retry_after_s, 1.0, params)[0].allowed
+    if decision.retry_after_s >= 0.002:
+        assert not algorithm.decide(state, t + decision.retry_after_s - 0.002, 1.0, params)[0].allowed
 
 
 @pytest.fixture
