@@ -8,7 +8,7 @@ from typing import Any
 
 from contract.schema import SYSTEM_SUITE, peer_run_dir_name, run_dir_name
 from harness.campaign.live import Campaign, LiveScenario
-from harness.campaign.peers import PEER_STORE, model_policy
+from harness.campaign.peers import PEERS, model_policy
 from scenarios import TrafficModel
 from scenarios.fleet import fleet_of
 from targets.algorithms import Policy
@@ -39,7 +39,7 @@ class LiveRun:
     @property
     def system(self) -> str:
         """Who limits: ``suite`` or the peer's name (the summary's ``system`` column)."""
-        return self.peer or SYSTEM_SUITE
+        return PEERS[self.peer].system if self.peer else SYSTEM_SUITE
 
     @property
     def nodes(self) -> list[str]:
@@ -69,5 +69,5 @@ def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | No
             if only and not {sc.name, sc.run_name, peer} & set(only):
                 continue
             algorithm, mapped = model_policy(peer, policy)  # its params: the mapped model's (the virtual twin)
-            runs.append(LiveRun(sc, peer, PEER_STORE, policy, campaign.params_for(algorithm, mapped), model=model, peer=peer))
+            runs.append(LiveRun(sc, peer, PEERS[peer].store, policy, campaign.params_for(algorithm, mapped), model=model, peer=peer))
     return runs

@@ -168,8 +168,10 @@ class LiveRunner:
             if run.peer:  # the suite's target is the peer's downstream; the peer answers the load
                 sampler.watch("target:downstream", ROLE_TARGET, targets[0].pid)
                 assert peer_port is not None
-                peer = live_peer(run.peer).start(self.processes, run.policy, port=peer_port, downstream_port=ports[0],
-                                                 run_dir=run_dir)
+                live = live_peer(run.peer)
+                peer_env = {**os.environ, "REDIS_URL": self.redis_url()} if live.spec.uses_redis else None
+                peer = live.start(self.processes, run.policy, port=peer_port, downstream_port=ports[0], run_dir=run_dir,
+                                  env=peer_env)
                 targets = [peer, *targets]
             for node, target in zip(nodes, targets):
                 sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)

@@ -36,6 +36,10 @@ class Peer(ABC):
     """The executable it needs on PATH (None: it runs in Python, or is already running)."""
     package: str | None = None
     """The Debian package that provides ``binary`` (named when it is missing)."""
+    store: str = PEER_STORE
+    """The store its runs name (``zone``: its own; slowapi's: limits' ``memory`` or ``redis``)."""
+    uses_redis: bool = False
+    """Its state lives in Redis: the runner hands it REDIS_URL (its Redis, as for the suite's runs)."""
 
     @abstractmethod
     def model(self, policy: Policy) -> tuple[str, Policy]:

@@ -7,8 +7,9 @@ from harness.campaign.peers import peer
 
 from .base import LivePeer
 from .nginx import NginxPeer
+from .slowapi import SLOWAPI_LIVE
 
-LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(),)}
+LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(), *SLOWAPI_LIVE)}
 
 __all__ = ["LIVE_PEERS", "LivePeer", "live_peer"]
 
