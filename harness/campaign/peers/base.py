@@ -46,6 +46,11 @@ class Peer(ABC):
         """The suite's algorithm and policy that predict this peer under ``policy``; a PeerError
         when the peer cannot express the policy."""
 
+    def twin(self, policy: Policy) -> tuple[str, Policy] | None:
+        """The model of its virtual twin (``model``); None for a peer that has none (a url peer
+        that claims nothing)."""
+        return self.model(policy)
+
     def check(self, policy: Policy, costs: list[float]) -> None:
         """Refuse what the peer cannot enforce as asked: the policy (``model`` raises) and, by
         default, any request cost other than 1 (most peers count requests, not cost)."""
