@@ -148,7 +148,10 @@ class LiveRunner:
                                 "(unset REDIS_URL and the campaign's redis.url)")
             redis = run.peer is None and self.campaign.redis_mode(run.store) not in (None, "local")
             env = {**os.environ, "REDIS_URL": self.redis_url()} if redis else None
-            start_at = aligned_start(time.time(), self.lead_s + NODE_LEAD_S * (len(nodes) - 1), run.policy.window_s)
+            lead = self.lead_s + NODE_LEAD_S * (len(nodes) - 1)
+            if run.spec and run.spec.start_s:  # a lead learned from a suite run knows nothing of the peer's start
+                lead = max(lead, scale.lead_s + run.spec.start_s)
+            start_at = aligned_start(time.time(), lead, run.policy.window_s)
             info["start_at"] = start_at
             if not remote:
                 config = (peer_downstream_config if run.peer else target_config)(run, self.campaign, start_at, run_dir)

@@ -33,6 +33,7 @@ from targets.decision_log import DecisionLog
 
 HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length", "host", "te", "upgrade", "date", "server"}
 """Not forwarded either way (uvicorn writes its own date and server)."""
+KEEP_ALIVE_S = 300
 _tags: ContextVar[tuple[float, dict[str, str], str]] = ContextVar("request_tags")
 """(when the request arrived, its benchmark headers, its route) for the decision being made."""
 
@@ -132,7 +133,12 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m targets.peers.slowapi_app", description=__doc__)
     parser.add_argument("--config", type=Path, required=True)
     config = json.loads(parser.parse_args(argv).config.read_text(encoding="utf-8"))
-    uvicorn.run(build_app(config), host="127.0.0.1", port=config["port"], log_level="warning", access_log=False)
+    # as the suite's targets serve (targets/__main__.py): keep-alive outlasts a run's idle gaps
+    # (uvicorn's 5 s closed connections the load generator warmed before its first burst), and no
+    # proxy headers (uvicorn would take the client address from X-Forwarded-For for any loopback
+    # peer, and the load generator is one): keyed by the connection's address, like the suite's
+    uvicorn.run(build_app(config), host="127.0.0.1", port=config["port"], log_level="warning", access_log=False,
+                timeout_keep_alive=KEEP_ALIVE_S, proxy_headers=False)
 
 
 if __name__ == "__main__":

@@ -40,6 +40,9 @@ class Peer(ABC):
     """The store its runs name (``zone``: its own; slowapi's: limits' ``memory`` or ``redis``)."""
     uses_redis: bool = False
     """Its state lives in Redis: the runner hands it REDIS_URL (its Redis, as for the suite's runs)."""
+    start_s: float = 0.0
+    """Seconds its process needs to answer beyond the runner's lead (Python imports): the runner
+    starts it after the downstream, so a slow start would otherwise eat the plan's first seconds."""
 
     @abstractmethod
     def model(self, policy: Policy) -> tuple[str, Policy]:
