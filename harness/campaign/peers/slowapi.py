@@ -54,8 +54,9 @@ class Slowapi(Peer):
         self.name = f"slowapi-{strategy}" + ("-redis" if store == "redis" else "")
         anchor = " (anchored to the first hit: approximate)" if strategy == "fixed-window" or (
             strategy == "sliding-window-counter" and store == "redis") else ""
+        alias = "" if self.uses_redis else f"; simulate --algorithm {self.name.replace('-', '_')}"
         self.summary = (f"slowapi with limits' {strategy} strategy on {store} storage, keyed by the API-key header "
-                        f"else the client address; modelled by {STRATEGIES[strategy]}{anchor}")
+                        f"else the client address; modelled by {STRATEGIES[strategy]}{anchor}{alias}")
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
         limit_string(policy)

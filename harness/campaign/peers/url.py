@@ -22,6 +22,10 @@ SYSTEM = "url"
 STORE = "external"
 """The store its runs name: its state is wherever the user's endpoint keeps it."""
 REACH_TIMEOUT_S = 3.0
+URL_ITEM = "{name: ..., url: ...}"
+URL_SUMMARY = ("any HTTP endpoint you already run (reject_status: [429], optional claims: {algorithm, limit, window_s, "
+               "burst}); nothing started, judged client-side from the client log")
+"""How ``run_bench.py list`` names it."""
 
 
 class Claims(StrictModel):
