@@ -66,7 +66,8 @@ class FolderAnalysis:
 
 def _base_row(run: Run) -> dict[str, Any]:
     i = run.info
-    return {"scenario": i.scenario, "algorithm": i.algorithm, "system": i.system, "store": i.store, "limit": i.policy.limit,
+    return {"scenario": i.scenario, "algorithm": i.algorithm, "system": i.system, "store": i.store,
+            "decided_from": i.decided_from, "decision_uncertainty_ms": i.decision_uncertainty_ms, "limit": i.policy.limit,
             "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
             "scenario_params": i.scenario_params, "run": run.name,
             "kind": "live" if run.live else "simulated"}

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from contract.summary import decided_label
+
 Column = tuple[str, Callable[[dict[str, Any]], Any], str]
 
 NA = "n/a"
@@ -22,6 +24,7 @@ SUMMARY: tuple[Column, ...] = (
     ("scenario", _get("scenario"), "{}"),
     ("algorithm", _get("algorithm"), "{}"),
     ("store", _get("store"), "{}"),
+    ("decided from", decided_label, "{}"),
     ("requests", _get("requests"), "{:,}"),
     ("P99 ms (intended)", _get("latency_p99_intended_ms"), "{:.1f}"),
     ("rejected %", _pct("rejected_rate"), "{:.1f}"),

@@ -1,5 +1,6 @@
 """``run_bench.py bench peer-agreement [--peer NAME]``: how faithfully the suite's mapped model
-predicts a peer target (NGINX ``limit_req`` by default, or ``--peer haproxy``), request by request, on a seeded bursty
+predicts a peer target (NGINX ``limit_req`` by default; HAProxy; each slowapi strategy, on memory
+or Redis: REDIS_URL, else a redis-server of its own), request by request, on a seeded bursty
 schedule.
 
 The real peer (config generated from the policy) in front of a ``none`` target; one client sends
@@ -13,19 +14,22 @@ predict: mapping plus the network).
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
 from rich.console import Console
 from rich.table import Table
 
-from harness.campaign.peers import PEER_STORE, model_policy
+from harness.campaign.peers import PEERS, model_policy
 from harness.live.peers import LIVE_PEERS, live_peer
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from targets.algorithms import Policy
+from targets.stores.redis.server import RedisServer
 
 KEYS = 4
 
@@ -47,23 +51,29 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--limit", type=float, default=10, help="requests per --window-s (default 10 per 1 s)")
     parser.add_argument("--window-s", type=float, default=1.0)
-    parser.add_argument("--burst", type=float, default=5)
+    parser.add_argument("--burst", type=float, default=None, help="default 5 (slowapi: none, limits has no burst)")
     parser.add_argument("--versus", metavar="ALGORITHM", help="also compare a suite algorithm (under the policy itself)")
     args = parser.parse_args(argv)
-    policy = Policy(args.limit, args.window_s, args.burst)
+    spec = PEERS[args.peer]
+    policy = Policy(args.limit, args.window_s, args.burst if args.burst is not None or spec.system == "slowapi" else 5)
     plan = schedule(args.seed, args.seconds, mean_gap_s=0.1)
     intended: dict[str, float] = {}
-    with tempfile.TemporaryDirectory() as tmp, peer_before_none(args.peer, policy, Path(tmp)) as (url, logs):
-        with httpx.Client(timeout=5) as http:
-            start_wall, start = time.time(), time.monotonic()
-            for n, (at, key, size) in enumerate(plan):
-                time.sleep(max(0.0, start + at - time.monotonic()))
-                for i in range(size):
-                    rid = f"b{n}-{i}"
-                    intended[rid] = start_wall + at
-                    http.get(f"{url}/api/items", headers={"x-request-id": rid, "x-api-key": key})
-        time.sleep(0.2)
-        df = live_peer(args.peer).decisions(logs, store=PEER_STORE).to_pandas()
+    with tempfile.TemporaryDirectory() as tmp:
+        with ExitStack() as stack:
+            env = None
+            if spec.uses_redis:  # REDIS_URL, else a redis-server of our own
+                env = {**os.environ, "REDIS_URL": os.environ.get("REDIS_URL") or stack.enter_context(RedisServer()).url}
+            url, logs = stack.enter_context(peer_before_none(args.peer, policy, Path(tmp), env=env))
+            with httpx.Client(timeout=5) as http:
+                start_wall, start = time.time(), time.monotonic()
+                for n, (at, key, size) in enumerate(plan):
+                    time.sleep(max(0.0, start + at - time.monotonic()))
+                    for i in range(size):
+                        rid = f"b{n}-{i}"
+                        intended[rid] = start_wall + at
+                        http.get(f"{url}/api/items", headers={"x-request-id": rid, "x-api-key": key})
+            time.sleep(0.2)
+        df = live_peer(args.peer).decisions(logs, store=spec.store).to_pandas()  # stopped: its log is complete
     own = mapped_decisions(args.peer, policy, df["t"], df["key"])
     by_plan = df.assign(intended=df["request_id"].map(intended)).sort_values("intended", kind="stable")
     planned = mapped_decisions(args.peer, policy, by_plan["intended"], by_plan["key"])

@@ -16,7 +16,7 @@ from typing import Any
 
 from .atomic import write_text
 from .errors import BadInput
-from .schema import DEGRADED_PHASE, RUN_REQUIRED, RUN_SCHEMA_VERSION, RUN_STATUSES, SYSTEM_SUITE
+from .schema import DECIDED_BY_TARGET, DEGRADED_PHASE, RUN_REQUIRED, RUN_SCHEMA_VERSION, RUN_STATUSES, SYSTEM_SUITE
 
 
 class RunFileError(BadInput):
@@ -66,6 +66,10 @@ class RunInfo:
     error: str | None = None
     system: str = SYSTEM_SUITE
     """Who limited: ``suite``, or a peer target's name (``nginx``)."""
+    decided_from: str = DECIDED_BY_TARGET
+    """``target`` (the limiter's own records) or ``client`` (inferred from the client log: a url peer)."""
+    decision_uncertainty_ms: float | None = None
+    """Client-side decisions: the P99 round trip (``round_trip_ms.p99``), the uncertainty of each decision's time."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -103,4 +107,6 @@ def read_run_json(path: Path) -> RunInfo:
         policy=RunPolicy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
         scenario_params=dict(raw.get("scenario_params") or {}), phases=tuple(phases),
         generator_bound=raw.get("generator_bound"), error=raw.get("error"), system=str(raw.get("system") or SYSTEM_SUITE),
+        decided_from=str(raw.get("decided_from") or DECIDED_BY_TARGET),
+        decision_uncertainty_ms=(raw.get("round_trip_ms") or {}).get("p99"),
     )

@@ -63,6 +63,12 @@ SYSTEM_SUITE = "suite"
 """The summary's ``system`` of the suite's own targets; a peer target's is its name (``nginx``)."""
 
 
+DECIDED_BY_TARGET, DECIDED_BY_CLIENT = "target", "client"
+"""run.json's and the summary's ``decided_from``: the limiter's own records (the suite's targets,
+NGINX's access log, slowapi's hits), or inferred from the client log (a url peer): then every
+metric is client-side, uncertain by the request's round trip (``decision_uncertainty_ms``)."""
+
+
 def peer_run_dir_name(scenario: str, peer: str) -> str:
     """A peer target's run (NGINX ...): it has no store of the suite's."""
     return f"{scenario}__{peer}"
@@ -121,7 +127,9 @@ algorithm's parameters), ``scenario_params`` (e.g. ``backoff`` of a retry storm)
 (list of ``{"name", "start_t", "end_t"}`` in epoch seconds, on the logs' clock; the phase named
 ``degraded`` drives recovery time and shading; ``downstream_outage``: a retry storm's 503 window;
 ``outage``: store_failure's Redis stop), ``generator_bound`` (bool, the runner's own
-verdict) and ``error`` (why a run failed: the log's tail). ``policy`` is ``{"limit",
+verdict), ``error`` (why a run failed: the log's tail), ``decided_from`` (``client`` for a url
+peer, whose decisions are inferred from the client log; absent: ``target``) with ``round_trip_ms``
+(``{"p50", "p99", "max"}`` of the answered requests: the uncertainty of those decisions' times). ``policy`` is ``{"limit",
 "window_s", "burst"}`` with ``burst`` null for the default (= limit)."""
 DEGRADED_PHASE = "degraded"
 DOWNSTREAM_OUTAGE_PHASE = "downstream_outage"

@@ -5,18 +5,24 @@ with the field's path, exit 2."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from scenarios.fleet import fleet_of
 
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
-from .peers import PEERS, PeerError
+from .peers import PEERS, Peer, PeerError
+from .peers.url import UrlPeer, UrlPeerEntry
 
 StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
 """``memory``, or the redis store in a mode: ``redis`` is the campaign's ``redis.mode``;
 ``redis-local-split`` is local mode with L/N per node."""
+
+
+PeerItem = Annotated[Annotated[str, Tag("name")] | Annotated[UrlPeerEntry, Tag("endpoint")],
+                     Discriminator(lambda v: "name" if isinstance(v, str) else "endpoint")]
+"""A ``peers:`` item: a peer's name, or an endpoint of the user's (errors then name its fields)."""
 
 
 class _Strict(BaseModel):
@@ -75,9 +81,10 @@ class Campaign(CampaignHeader):
     """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
     scale: Scale = Scale()
     downstream: DownstreamSettings = DownstreamSettings()
-    peers: list[str] = Field(default_factory=list)
+    peers: list[PeerItem] = Field(default_factory=list)
     """Peer targets (harness/campaign/peers/) every scenario also runs on, beside ``algorithms``:
-    run ``<scenario>__<peer>``, in front of a suite downstream with the settings above."""
+    run ``<scenario>__<peer>``, in front of a suite downstream with the settings above; or an
+    endpoint the user runs, ``{name, url, reject_status, claims}`` (peers/url.py), judged client-side."""
 
     @model_validator(mode="after")
     def _runs_are_buildable(self) -> Campaign:
@@ -96,14 +103,26 @@ class Campaign(CampaignHeader):
         self._peers_can_run()
         return self
 
+    @property
+    def peer_names(self) -> list[str]:
+        return [p if isinstance(p, str) else p.name for p in self.peers]
+
+    def peer_spec(self, name: str) -> Peer:
+        """The peer a run names: a known one, or the campaign's own url peer of that name."""
+        return next((UrlPeer(p) for p in self.peers if isinstance(p, UrlPeerEntry) and p.name == name), None) or PEERS[name]
+
     def _peers_can_run(self) -> None:
-        """Every peer is known, installed and can express each entry's policy and route costs."""
-        for peer in self.peers:
-            if peer not in PEERS:
+        """Every peer is known, installed (a url peer: answering) and can express each entry's
+        policy and route costs."""
+        names = self.peer_names
+        for peer, item in zip(names, self.peers):
+            if isinstance(item, str) and peer not in PEERS:
                 raise ValueError(f"peers: unknown peer {peer!r}; choose from: {', '.join(PEERS)}")
-            if self.peers.count(peer) > 1:
+            if isinstance(item, UrlPeerEntry) and peer in PEERS:
+                raise ValueError(f"peers: {peer!r} is a peer of the suite's; name the url peer otherwise")
+            if names.count(peer) > 1:
                 raise ValueError(f"peers: {peer} is listed more than once")
-            spec = PEERS[peer]
+            spec = self.peer_spec(peer)
             for sc in self.scenarios:
                 try:
                     spec.check(self.policy_for(sc), sorted(set(self.model_for(sc).arrivals().cost) - {1.0}))
@@ -111,6 +130,8 @@ class Campaign(CampaignHeader):
                     raise ValueError(f"{sc.where}: {exc}") from None
             try:
                 spec.executable()
+                if isinstance(spec, UrlPeer):
+                    spec.reachable()
             except PeerError as exc:
                 raise ValueError(str(exc)) from None
 

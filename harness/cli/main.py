@@ -18,6 +18,7 @@ from contract.folder import utc_stamp
 from contract.summary import summary_json
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.peers import PEERS
+from harness.campaign.peers.url import URL_ITEM, URL_SUMMARY
 from harness.campaign.simulate import load_sim_campaign
 from harness.events import RunnerEvents
 from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
@@ -72,7 +73,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         ("algorithms", {n: a.summary for n, a in ALGORITHMS.items()}),
         ("scenarios", {**{n: s.summary for n, s in SCENARIOS.items()}, "--trace FILE": TraceFile.summary}),
         ("stores", STORES),
-        ("peers (campaign peers:)", {n: p.summary for n, p in PEERS.items()}),
+        ("peers (campaign peers:)", {**{n: p.summary for n, p in PEERS.items()}, URL_ITEM: URL_SUMMARY}),
     ):
         table = Table(title=title, title_justify="left", show_header=False, box=None)
         table.add_column(no_wrap=True)  # names whole; the descriptions wrap

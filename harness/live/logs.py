@@ -41,8 +41,9 @@ def slowest_ready(client_dir: Path) -> float | None:
     return max(ready) if ready else None
 
 
-def gather_client(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
-    """Merge the workers' client logs; measure how precisely the plan was kept."""
+def gather_client(run_dir: Path, plan: LivePlan, landing: bool = True) -> dict[str, Any]:
+    """Merge the workers' client logs; measure how precisely the plan was kept (and, with
+    ``landing``, how bursts landed at the target: from its decision log's arrival times)."""
     handshake = run_dir / HANDSHAKE_DIR
     parts = sorted(handshake.glob(CLIENT_PART_GLOB))
     if not parts:
@@ -63,5 +64,6 @@ def gather_client(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
         "late_share": late / max(1, n_groups),
         "send_lag_ms": {"p50": pct_ms(lag, 50), "p99": pct_ms(lag, 99), "max": pct_ms(lag, 100)},
     }
-    info.update(burst_spread(run_dir, plan))
+    if landing:
+        info.update(burst_spread(run_dir, plan))
     return info

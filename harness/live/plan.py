@@ -8,10 +8,10 @@ from typing import Any
 
 from contract.schema import SYSTEM_SUITE, peer_run_dir_name, run_dir_name
 from harness.campaign.live import Campaign, LiveScenario
-from harness.campaign.peers import PEER_STORE, model_policy
+from harness.campaign.peers import Peer
 from scenarios import TrafficModel
 from scenarios.fleet import fleet_of
-from targets.algorithms import Policy
+from targets.algorithms import Policy, build_params
 
 
 @dataclass
@@ -29,6 +29,8 @@ class LiveRun:
     """The scenario's model at this run's policy and the campaign's seed."""
     peer: str | None = None
     """A peer target (then ``algorithm`` is its name and the suite's target is only its downstream)."""
+    spec: Peer | None = field(default=None, kw_only=True)
+    """The peer's campaign side (harness/campaign/peers/): its system, store, model."""
 
     @property
     def name(self) -> str:
@@ -39,7 +41,7 @@ class LiveRun:
     @property
     def system(self) -> str:
         """Who limits: ``suite`` or the peer's name (the summary's ``system`` column)."""
-        return self.peer or SYSTEM_SUITE
+        return self.spec.system if self.spec else SYSTEM_SUITE
 
     @property
     def nodes(self) -> list[str]:
@@ -65,9 +67,11 @@ def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | No
                     continue
                 runs.append(LiveRun(sc, algorithm, st, policy, campaign.params_for(algorithm, policy), joins, routing,
                                     model=model))
-        for peer in campaign.peers:
+        for peer in campaign.peer_names:
             if only and not {sc.name, sc.run_name, peer} & set(only):
                 continue
-            algorithm, mapped = model_policy(peer, policy)  # its params: the mapped model's (the virtual twin)
-            runs.append(LiveRun(sc, peer, PEER_STORE, policy, campaign.params_for(algorithm, mapped), model=model, peer=peer))
+            spec = campaign.peer_spec(peer)
+            twin = spec.twin(policy)  # its params: the mapped model's (the virtual twin), none without one
+            params = campaign.params_for(*twin) if twin else build_params("none", policy)
+            runs.append(LiveRun(sc, peer, spec.store, policy, params, model=model, peer=peer, spec=spec))
     return runs

@@ -39,6 +39,7 @@ from contract.schema import (
     CLIENT_FILE,
     CPU_COLUMNS,
     CPU_FILE,
+    DECIDED_BY_CLIENT,
     DECISIONS_FILE,
     DEGRADED_PHASE,
     DOWNSTREAM_OUTAGE_PHASE,
@@ -54,7 +55,7 @@ from contract.schema import (
 )
 from harness.campaign.config_file import str_params
 from harness.campaign.live import Campaign
-from harness.campaign.peers import model_policy
+from harness.campaign.peers.url import UrlPeer
 from harness.events import RunnerEvents
 from harness.sim.simulator import simulate
 from scenarios import SCENARIOS
@@ -70,6 +71,7 @@ from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
 from .measures import fleet_measures, measured_window, store_failure_measures
 from .peers import live_peer
+from .peers.url import client_decisions, round_trip_ms
 from .plan import LiveRun
 from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
 
@@ -134,10 +136,11 @@ class LiveRunner:
         sampler = CpuSampler()
         try:
             nodes = run.nodes
-            ports = free_ports(2 * len(nodes) + (1 if run.peer else 0))
-            peer_port = ports.pop() if run.peer else None
+            remote = run.spec if isinstance(run.spec, UrlPeer) else None  # the user's endpoint: nothing to start
+            ports = [] if remote else free_ports(2 * len(nodes) + (1 if run.peer else 0))
+            peer_port = ports.pop() if run.peer and not remote else None
             ports, admin_ports = ports[:len(nodes)], ports[len(nodes):]
-            hosts = [f"http://{HOST}:{port}" for port in ([peer_port] if peer_port else ports)]
+            hosts = [remote.url] if remote else [f"http://{HOST}:{port}" for port in ([peer_port] if peer_port else ports)]
             model = run.model
             outage = getattr(model, "outage", None)
             if outage is not None and self.redis_url() and self.redis is None:  # not ours: cannot stop it
@@ -145,10 +148,14 @@ class LiveRunner:
                                 "(unset REDIS_URL and the campaign's redis.url)")
             redis = run.peer is None and self.campaign.redis_mode(run.store) not in (None, "local")
             env = {**os.environ, "REDIS_URL": self.redis_url()} if redis else None
-            start_at = aligned_start(time.time(), self.lead_s + NODE_LEAD_S * (len(nodes) - 1), run.policy.window_s)
+            lead = self.lead_s + NODE_LEAD_S * (len(nodes) - 1)
+            if run.spec and run.spec.start_s:  # a lead learned from a suite run knows nothing of the peer's start
+                lead = max(lead, scale.lead_s + run.spec.start_s)
+            start_at = aligned_start(time.time(), lead, run.policy.window_s)
             info["start_at"] = start_at
-            config = (peer_downstream_config if run.peer else target_config)(run, self.campaign, start_at, run_dir)
-            configs = node_configs(config, nodes, admin_ports, run_dir)
+            if not remote:
+                config = (peer_downstream_config if run.peer else target_config)(run, self.campaign, start_at, run_dir)
+                configs = node_configs(config, nodes, admin_ports, run_dir)
             plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
                             hosts, str(run_dir / HANDSHAKE_DIR), self.workers, str_params(run.scenario.params),
                             routing=run.routing, joins_s=list(run.joins_s))
@@ -164,12 +171,14 @@ class LiveRunner:
             launched = time.time()
             locust = self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S)
             sampler.watch("locust", ROLE_GENERATOR, locust.pid)
-            targets = self.processes.start_targets(configs, ports, admin_ports, logs, env)
-            if run.peer:  # the suite's target is the peer's downstream; the peer answers the load
+            targets = [] if remote else self.processes.start_targets(configs, ports, admin_ports, logs, env)
+            if run.peer and not remote:  # the suite's target is the peer's downstream; the peer answers the load
                 sampler.watch("target:downstream", ROLE_TARGET, targets[0].pid)
                 assert peer_port is not None
-                peer = live_peer(run.peer).start(self.processes, run.policy, port=peer_port, downstream_port=ports[0],
-                                                 run_dir=run_dir)
+                live = live_peer(run.peer)
+                peer_env = {**os.environ, "REDIS_URL": self.redis_url()} if live.spec.uses_redis else None
+                peer = live.start(self.processes, run.policy, port=peer_port, downstream_port=ports[0], run_dir=run_dir,
+                                  env=peer_env)
                 targets = [peer, *targets]
             for node, target in zip(nodes, targets):
                 sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)
@@ -178,14 +187,21 @@ class LiveRunner:
             self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
             for target in targets:
                 self.processes.stop_target(target)
-            if run.peer:  # its decisions (and the counters it has no endpoint for) from its own records
+            if remote:  # decided client-side: from the client log, uncertain by each request's round trip
+                info.update(gather_client(run_dir, plan, landing=False))  # it keeps no arrival times for us
+                client = pq.read_table(run_dir / CLIENT_FILE)
+                decided = client_decisions(client, arrivals, remote)
+                info.update(decided_from=DECIDED_BY_CLIENT, round_trip_ms=round_trip_ms(client))
+            elif run.peer:  # its decisions (and the counters it has no endpoint for) from its own records
                 decided = live_peer(run.peer).decisions(logs, store=run.store)
+            if run.peer:
                 write_parquet(run_dir / DECISIONS_FILE, decided)
                 rejected = decided.num_rows - sum(decided.column("allowed").to_pylist())
                 self.events.counted({"limits": {run.peer: {"decisions": decided.num_rows, "rejections": rejected}}})
             else:
                 merge_decisions(run_dir, nodes, targets)
-            info.update(gather_client(run_dir, plan))
+            if not remote:
+                info.update(gather_client(run_dir, plan))
             info.update(self._measures(run, model, run_dir, happened, info))
             info["status"] = RUN_OK
         except RunFailed as exc:
@@ -304,9 +320,11 @@ class LiveRunner:
             return None
         from analysis.metrics import over_admission
 
-        if run.peer:  # the peer's mapped model (harness/campaign/peers/)
-            algorithm, policy = model_policy(run.peer, run.policy)
-            table, _ = simulate(run.model, algorithm, policy, run.params)
+        if run.spec:  # the peer's mapped model (harness/campaign/peers/); a url peer claiming nothing has none
+            twin = run.spec.twin(run.policy)
+            if twin is None:
+                return None
+            table, _ = simulate(run.model, twin[0], twin[1], run.params)
             return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
         local = {"redis-local": "local", "redis-local-split": "local_split"}.get(run.store, "shared")

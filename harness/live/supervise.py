@@ -84,12 +84,13 @@ class Processes:
             raise RunFailed(f"target did not start: {errors[0]}")
         return started
 
-    def start_peer(self, name: str, cmd: list[str], port: int, stderr_path: Path, error_log: Path) -> TargetProcess:
+    def start_peer(self, name: str, cmd: list[str], port: int, stderr_path: Path, error_log: Path,
+                   env: dict[str, str] | None = None) -> TargetProcess:
         """A peer target (harness/live/peers/) in the foreground in its own session, registered at
         once; ready when its ``/healthz`` (proxied to the downstream) answers. Its error log's
         tail names why it did not start."""
         with stderr_path.open("wb") as err:
-            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True)
+            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True, env=env)
         started = TargetProcess(process, port, stderr_path, port)
         self.targets.append(started)
         try:

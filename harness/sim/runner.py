@@ -18,7 +18,7 @@ from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
 from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, SYSTEM_SUITE, run_dir_name
-from harness.campaign.peers import SIMULATE_ALIASES, decided_by
+from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
 from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
@@ -45,7 +45,8 @@ class SimRun:
     @property
     def system(self) -> str:
         """Who it predicts: ``suite``, or the peer of an alias (nginx_limit_req: ``nginx``)."""
-        return SIMULATE_ALIASES.get(self.algorithm, SYSTEM_SUITE)
+        alias = SIMULATE_ALIASES.get(self.algorithm)
+        return PEERS[alias].system if alias else SYSTEM_SUITE
 
 
 @dataclass

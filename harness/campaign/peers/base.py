@@ -36,11 +36,23 @@ class Peer(ABC):
     """The executable it needs on PATH (None: it runs in Python, or is already running)."""
     package: str | None = None
     """The Debian package that provides ``binary`` (named when it is missing)."""
+    store: str = PEER_STORE
+    """The store its runs name (``zone``: its own; slowapi's: limits' ``memory`` or ``redis``)."""
+    uses_redis: bool = False
+    """Its state lives in Redis: the runner hands it REDIS_URL (its Redis, as for the suite's runs)."""
+    start_s: float = 0.0
+    """Seconds its process needs to answer beyond the runner's lead (Python imports): the runner
+    starts it after the downstream, so a slow start would otherwise eat the plan's first seconds."""
 
     @abstractmethod
     def model(self, policy: Policy) -> tuple[str, Policy]:
         """The suite's algorithm and policy that predict this peer under ``policy``; a PeerError
         when the peer cannot express the policy."""
+
+    def twin(self, policy: Policy) -> tuple[str, Policy] | None:
+        """The model of its virtual twin (``model``); None for a peer that has none (a url peer
+        that claims nothing)."""
+        return self.model(policy)
 
     def check(self, policy: Policy, costs: list[float]) -> None:
         """Refuse what the peer cannot enforce as asked: the policy (``model`` raises) and, by

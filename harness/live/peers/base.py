@@ -45,11 +45,12 @@ class LivePeer(ABC):
         """Its records of the run (under ``logs``) as DECISION_SCHEMA rows in decision-time order."""
 
     def start(self, processes: Processes, policy: Policy, *, port: int, downstream_port: int,
-              run_dir: Path) -> TargetProcess:
+              run_dir: Path, env: dict[str, str] | None = None) -> TargetProcess:
         """Config written, process started and registered at once, ready when its ``/healthz``
-        (proxied to the downstream) answers; a RunFailed with its error log's tail otherwise."""
+        (proxied to the downstream) answers; a RunFailed with its error log's tail otherwise.
+        ``env``: its environment (REDIS_URL for a peer that ``uses_redis``), else ours."""
         conf = run_dir / self.config_file
         write_text(conf, self.config(policy, port=port, downstream_port=downstream_port, run_dir=run_dir))
         logs = run_dir / "logs"
         return processes.start_peer(self.spec.name, self.command(self.spec.executable(), conf, run_dir), port,
-                                    logs / f"{self.spec.name}.stderr", logs / self.error_log)
+                                    logs / f"{self.spec.name}.stderr", logs / self.error_log, env)

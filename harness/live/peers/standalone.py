@@ -17,9 +17,10 @@ from . import live_peer
 
 
 @contextmanager
-def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float = 1.0) -> Iterator[tuple[str, Path]]:
+def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float = 1.0,
+                     env: dict[str, str] | None = None) -> Iterator[tuple[str, Path]]:
     """Peer ``name`` limiting by ``policy`` in front of a ``none`` target; yields (its URL, the
-    logs folder); both stopped on exit."""
+    logs folder); both stopped on exit. ``env``: the peer's (REDIS_URL for a Redis-backed one)."""
     processes = Processes()
     logs = folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -30,7 +31,8 @@ def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float 
                        f"downstream: {{service_time: {{median_ms: {service_ms}, sigma: 0}}}}\n")
     try:
         processes.start_targets([config], [down_port], [down_admin], logs, None)
-        yield live_peer(name).start(processes, policy, port=port, downstream_port=down_port, run_dir=folder).url, logs
+        yield live_peer(name).start(processes, policy, port=port, downstream_port=down_port, run_dir=folder,
+                                        env=env).url, logs
     finally:
         processes.stop_all()
 

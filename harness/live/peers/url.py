@@ -1,0 +1,56 @@
+"""A url peer's run (harness/campaign/peers/url.py): nothing started, nothing of its own read.
+Its decisions are inferred from the client log, joined with the plan by request id: a status the
+user named as a refusal (429 by default) is a rejection, the time is the client's send time and
+every row says ``source: client``. The uncertainty of that time is the request's round trip
+(the endpoint decided somewhere between send and answer): run.json records its percentiles.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from contract.schema import DECISION_SCHEMA
+from harness.campaign.peers.url import UrlPeer
+from scenarios.base import Arrivals
+
+from ..measures import pct_ms
+
+UNPLANNED = "unplanned"
+"""The key of a follow-up a closed-loop model made up during the run (not in the plan)."""
+ADDRESS = "127.0.0.1"
+"""What the endpoint sees as the client address of every request (the load generator on loopback)."""
+
+
+def client_decisions(client: pa.Table, arrivals: Arrivals, peer: UrlPeer) -> pa.Table:
+    """DECISION_SCHEMA rows from the client log: one per answered attempt, in send-time order
+    (unanswered attempts decided nothing the client could see). Keyed as the suite's targets key
+    by default (the API key, else the client address): what the endpoint does is unknown."""
+    df = client.to_pandas()
+    df = df[df["status"] > 0]
+    planned = {f"r{i}": r for i, r in enumerate(arrivals.requests())}  # scenarios.live_plan's request ids
+    refused = set(peer.entry.reject_status)
+    rows: dict[str, list] = {name: [] for name in DECISION_SCHEMA.names}
+    for rid, sent, status in zip(df["request_id"], df["sent_t"], df["status"]):
+        r = planned.get(rid)
+        key = UNPLANNED if r is None else r.key or (r.headers or {}).get("x-api-key") or ADDRESS
+        values = {
+            "t": float(sent), "node": "node-1", "algorithm": peer.name, "store": peer.store, "limit_name": "per-client",
+            "key": key, "cost": 1.0 if r is None else float(r.cost), "allowed": int(status) not in refused,
+            "remaining": None, "retry_after_s": None, "decision_us": None,
+            "client_class": None if r is None else r.client_class, "request_id": rid,
+            "client_id": None if r is None else r.client_id, "route": None if r is None else r.route, "delay_s": 0.0,
+            "ideal_allowed": None, "source": "client", "adaptive_limit": None, "arrived_t": float(sent),
+        }
+        for name, v in values.items():
+            rows[name].append(v)
+    return pa.table(rows, schema=DECISION_SCHEMA).sort_by("t")
+
+
+def round_trip_ms(client: pa.Table) -> dict[str, Any]:
+    """The answered requests' round trip (done - sent): how uncertain a client-side decision time is."""
+    df = client.to_pandas()
+    rt = (df["done_t"] - df["sent_t"])[df["status"] > 0].to_numpy(dtype=np.float64)
+    return {name: pct_ms(rt, q) for name, q in (("p50", 50), ("p99", 99), ("max", 100))}

@@ -1,0 +1,119 @@
+"""The slowapi peers: a real slowapi app (limits' fixed window, moving window and sliding window
+counter; memory and Redis storage) in front of a real ``none`` target, its recorded decisions
+request by request, and the suite's mapped model beside them."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Iterator
+
+import httpx
+import psutil
+import pytest
+
+from contract.schema import DECISION_SCHEMA
+from harness.campaign.peers import PEERS, PeerError, model_policy
+from harness.live.peers import live_peer
+from harness.live.peers.standalone import mapped_decisions, peer_before_none
+from targets.algorithms import Policy
+from targets.stores.redis.server import RedisServer
+
+HAVE_REDIS = shutil.which("redis-server") is not None
+needs_redis = pytest.mark.skipif(not HAVE_REDIS and os.environ.get("CI", "").lower() != "true",
+                                 reason="redis-server not on PATH (CI never skips this)")
+POLICY = Policy(3, 1)
+PLAN = [(0.0, "A", 5), (0.0, None, 3), (0.6, "A", 2), (1.4, "A", 4)]
+"""(offset from a wall-clock half second, API key or None, requests): 3 per 1 s."""
+FIRST = [1, 1, 1, 0, 0]
+# hand-computed, the first burst at k + 0.5 s (k whole):
+# - fixed window: the window starts at the first hit (k + 0.5) and lasts 1 s: 0.6 s later both
+#   refused; at 1.4 s a new window from that hit: 3 of 4
+# - moving window: the 3 admitted at 0 are older than 1 s at 1.4 s: 3 of 4
+# - sliding window counter, memory (windows aligned to the clock): at k + 1.1 the estimate is
+#   3 * 0.9 = 2.7, floor 2 + 1 <= 3: one admitted; at k + 1.9, 3 * 0.1 + 1 = 1.3 then 2.3: two
+# - sliding window counter, Redis (the counters anchored to the first hit): at + 0.6 the same
+#   window (3 counted); at + 1.4 shifted, floor(3 * 0.6) = 1 + 0, + 1: two
+EXPECTED = {
+    "fixed-window": [FIRST, [0, 0], [1, 1, 1, 0]],
+    "moving-window": [FIRST, [0, 0], [1, 1, 1, 0]],
+    "sliding-window-counter": [FIRST, [1, 0], [1, 1, 0, 0]],
+    "sliding-window-counter-redis": [FIRST, [0, 0], [1, 1, 0, 0]],
+}
+MODEL_DISAGREES = {"slowapi-fixed-window": 4, "slowapi-fixed-window-redis": 4, "slowapi-sliding-window-counter-redis": 1}
+"""Requests where the clock-aligned model decides otherwise than limits' first-hit anchored window."""
+
+
+@pytest.fixture(scope="module")
+def redis_url() -> Iterator[str]:
+    with RedisServer() as server:
+        yield server.url
+
+
+def _replay(url: str) -> tuple[dict[str, int], list[list[int]], httpx.Response]:
+    """The plan from the next wall-clock half second; (status per request id, admitted per burst
+    of A, the last refusal)."""
+    statuses: dict[str, int] = {}
+    refused = None
+    time.sleep((0.5 - time.time() % 1) % 1)
+    start = time.monotonic()
+    with httpx.Client(timeout=5) as http:
+        for at, key, n in PLAN:
+            time.sleep(max(0.0, start + at - time.monotonic()))
+            for i in range(n):
+                rid = f"{key or 'ip'}-{at}-{i}"
+                headers = {"x-request-id": rid, "x-client-id": key or "anon", "x-client-class": "legit",
+                           **({"x-api-key": key} if key else {})}
+                answer = http.get(f"{url}/api/items", headers=headers)
+                statuses[rid] = answer.status_code
+                refused = answer if answer.status_code == 429 else refused
+    bursts = [[int(statuses[f"A-{at}-{i}"] == 200) for i in range(n)] for at, key, n in PLAN if key]
+    assert refused is not None
+    return statuses, bursts, refused
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=[needs_redis] if p.uses_redis else [])
+                                  for n, p in PEERS.items() if p.system == "slowapi"])
+def test_slowapi_decides_a_hand_computed_schedule_per_strategy_and_store(name, tmp_path, request):
+    spec = PEERS[name]
+    env = {**os.environ, "REDIS_URL": request.getfixturevalue("redis_url")} if spec.uses_redis else None
+    with peer_before_none(name, POLICY, tmp_path, env=env) as (url, logs):
+        app = psutil.Process(next(p.pid for p in psutil.process_iter(["cmdline"])
+                                  if str(tmp_path) in " ".join(p.info["cmdline"] or []) and "slowapi_app" in " ".join(p.info["cmdline"])))
+        statuses, bursts, refused = _replay(url)
+    assert not app.is_running() or app.status() == psutil.STATUS_ZOMBIE
+    strategy = name.removeprefix("slowapi-")
+    assert bursts == EXPECTED.get(strategy, EXPECTED[strategy.removesuffix("-redis")])
+    assert [statuses[f"ip-0.0-{i}"] for i in range(3)] == [200] * 3  # no key: by address, its own counter
+    # what real users get: slowapi's own JSON refusal, no Retry-After (its headers are off by default)
+    assert refused.json() == {"error": "Rate limit exceeded: 3 per 1 second"} and "retry-after" not in refused.headers
+
+    table = live_peer(name).decisions(logs, store=spec.store)
+    assert table.schema == DECISION_SCHEMA
+    df = table.to_pandas()
+    assert dict(zip(df["request_id"], df["allowed"])) == {rid: s == 200 for rid, s in statuses.items()}
+    assert set(df["key"]) == {"A", "127.0.0.1"} and set(df["algorithm"]) == {name} and set(df["store"]) == {spec.store}
+    assert (df["t"] >= df["arrived_t"]).all() and set(df["client_class"]) == {"legit"}
+
+    # the mapped model on limits' own decision times
+    model = mapped_decisions(name, POLICY, df["t"], df["key"])
+    assert sum(m != a for m, a in zip(model, df["allowed"])) == MODEL_DISAGREES.get(name, 0)
+
+
+@pytest.mark.parametrize(("policy", "message"), [
+    (Policy(2.5, 1), "limit 2.5 per 1 s; limits takes a whole number of requests per a whole number of seconds"),
+    (Policy(10, 0.5), "limit 10 per 0.5 s"),
+    (Policy(10, 1, 20), "burst 20; limits has no burst (it must equal the limit)"),
+])
+def test_a_policy_limits_cannot_express_is_refused(policy, message):
+    with pytest.raises(PeerError, match="peer slowapi: ") as exc:
+        model_policy("slowapi-moving-window", policy)
+    assert message in str(exc.value)
+
+
+def test_each_strategy_maps_to_the_suites_model():
+    assert model_policy("slowapi-moving-window", Policy(10, 60)) == ("sliding_log", Policy(10, 60))
+    assert model_policy("slowapi-fixed-window-redis", Policy(10, 60)) == ("fixed_window", Policy(10, 60))
+    algorithm, mapped = model_policy("slowapi-sliding-window-counter", Policy(10, 2))
+    assert algorithm == "sliding_window_counter" and mapped.limit == 11 - 0.25e-6

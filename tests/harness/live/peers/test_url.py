@@ -1,0 +1,94 @@
+"""The url peer: an endpoint the user runs, named in a campaign, started by nobody but them and
+judged client-side only. Here it is a real slowapi process the test starts (moving window, 20 per
+1 s), so what the client infers can be checked against what the endpoint itself recorded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from harness.cli.main import main
+from harness.live.peers import live_peer
+from harness.live.peers.standalone import peer_before_none
+from targets.algorithms import Policy
+from targets.ports import free_ports
+
+ROOT = Path(__file__).resolve().parents[4]
+CAMPAIGN = {
+    "name": "url", "policy": {"limit": 20, "window_s": 1}, "algorithms": ["sliding_log"],
+    "scenarios": [{"name": "boundary_burst", "params": {"instant": 1, "boundaries": 1, "delta_s": 0.33}}],
+    "scale": {"workers": 1, "lead_s": 2.0, "drain_s": 1.0}, "downstream": {"concurrency": 8, "median_ms": 10, "sigma": 0.3},
+}
+
+
+def _ours(out: Path) -> list[psutil.Process]:
+    return [p for p in psutil.process_iter(["cmdline"]) if str(out) in " ".join(p.info["cmdline"] or [])]
+
+
+def test_a_campaign_judges_a_running_endpoint_client_side_and_labels_its_rows(tmp_path):
+    endpoint = tmp_path / "endpoint"
+    path, out = tmp_path / "url.yaml", tmp_path / "res"
+    with peer_before_none("slowapi-moving-window", Policy(20, 1), endpoint) as (url, logs):
+        peers = [{"name": "gw", "url": url, "claims": {"algorithm": "sliding_log"}}, {"name": "gw-bare", "url": url}]
+        path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": peers}))
+        proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=180)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        assert not _ours(out)  # its own runs started nothing that outlived them
+    own = live_peer("slowapi-moving-window").decisions(logs, store="memory").to_pandas()
+
+    rows = {r["run"]: r for r in json.loads((out / "summary.json").read_text())["runs"]}
+    suite, gw, bare = rows["boundary_burst__sliding_log__memory"], rows["boundary_burst__gw"], rows["boundary_burst__gw-bare"]
+    assert (suite["system"], suite["decided_from"], suite["decision_uncertainty_ms"]) == ("suite", "target", None)
+    for row in (gw, bare):
+        assert (row["algorithm"], row["system"], row["store"], row["decided_from"]) == (row["run"].split("__")[1], "url",
+                                                                                          "external", "client")
+        assert row["decision_uncertainty_ms"] > 0
+        # 20 at once, 20 more 0.33 s later: a moving window of 20 per 1 s refuses the second burst whole
+        assert (row["requests"], row["rejected"], row["over_admission"]) == (40, 20, 1.0) == \
+            (suite["requests"], suite["rejected"], suite["over_admission"])
+    info = json.loads((out / "runs" / "boundary_burst__gw" / "run.json").read_text())
+    assert (info["system"], info["decided_from"], info["virtual_over_admission"]) == ("url", "client", 1.0)
+    assert set(info["round_trip_ms"]) == {"p50", "p99", "max"} and info["round_trip_ms"]["p99"] == gw["decision_uncertainty_ms"]
+    assert json.loads((out / "runs" / "boundary_burst__gw-bare" / "run.json").read_text())["virtual_over_admission"] is None
+    assert not (out / "runs" / "boundary_burst__gw" / "target.yaml").exists()  # nothing of the suite's in front or behind
+
+    # what the client inferred is what the endpoint decided, request by request
+    inferred = pq.read_table(out / "runs" / "boundary_burst__gw" / "decisions.parquet").to_pandas()
+    assert set(inferred["source"]) == {"client"}
+    ids = set(inferred["request_id"])
+    endpoint_said = dict(zip(own["request_id"], own["allowed"]))
+    assert dict(zip(inferred["request_id"], inferred["allowed"])) == {r: endpoint_said[r] for r in ids}
+    assert "client-side ±" in (out / "report.md").read_text()
+
+
+def test_an_unreachable_url_exits_2_naming_it_and_starts_nothing(tmp_path, capsys):
+    url = f"http://127.0.0.1:{free_ports(1)[0]}"
+    path, out = tmp_path / "bad.yaml", tmp_path / "never"
+    path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": ["nginx", {"name": "my-gateway", "url": url}]}))
+    assert main(["run", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"peer my-gateway: {url} is unreachable" in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(("peer", "message"), [
+    ({"name": "gw", "url": "http://127.0.0.1:1", "claims": {"algorithm": "magic"}}, "unknown algorithm 'magic'"),
+    ({"name": "nginx", "url": "http://127.0.0.1:1"}, "peers: 'nginx' is a peer of the suite's"),
+    ({"name": "a__b", "url": "http://127.0.0.1:1"}, "name"),
+    ({"name": "gw", "url": "ftp://x"}, "url"),
+])
+def test_a_bad_url_peer_exits_2_naming_it(tmp_path, capsys, peer, message):
+    path, out = tmp_path / "bad.yaml", tmp_path / "never"
+    path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": [peer]}))
+    assert main(["run", str(path), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not out.exists()
