@@ -66,6 +66,9 @@ class RunInfo:
     error: str | None = None
     system: str = SYSTEM_SUITE
     """Who limited: ``suite``, or a peer target's name (``nginx``)."""
+    response: dict[str, Any] | None = None
+    """A peer's refusal as a client read it: ``findings`` (what it does not tell) and ``fix``
+    (the config lines that do), harness/live/peers/response.py."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -103,4 +106,5 @@ def read_run_json(path: Path) -> RunInfo:
         policy=RunPolicy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
         scenario_params=dict(raw.get("scenario_params") or {}), phases=tuple(phases),
         generator_bound=raw.get("generator_bound"), error=raw.get("error"), system=str(raw.get("system") or SYSTEM_SUITE),
+        response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
     )

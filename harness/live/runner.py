@@ -70,6 +70,7 @@ from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
 from .measures import fleet_measures, measured_window, store_failure_measures
 from .peers import live_peer
+from .peers.response import refusal, without_probe
 from .plan import LiveRun
 from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
 
@@ -83,6 +84,8 @@ LEAD_MARGIN_S = 0.75
 SAFETY_S = 30
 """Locust's own --run-time is a safety net this far beyond the plan; the harness stops it."""
 STOP_TIMEOUT_S = 30.0
+REFUSAL_MARGIN = 50
+"""Requests beyond twice the burst the refusal probe may send (refill while it sends)."""
 
 
 NODE_LEAD_S = 0.75
@@ -176,10 +179,12 @@ class LiveRunner:
             sampler.start()
             happened = self._wait(locust, targets, end_at, logs / "locust.log", events, counters=run.peer is None)
             self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
+            if run.peer:  # the load is over: what the peer tells a client it refuses
+                info["response"] = self._response(run, targets[0].url)
             for target in targets:
                 self.processes.stop_target(target)
             if run.peer:  # its decisions (and the counters it has no endpoint for) from its own records
-                decided = live_peer(run.peer).decisions(logs, store=run.store)
+                decided = without_probe(live_peer(run.peer).decisions(logs, store=run.store))
                 write_parquet(run_dir / DECISIONS_FILE, decided)
                 rejected = decided.num_rows - sum(decided.column("allowed").to_pylist())
                 self.events.counted({"limits": {run.peer: {"decisions": decided.num_rows, "rejections": rejected}}})
@@ -200,6 +205,16 @@ class LiveRunner:
             info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
             write_run_json(run_dir / RUN_FILE, info)
         return info
+
+    def _response(self, run: LiveRun, url: str) -> dict[str, Any]:
+        """run.json's ``response``: the peer's refusal as a client reads it, and the config lines
+        that fix what it does not say (the report shows them)."""
+        try:
+            found = refusal(url, int(2 * run.policy.effective_burst) + REFUSAL_MARGIN)
+        except httpx.HTTPError as exc:
+            return {"error": f"the refusal could not be read: {exc!r}"}
+        assert run.peer is not None
+        return found.report(live_peer(run.peer).response_fix(run.policy))
 
     def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],
                   info: dict[str, Any]) -> dict[str, Any]:

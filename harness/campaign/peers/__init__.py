@@ -5,16 +5,17 @@ from __future__ import annotations
 
 from targets.algorithms import Policy
 
-from .base import PEER_STORE, Peer, PeerError
-from .nginx import Nginx
+from .base import PEER_STORE, ConfigLimit, Peer, PeerConfig, PeerError
+from .nginx import Nginx, NginxProblem, NginxRealIp
 
-PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(),)}
+PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp())}
 """Every peer a campaign may list by name."""
 
 SIMULATE_ALIASES = {"nginx_limit_req": "nginx"}
 """``simulate --algorithm`` names that predict a peer: its mapped model under the mapped policy."""
 
-__all__ = ["PEERS", "PEER_STORE", "SIMULATE_ALIASES", "Peer", "PeerError", "decided_by", "model_policy", "peer"]
+__all__ = ["PEERS", "PEER_STORE", "SIMULATE_ALIASES", "ConfigLimit", "Peer", "PeerConfig", "PeerError", "decided_by",
+           "model_policy", "peer"]
 
 
 def peer(name: str) -> Peer:

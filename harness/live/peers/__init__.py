@@ -6,9 +6,9 @@ from __future__ import annotations
 from harness.campaign.peers import peer
 
 from .base import LivePeer
-from .nginx import NginxPeer
+from .nginx import NginxPeer, NginxProblemPeer, NginxRealIpPeer
 
-LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(),)}
+LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(), NginxProblemPeer(), NginxRealIpPeer())}
 
 __all__ = ["LIVE_PEERS", "LivePeer", "live_peer"]
 
