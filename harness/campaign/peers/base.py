@@ -84,6 +84,10 @@ class Peer(ABC):
         through ``model``); a PeerError naming the directive it cannot read."""
         raise PeerError(f"peer {self.name}: validate cannot read a {self.system} config file yet")
 
+    def recognises(self, text: str) -> bool:
+        """Whether ``text`` is a config file of this peer (``validate --config`` without ``--peer``)."""
+        return False
+
     def read_config(self, text: str) -> PeerConfig:
         """Everything ``validate`` reads of a user's config file; by default the one limit of
         ``policy_from_config``, keyed by the client address, its 429 without headers."""

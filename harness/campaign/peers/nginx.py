@@ -13,6 +13,7 @@ NGINX stores the rate as integer thousandths of a request per second, so ``100r/
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -68,6 +69,9 @@ class Nginx(Peer):
     def model(self, policy: Policy) -> tuple[str, Policy]:
         n = nginx_limit(policy)
         return "token_bucket", Policy(n.rate_per_s * policy.window_s, policy.window_s, n.model_capacity)
+
+    def recognises(self, text: str) -> bool:
+        return re.search(r"\blimit_req(_zone)?\b", text) is not None
 
     def read_config(self, text: str) -> PeerConfig:
         config = read_nginx(text).config

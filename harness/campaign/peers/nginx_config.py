@@ -164,6 +164,8 @@ def read_nginx(text: str) -> NginxFile:
             notes.append(f"line {s['line']}: without nodelay NGINX holds every request of a burst until its turn; "
                          "the model predicts which are refused, not how long they wait")
         limits.append(ConfigLimit(opts["zone"], Policy(policy.limit, policy.window_s, int(burst) + 1), kind, s["line"]))
+    notes.append("the suggestions speak the policy's terms: a burst B is NGINX burst=B-1 at rate=L/W; NGINX counts "
+                 "as a token bucket (another algorithm means another limiter in front of it)")
     where = uses[0][1]
     kept = [s for d in KEPT_IN_LOCATION for s in _innermost(where, d)]
     status = next((int(s["args"][0]) for s in kept if s["directive"] == "limit_req_status"), 503)

@@ -228,3 +228,7 @@ class NginxFilePeer(NginxPeer):
         log = {"directive": "access_log", "args": [str(logs / ACCESS_LOG), "rb"]}
         named = [{**s, "block": [log, *s["block"]]} for s in f.server]
         return Lines(f.build(f.http, 4).strip(), f.build(f.location, 12).strip(), f.build(named, 8))
+
+    def response_fix(self, policy: Policy) -> str | None:
+        fix = super().response_fix(policy)
+        return fix if self.file.config.reject_status == 429 else f"limit_req_status 429;\n{fix}"
