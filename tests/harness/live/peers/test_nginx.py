@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -201,23 +200,6 @@ def test_an_nginx_that_cannot_start_fails_with_its_error_log_and_leaves_nothing(
     assert "nginx did not start" in str(exc.value) and 'invalid rate "rate=fast"' in str(exc.value)
     processes.stop_all()
     assert not _our_nginx(tmp_path)
-
-
-@needs_nginx
-def test_ctrl_c_during_a_peer_run_leaves_no_nginx_behind(tmp_path):
-    path, out = tmp_path / "peer.yaml", tmp_path / "res"
-    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
-    proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline, family = time.monotonic() + 90, []
-    while time.monotonic() < deadline and len(family) < 2:  # the peer run's master and worker are up
-        family = _our_nginx(out)
-        time.sleep(0.1)
-    assert len(family) >= 2
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(60) == 130
-    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert json.loads((out / "runs" / "boundary_burst__nginx" / "run.json").read_text())["status"] == "interrupted"
 
 
 def test_simulate_predicts_nginx_by_its_mapped_model(capsys):
