@@ -8,7 +8,7 @@ from typing import Any
 
 from contract.schema import SYSTEM_SUITE, peer_run_dir_name, run_dir_name
 from harness.campaign.live import Campaign, LiveScenario
-from harness.campaign.peers import PEER_STORE, model_policy
+from harness.campaign.peers import PEER_STORE, PEERS, model_policy
 from scenarios import TrafficModel
 from scenarios.fleet import fleet_of
 from targets.algorithms import Policy
@@ -38,8 +38,9 @@ class LiveRun:
 
     @property
     def system(self) -> str:
-        """Who limits: ``suite`` or the peer's name (the summary's ``system`` column)."""
-        return self.peer or SYSTEM_SUITE
+        """Who limits: ``suite`` or the peer's system (the summary's ``system`` column: ``nginx`` for
+        ``nginx-problem`` too)."""
+        return PEERS[self.peer].system if self.peer else SYSTEM_SUITE
 
     @property
     def nodes(self) -> list[str]:
