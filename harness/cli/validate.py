@@ -4,7 +4,7 @@ Lints the file for known pitfalls, replays the policy in virtual time with its o
 expectations and, with ``--live``, over HTTP against a real target, and checks the thresholds;
 exit 0 pass, 1 fail, 2 invalid policy, 130 interrupted. ``--config FILE`` judges a peer's own
 config file instead (an NGINX file's limit_req lines) through the peer's mapped model, ``--url``
-a running endpoint by the policy it claims (harness/validate/peer_input.py, peer_live.py).
+a running endpoint by the policy it claims (harness/validate/inputs.py, peer_live.py).
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.live.peers import LivePeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
+from harness.validate.inputs import check_url, policy_of_config, read_config, read_text, reject_status, which_peer
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
-from harness.validate.peer_input import check_url, policy_of_config, read_config, reject_status, which_peer
 from harness.validate.peer_live import peer_verdicts
 from harness.validate.report import suggestions, to_json, to_junit, verdict_table
 from targets.algorithms import Policy
@@ -87,14 +87,14 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     if args.config is None:
         assert base is not None
         return base, str(args.policy), None
-    spec = which_peer(args.config.read_text(encoding="utf-8", errors="replace") if args.config.is_file() else "",
-                      args.peer, str(args.config))
-    config = read_config(spec, args.config)
+    text = read_text(args.config)
+    spec = which_peer(text, args.peer, str(args.config))
+    config = read_config(spec, text, args.config)
     policy = policy_of_config(spec, config, base, args.config)
     given = PeerInput(nominal=config.limits[0].policy, refused=frozenset({429, config.reject_status}),
                       verdicts=[reject_status(spec, config)], notes=list(config.notes))
     if args.live:
-        given.live = live_peer(spec.name).from_config(args.config.read_text(encoding="utf-8"))
+        given.live = live_peer(spec.name).from_config(text)
         spec.executable()
     return policy, str(args.config), given
 

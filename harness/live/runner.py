@@ -209,11 +209,11 @@ class LiveRunner:
     def _response(self, run: LiveRun, url: str) -> dict[str, Any]:
         """run.json's ``response``: the peer's refusal as a client reads it, and the config lines
         that fix what it does not say (the report shows them)."""
+        assert run.peer is not None
         try:
             found = refusal(url, int(2 * run.policy.effective_burst) + REFUSAL_MARGIN)
         except httpx.HTTPError as exc:
             return {"error": f"the refusal could not be read: {exc!r}"}
-        assert run.peer is not None
         return found.report(live_peer(run.peer).response_fix(run.policy))
 
     def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],

@@ -133,8 +133,8 @@ def _header(stmts: list[Stmt], name: str) -> str | None:
 
 def read_nginx(text: str) -> NginxFile:
     """The user's file: its limits (each ``limit_req`` line, through its zone) and the lines kept live."""
-    http = parse(text)
-    every = _walk(http)
+    root = {"directive": "http", "args": [], "line": 0, "block": parse(text)}
+    every = _walk([root])
     for s, _ in every:
         if s["directive"] in UNSUPPORTED:
             raise PeerError(f"line {s['line']}: {s['directive']} {UNSUPPORTED[s['directive']]}: validate models "
@@ -145,7 +145,7 @@ def read_nginx(text: str) -> NginxFile:
     uses = [(s, path) for s, path in every if s["directive"] == "limit_req"]
     if not uses:
         raise PeerError("no limit_req line: nothing in the file limits requests")
-    if len({id(path[-1]) for _, path in uses}) > 1:
+    if len({id(path[-1]) for _, path in uses}) > 1:  # every path starts at the http block
         raise PeerError(f"line {uses[1][0]['line']}: limit_req in a second block: validate reads the limit_req "
                         "lines of one location (validate each location apart)")
     limits, notes = [], []
@@ -169,8 +169,9 @@ def read_nginx(text: str) -> NginxFile:
     where = uses[0][1]
     kept = [s for d in KEPT_IN_LOCATION for s in _innermost(where, d)]
     status = next((int(s["args"][0]) for s in kept if s["directive"] == "limit_req_status"), 503)
-    named = {s["args"][0]: s for s in (where[-2].get("block") or []) if s["directive"] == "location"
-             and s["args"][0].startswith("@")} if len(where) >= 2 else {}
+    server = next((level for level in reversed(where) if level["directive"] == "server"), None)
+    named = {s["args"][0]: s for s in (server or {}).get("block") or [] if s["directive"] == "location"
+             and s["args"][0].startswith("@")}
     targets = [named[s["args"][-1]] for s in kept if s["directive"] == "error_page" and s["args"][-1] in named
                and str(status) in s["args"]]
     answer = [*kept, *(t for block in targets for t in block["block"])]

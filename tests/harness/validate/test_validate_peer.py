@@ -50,6 +50,10 @@ server { location / { limit_req zone=one burst=9 nodelay; } }
      "server { set_real_ip_from 10.0.0.0/8; location / { limit_req zone=a; limit_req zone=b burst=3 delay=1;\n"
      "add_header Retry-After 1; } }", [("a", Policy(2, 1.0, 1), "ip", 3), ("b", Policy(30, 60.0, 4), "api_key", 3)],
      503, False, 1),
+    # limit_req and its error page at server level: the named location of that server answers
+    ("limit_req_zone $binary_remote_addr zone=z:1m rate=5r/s;\nlimit_req_status 429;\nserver { limit_req zone=z burst=1;\n"
+     "error_page 429 @x; location @x { add_header Retry-After 2 always; return 429; } }",
+     [("z", Policy(5, 1.0, 2), "ip", 3)], 429, True, None),
 ])
 def test_an_nginx_file_becomes_the_policies_its_limit_req_lines_enforce(text, limits, status, retry_after, proxies):
     config = PEERS["nginx"].read_config(text)
@@ -105,7 +109,7 @@ def test_an_nginx_file_is_judged_by_its_mapped_model(tmp_path, capsys):
     (["{yaml}", "--url", "http://127.0.0.1:{port}", "--live"], "--url http://127.0.0.1:{port}: unreachable (ConnectError"),
     (["{yaml}", "--url", "http://127.0.0.1:{port}"], "--url: with --live and the policy file it claims to enforce"),
 ])
-def test_bad_peer_input_is_one_line_exit_2(tmp_path, capsys, args, message):
+def test_bad_inputs_is_one_line_exit_2(tmp_path, capsys, args, message):
     conf, yaml_file = tmp_path / "site.conf", tmp_path / "policy.yaml"
     conf.write_text(PLAIN)
     yaml_file.write_text("name: p\nroutes: [{name: GET /api/items}]\nlimits: [{name: api, key: ip, algorithm: gcra, "
