@@ -183,7 +183,21 @@ def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
         _check_parquet(path / CLIENT_FILE, tuple(CLIENT_SCHEMA.names))
     elif live:
         run.warnings.append(f"{run.name}: no {CLIENT_FILE}: latency, goodput and header truthfulness are n/a")
+    run.warnings += _response_findings(run.name, info.response)
     return run
+
+
+def _response_findings(name: str, response: dict[str, Any] | None) -> list[str]:
+    """What a peer did not tell the client it refused, and the lines of its config that fix it."""
+    if not response:
+        return []
+    if response.get("error"):
+        return [f"{name}: {response['error']}"]
+    findings = response.get("findings") or []
+    if not findings:
+        return []
+    fix = " ".join(str(response.get("fix") or "").split())
+    return [f"{name}: what it tells refused clients: {'; '.join(findings)}" + (f"; the config that fixes it: {fix}" if fix else "")]
 
 
 def load_results(root: Path) -> Results:

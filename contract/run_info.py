@@ -70,6 +70,9 @@ class RunInfo:
     """``target`` (the limiter's own records) or ``client`` (inferred from the client log: a url peer)."""
     decision_uncertainty_ms: float | None = None
     """Client-side decisions: the P99 round trip (``round_trip_ms.p99``), the uncertainty of each decision's time."""
+    response: dict[str, Any] | None = None
+    """A peer's refusal as a client read it: ``findings`` (what it does not tell) and ``fix``
+    (the config lines that do), harness/live/peers/response.py."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -109,4 +112,5 @@ def read_run_json(path: Path) -> RunInfo:
         generator_bound=raw.get("generator_bound"), error=raw.get("error"), system=str(raw.get("system") or SYSTEM_SUITE),
         decided_from=str(raw.get("decided_from") or DECIDED_BY_TARGET),
         decision_uncertainty_ms=(raw.get("round_trip_ms") or {}).get("p99"),
+        response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
     )

@@ -2,7 +2,9 @@
 
 Lints the file for known pitfalls, replays the policy in virtual time with its own traffic
 expectations and, with ``--live``, over HTTP against a real target, and checks the thresholds;
-exit 0 pass, 1 fail, 2 invalid policy, 130 interrupted.
+exit 0 pass, 1 fail, 2 invalid policy, 130 interrupted. ``--config FILE`` judges a peer's own
+config file instead (an NGINX file's limit_req lines) through the peer's mapped model, ``--url``
+a running endpoint by the policy it claims (harness/validate/inputs.py, peer_live.py).
 """
 
 from __future__ import annotations
@@ -10,17 +12,22 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.atomic import write_text
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.policy_file import PolicyFile, load_policy
+from harness.live.peers import LivePeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
+from harness.validate.inputs import check_url, policy_of_config, read_config, read_text, reject_status, which_peer
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
+from harness.validate.peer_live import peer_verdicts
 from harness.validate.report import suggestions, to_json, to_junit, verdict_table
+from targets.algorithms import Policy
 
 from . import term_table
 from .progress import RunProgress
@@ -30,7 +37,11 @@ EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("validate", help="gate a rate limit policy file before rollout (lints + simulated checks)")
-    p.add_argument("policy", type=Path, help="policy YAML (see docs/validate.md, campaigns/policies/)")
+    p.add_argument("policy", type=Path, nargs="?",
+                   help="policy YAML (see docs/validate.md, campaigns/policies/); with --config: its traffic and thresholds")
+    p.add_argument("--config", type=Path, metavar="FILE", help="a peer's own config file to judge (an nginx.conf with limit_req)")
+    p.add_argument("--peer", metavar="NAME", help="--config: whose file it is (default: recognised from the file)")
+    p.add_argument("--url", metavar="URL", help="--live: a running endpoint, judged by the policy it claims (POLICY)")
     p.add_argument("--live", action="store_true",
                    help="also replay the traffic over HTTP against a target built from the policy (P99, CPU, ...)")
     p.add_argument("--out", type=Path, metavar="DIR", help="--live: keep the live results folder (and its report) here")
@@ -44,30 +55,78 @@ def validate(policy: PolicyFile) -> list[CheckVerdict]:
     return run_lints(policy) + run_checks(policy)
 
 
-def cmd_validate(args: argparse.Namespace) -> int:
-    policy = load_policy(args.policy)
+@dataclass
+class PeerInput:
+    """``--config`` or ``--url``: what judges the policy live instead of a suite target."""
+
+    live: LivePeer | None = None
+    url: str | None = None
+    nominal: Policy | None = None
+    refused: frozenset[int] = frozenset({429})
+    verdicts: list[CheckVerdict] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None]:
+    """The policy to judge, its source, and the peer input; every bad input before anything starts."""
     if args.out is not None and not args.live:
         raise CampaignError("--out: only with --live (it keeps the live results folder)")
+    if args.peer is not None and args.config is None:
+        raise CampaignError("--peer: only with --config FILE (the peer's own config file)")
+    if args.config is not None and args.url is not None:
+        raise CampaignError("--config and --url: judge one of them at a time")
+    if args.config is None and args.policy is None:
+        raise CampaignError("validate: a policy file, or --config FILE (a peer's own config file)")
+    if args.url is not None and (args.policy is None or not args.live):
+        raise CampaignError("--url: with --live and the policy file it claims to enforce")
     check_out(args.out)
+    base = load_policy(args.policy) if args.policy is not None else None
+    if args.url is not None:
+        assert base is not None
+        return base, str(args.policy), PeerInput(url=check_url(args.url))
+    if args.config is None:
+        assert base is not None
+        return base, str(args.policy), None
+    text = read_text(args.config)
+    spec = which_peer(text, args.peer, str(args.config))
+    config = read_config(spec, text, args.config)
+    policy = policy_of_config(spec, config, base, args.config)
+    given = PeerInput(nominal=config.limits[0].policy, refused=frozenset({429, config.reject_status}),
+                      verdicts=[reject_status(spec, config)], notes=list(config.notes))
+    if args.live:
+        given.live = live_peer(spec.name).from_config(text)
+        spec.executable()
+    return policy, str(args.config), given
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    policy, source, given = _inputs(args)
     to_stdout = args.json == "-"
     console = term_table.console(stderr=to_stdout)
     started = time.perf_counter()
     if args.live:
         console.print("lints and simulated checks", style="dim", highlight=False)
-    verdicts = validate(policy)
+    verdicts = (given.verdicts if given else []) + validate(policy)
     live: LiveOutcome | None = None
     if args.live:
         try:
-            with RunProgress(console) as progress:
-                live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False),
-                                progress.events)
+            if given is not None:
+                console.print(f"live: {'the file in a real ' + given.live.spec.system if given.live else given.url}: "
+                              "its refusal, Retry-After and the model's count", style="dim", highlight=False)
+                verdicts += peer_verdicts(policy, live=given.live, url=given.url, nominal=given.nominal,
+                                          refused=given.refused, out=args.out)
+            else:
+                with RunProgress(console) as progress:
+                    live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False),
+                                    progress.events)
         except Interrupted as exc:
             kept = f"; partial results in {args.out}" if args.out else ""
             console.print(f"interrupted ({exc}): the target and Locust are stopped{kept}", highlight=False)
             return EXIT_INTERRUPTED
-        verdicts += live_verdicts(policy, live, verdicts)
+        if live is not None:
+            verdicts += live_verdicts(policy, live, verdicts)
     seconds = time.perf_counter() - started
-    doc = to_json(policy.name, str(args.policy), verdicts, live)
+    doc = to_json(policy.name, source, verdicts, live)
     if to_stdout:
         sys.stdout.write(doc)
     elif args.json:
@@ -77,7 +136,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
     console.print(verdict_table(policy.name, verdicts))
     for text in suggestions(verdicts):
         console.print(text, highlight=False)
-    for note in live.plan.notes if live else ():
+    for note in [*(given.notes if given else []), *(live.plan.notes if live else [])]:
         console.print(f"note: {note}", highlight=False)
     if live and live.folder:
         console.print(f"live results: {live.folder} (report.html)", highlight=False)

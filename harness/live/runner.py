@@ -71,6 +71,7 @@ from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
 from .measures import fleet_measures, measured_window, store_failure_measures
 from .peers import live_peer
+from .peers.response import refusal, without_probe
 from .peers.url import client_decisions, round_trip_ms
 from .plan import LiveRun
 from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
@@ -85,6 +86,8 @@ LEAD_MARGIN_S = 0.75
 SAFETY_S = 30
 """Locust's own --run-time is a safety net this far beyond the plan; the harness stops it."""
 STOP_TIMEOUT_S = 30.0
+REFUSAL_MARGIN = 50
+"""Requests beyond twice the burst the refusal probe may send (refill while it sends)."""
 
 
 NODE_LEAD_S = 0.75
@@ -185,6 +188,8 @@ class LiveRunner:
             sampler.start()
             happened = self._wait(locust, targets, end_at, logs / "locust.log", events, counters=run.peer is None)
             self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
+            if run.peer:  # the load is over: what the peer tells a client it refuses
+                info["response"] = self._response(run, remote.url if remote else targets[0].url)
             for target in targets:
                 self.processes.stop_target(target)
             if remote:  # decided client-side: from the client log, uncertain by each request's round trip
@@ -193,7 +198,7 @@ class LiveRunner:
                 decided = client_decisions(client, arrivals, remote)
                 info.update(decided_from=DECIDED_BY_CLIENT, round_trip_ms=round_trip_ms(client))
             elif run.peer:  # its decisions (and the counters it has no endpoint for) from its own records
-                decided = live_peer(run.peer).decisions(logs, store=run.store)
+                decided = without_probe(live_peer(run.peer).decisions(logs, store=run.store))
             if run.peer:
                 write_parquet(run_dir / DECISIONS_FILE, decided)
                 rejected = decided.num_rows - sum(decided.column("allowed").to_pylist())
@@ -216,6 +221,18 @@ class LiveRunner:
             info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
             write_run_json(run_dir / RUN_FILE, info)
         return info
+
+    def _response(self, run: LiveRun, url: str) -> dict[str, Any]:
+        """run.json's ``response``: the peer's refusal as a client reads it, and the config lines
+        that fix what it does not say (the report shows them; a url peer's config is the user's)."""
+        assert run.peer is not None
+        remote = run.spec if isinstance(run.spec, UrlPeer) else None
+        refused = frozenset(remote.entry.reject_status) if remote else frozenset({429})
+        try:
+            found = refusal(url, int(2 * run.policy.effective_burst) + REFUSAL_MARGIN, refused=refused)
+        except httpx.HTTPError as exc:
+            return {"error": f"the refusal could not be read: {exc!r}"}
+        return found.report(None if remote else live_peer(run.peer).response_fix(run.policy), refused)
 
     def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],
                   info: dict[str, Any]) -> dict[str, Any]:

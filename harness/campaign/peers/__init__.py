@@ -5,19 +5,20 @@ from __future__ import annotations
 
 from targets.algorithms import Policy
 
-from .base import PEER_STORE, Peer, PeerError
+from .base import PEER_STORE, ConfigLimit, Peer, PeerConfig, PeerError
 from .haproxy import Haproxy
-from .nginx import Nginx
+from .nginx import Nginx, NginxProblem, NginxRealIp
 from .slowapi import SLOWAPI_PEERS
 
-PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), Haproxy(), *SLOWAPI_PEERS)}
+PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), *SLOWAPI_PEERS)}
 """Every peer a campaign may list by name."""
 
 SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haproxy",
                     **{p.name.replace("-", "_"): p.name for p in SLOWAPI_PEERS if not p.uses_redis}}
 """``simulate --algorithm`` names that predict a peer: its mapped model under the mapped policy."""
 
-__all__ = ["PEERS", "PEER_STORE", "SIMULATE_ALIASES", "Peer", "PeerError", "decided_by", "model_policy", "peer"]
+__all__ = ["PEERS", "PEER_STORE", "SIMULATE_ALIASES", "ConfigLimit", "Peer", "PeerConfig", "PeerError", "decided_by",
+           "model_policy", "peer"]
 
 
 def peer(name: str) -> Peer:

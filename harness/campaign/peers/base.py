@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shutil
 from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
 
 from contract.errors import BadInput
 from targets.algorithms import Policy
@@ -21,6 +22,34 @@ PEER_STORE = "zone"
 
 class PeerError(BadInput):
     """A peer the suite cannot run as asked: unknown, missing binary, or a policy it cannot express."""
+
+
+@dataclass(frozen=True)
+class ConfigLimit:
+    """One limit a user's config file enforces, in the suite's vocabulary."""
+
+    name: str
+    """As the file names it (NGINX: the zone)."""
+    policy: Policy
+    key: str
+    """``ip`` or ``api_key`` (validate's key kinds)."""
+    line: int = 0
+    """Where the file sets it (0: unknown)."""
+
+
+@dataclass(frozen=True)
+class PeerConfig:
+    """What ``validate`` judges of a user's config file: its limits and what its 429 carries."""
+
+    limits: list[ConfigLimit]
+    retry_after: bool = False
+    cache_control: str | None = None
+    reject_status: int = 429
+    """The status a refusal gets (NGINX without ``limit_req_status``: 503)."""
+    trusted_proxies: int | None = None
+    """Keyed by the address a trusted proxy wrote (NGINX ``real_ip``), else None."""
+    notes: list[str] = field(default_factory=list)
+    """What the model does not reproduce, printed beside the verdict."""
 
 
 class Peer(ABC):
@@ -66,6 +95,15 @@ class Peer(ABC):
         """The policy a user's own config file of this peer enforces (``validate`` judges it
         through ``model``); a PeerError naming the directive it cannot read."""
         raise PeerError(f"peer {self.name}: validate cannot read a {self.system} config file yet")
+
+    def recognises(self, text: str) -> bool:
+        """Whether ``text`` is a config file of this peer (``validate --config`` without ``--peer``)."""
+        return False
+
+    def read_config(self, text: str) -> PeerConfig:
+        """Everything ``validate`` reads of a user's config file; by default the one limit of
+        ``policy_from_config``, keyed by the client address, its 429 without headers."""
+        return PeerConfig([ConfigLimit(self.name, self.policy_from_config(text), "ip")])
 
     def executable(self) -> str | None:
         """The peer's executable on PATH; a PeerError naming the package when it is missing."""

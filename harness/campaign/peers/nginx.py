@@ -13,12 +13,14 @@ NGINX stores the rate as integer thousandths of a request per second, so ``100r/
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from fractions import Fraction
 
 from targets.algorithms import Policy
 
-from .base import Peer, PeerError
+from .base import Peer, PeerConfig, PeerError
+from .nginx_config import read_nginx
 
 
 @dataclass(frozen=True)
@@ -67,3 +69,31 @@ class Nginx(Peer):
     def model(self, policy: Policy) -> tuple[str, Policy]:
         n = nginx_limit(policy)
         return "token_bucket", Policy(n.rate_per_s * policy.window_s, policy.window_s, n.model_capacity)
+
+    def recognises(self, text: str) -> bool:
+        return re.search(r"\blimit_req(_zone)?\b", text) is not None
+
+    def read_config(self, text: str) -> PeerConfig:
+        config = read_nginx(text).config
+        for lim in config.limits:
+            try:
+                self.model(lim.policy)
+            except PeerError as exc:
+                raise PeerError(f"line {lim.line}: {exc}") from None
+        return config
+
+    def policy_from_config(self, text: str) -> Policy:
+        """The first ``limit_req`` line's policy (``read_config`` has them all)."""
+        return self.read_config(text).limits[0].policy
+
+
+class NginxProblem(Nginx):
+    name = "nginx-problem"
+    summary = ("nginx, refusing with an RFC 9457 problem+json 429, a truthful Retry-After and Cache-Control: no-store "
+               "(error_page 429 = @rb_429)")
+
+
+class NginxRealIp(Nginx):
+    name = "nginx-realip"
+    summary = ("nginx keyed by the client address behind the trusted proxy 127.0.0.1 (real_ip from X-Forwarded-For, "
+               "recursive): for key_evasion")

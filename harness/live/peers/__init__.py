@@ -7,10 +7,11 @@ from harness.campaign.peers import peer
 
 from .base import LivePeer
 from .haproxy import HaproxyPeer
-from .nginx import NginxPeer
+from .nginx import NginxPeer, NginxProblemPeer, NginxRealIpPeer
 from .slowapi import SLOWAPI_LIVE
 
-LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(), HaproxyPeer(), *SLOWAPI_LIVE)}
+LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(), NginxProblemPeer(), NginxRealIpPeer(), HaproxyPeer(),
+                                                            *SLOWAPI_LIVE)}
 
 __all__ = ["LIVE_PEERS", "LivePeer", "live_peer"]
 

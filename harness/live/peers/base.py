@@ -14,7 +14,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from contract.atomic import write_text
-from harness.campaign.peers import Peer
+from harness.campaign.peers import Peer, PeerError
 from targets.algorithms import Policy
 from targets.process import TargetProcess
 
@@ -43,6 +43,15 @@ class LivePeer(ABC):
     @abstractmethod
     def decisions(self, logs: Path, *, store: str) -> pa.Table:
         """Its records of the run (under ``logs``) as DECISION_SCHEMA rows in decision-time order."""
+
+    def response_fix(self, policy: Policy) -> str | None:
+        """The config lines that make its 429 say when to retry (problem details, Retry-After,
+        no-store), shown where a run finds it does not; None when it already does."""
+        return None
+
+    def from_config(self, text: str) -> LivePeer:
+        """This peer running a user's own config file (``validate --live``)."""
+        raise PeerError(f"peer {self.spec.name}: validate --live cannot run a {self.spec.system} config file yet")
 
     def start(self, processes: Processes, policy: Policy, *, port: int, downstream_port: int,
               run_dir: Path, env: dict[str, str] | None = None) -> TargetProcess:

@@ -3,7 +3,7 @@ policy in front of a ``none`` target, and the peer's mapped model deciding the s
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -13,14 +13,15 @@ from targets.algorithms import Policy, build_params, get_algorithm
 from targets.ports import free_ports
 
 from ..supervise import Processes
-from . import live_peer
+from . import LivePeer, live_peer
 
 
 @contextmanager
 def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float = 1.0,
-                     env: dict[str, str] | None = None) -> Iterator[tuple[str, Path]]:
-    """Peer ``name`` limiting by ``policy`` in front of a ``none`` target; yields (its URL, the
-    logs folder); both stopped on exit. ``env``: the peer's (REDIS_URL for a Redis-backed one)."""
+                     env: dict[str, str] | None = None, live: LivePeer | None = None) -> Iterator[tuple[str, Path]]:
+    """Peer ``name`` (or ``live``: one running a user's file) limiting by ``policy`` in front of a
+    ``none`` target; yields (its URL, the logs folder); both stopped on exit. ``env``: the peer's
+    (REDIS_URL for a Redis-backed one)."""
     processes = Processes()
     logs = folder / "logs"
     logs.mkdir(parents=True, exist_ok=True)
@@ -31,8 +32,8 @@ def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float 
                        f"downstream: {{service_time: {{median_ms: {service_ms}, sigma: 0}}}}\n")
     try:
         processes.start_targets([config], [down_port], [down_admin], logs, None)
-        yield live_peer(name).start(processes, policy, port=port, downstream_port=down_port, run_dir=folder,
-                                        env=env).url, logs
+        yield (live or live_peer(name)).start(processes, policy, port=port, downstream_port=down_port, run_dir=folder,
+                                              env=env).url, logs
     finally:
         processes.stop_all()
 
@@ -43,7 +44,11 @@ def mapped_decisions(name: str, policy: Policy, times: Sequence[float], keys: Se
     decision per (time, key), in the order given (times ascending). ``instead``: another
     algorithm under the policy itself, to measure how far from the peer it is."""
     algorithm, mapped = model_policy(name, policy) if instead is None else (instead, policy)
-    decide, params = get_algorithm(algorithm).decide, build_params(algorithm, mapped)
+    return model_decisions(get_algorithm(algorithm).decide, build_params(algorithm, mapped), times, keys)
+
+
+def model_decisions(decide: Callable, params: object, times: Sequence[float], keys: Sequence[str]) -> list[bool]:
+    """One algorithm deciding (time, key) requests of cost 1 in the order given, a state per key."""
     states: dict[str, object] = {}
     out = []
     for t, key in zip(times, keys):

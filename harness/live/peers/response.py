@@ -1,0 +1,123 @@
+"""What a limiter tells the client it refuses, asked over HTTP: one key driven into its limit, the
+refusal's status, body type and headers read as a client reads them, and a retry sent when its
+Retry-After says, to see whether the header told the truth.
+
+Run on a peer after a campaign run's load (its requests carry PROBE_PREFIX ids, left out of the
+run's decisions) and by ``validate --live`` on a peer or a URL. The suite's own targets answer
+with an RFC 9457 problem, a Retry-After computed per decision and ``Cache-Control: no-store``
+(targets/headers.py); a peer is judged by the same bar.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import httpx
+import pyarrow as pa
+import pyarrow.compute as pc
+
+PROBE_PREFIX = "rb-probe-"
+"""The request ids of the probe's requests (and its API key): not the scenario's traffic."""
+PROBE_ROUTE = "/api/items"
+MAX_PROBE_S = 10.0
+"""Driving one key into the limit gives up after this long."""
+MAX_RETRY_WAIT_S = 5.0
+"""A longer Retry-After is read but not waited for (a run would wait minutes)."""
+
+
+@dataclass
+class Refusal:
+    """One key driven into the limit: the requests sent and the first refusal."""
+
+    sent_t: list[float] = field(default_factory=list)
+    """When each request was sent (time.time()), in order."""
+    statuses: list[int] = field(default_factory=list)
+    status: int | None = None
+    """The first refusal's status; None when none came within the requests allowed."""
+    content_type: str | None = None
+    retry_after: str | None = None
+    cache_control: str | None = None
+    ratelimit_headers: list[str] = field(default_factory=list)
+    """RateLimit / RateLimit-Policy / X-RateLimit-* header names it sent (drafts and the de facto ones)."""
+    retry_after_s: float | None = None
+    """Retry-After in seconds (delta-seconds or an HTTP date)."""
+    retry_status: int | None = None
+    """The status of the one retry sent at Retry-After (None: not sent)."""
+
+    def findings(self, refused: frozenset[int] = frozenset({429})) -> list[str]:
+        """What a client is not told, one phrase each; empty when the refusal says it all."""
+        if self.status is None:
+            return [f"no refusal within {len(self.statuses)} sequential requests at one key: its 429 could not be read"]
+        out = []
+        if self.status != 429:
+            out.append(f"it refuses with {self.status}, not 429: clients and CDNs read it as an outage")
+        kind = (self.content_type or "no Content-Type").split(";")[0].strip()
+        if not kind.endswith("json"):
+            out.append(f"its {self.status} is {kind}, not application/problem+json: a client cannot read why")
+        if self.retry_after is None:
+            out.append("no Retry-After: a client cannot tell when to retry")
+        elif self.retry_after_s is None:
+            out.append(f"Retry-After {self.retry_after!r} is neither seconds nor an HTTP date")
+        elif self.retry_status in refused:
+            out.append(f"Retry-After {self.retry_after} lied: the retry sent {self.retry_after_s:g} s later was "
+                       f"refused again ({self.retry_status})")
+        if "no-store" not in (self.cache_control or ""):
+            out.append("no Cache-Control: no-store: a shared cache may serve one client's refusal to others")
+        return out
+
+    def report(self, fix: str | None = None, refused: frozenset[int] = frozenset({429})) -> dict[str, Any]:
+        """run.json's ``response``: the refusal, its findings and the config lines that fix them."""
+        raw = {k: v for k, v in asdict(self).items() if k not in ("sent_t", "statuses")}
+        findings = self.findings(refused)
+        return {**raw, "requests": len(self.statuses), "findings": findings, "fix": fix if findings else None}
+
+
+def _seconds(value: str, now: float) -> float | None:
+    if value.strip().isdigit():
+        return float(value.strip())
+    try:
+        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - now)
+    except (TypeError, ValueError):
+        return None
+
+
+def refusal(url: str, max_requests: int, *, refused: frozenset[int] = frozenset({429}),
+            max_wait_s: float = MAX_RETRY_WAIT_S, timeout_s: float = 5.0, max_s: float = MAX_PROBE_S) -> Refusal:
+    """Requests at one key (its own API key), one after the other on one connection, until the
+    first refusal (a status in ``refused``), at most ``max_requests`` or ``max_s``; then, when
+    Retry-After is at most ``max_wait_s``, one retry that long after the refusal. httpx errors
+    propagate (the caller says what it was)."""
+    out = Refusal()
+    give_up = time.monotonic() + max_s
+    headers = {"x-api-key": f"{PROBE_PREFIX}key", "x-client-id": "probe", "x-client-class": "probe"}
+    with httpx.Client(timeout=timeout_s) as http:
+        for i in range(max_requests):
+            out.sent_t.append(time.time())
+            r = http.get(url + PROBE_ROUTE, headers={**headers, "x-request-id": f"{PROBE_PREFIX}{i}"})
+            out.statuses.append(r.status_code)
+            if r.status_code in refused:
+                break
+            if time.monotonic() > give_up:  # a queueing limiter (NGINX without nodelay) holds a
+                return out                  # sequential client instead of refusing it
+        else:
+            return out
+        done = time.time()
+        out.status, out.content_type = r.status_code, r.headers.get("content-type")
+        out.retry_after, out.cache_control = r.headers.get("retry-after"), r.headers.get("cache-control")
+        out.ratelimit_headers = sorted(h for h in r.headers if h.lower().startswith(("ratelimit", "x-ratelimit")))
+        if out.retry_after is not None:
+            out.retry_after_s = _seconds(out.retry_after, done)
+        if out.retry_after_s is not None and out.retry_after_s <= max_wait_s:
+            time.sleep(max(0.0, done + out.retry_after_s - time.time()))
+            out.retry_status = http.get(url + PROBE_ROUTE, headers={**headers, "x-request-id": f"{PROBE_PREFIX}retry"}
+                                        ).status_code
+    return out
+
+
+def without_probe(decisions: pa.Table) -> pa.Table:
+    """A run's decisions without the probe's requests (they are not the scenario's traffic)."""
+    probe = pc.fill_null(pc.starts_with(decisions["request_id"], PROBE_PREFIX), False)
+    return decisions.filter(pc.invert(probe))

@@ -1,0 +1,91 @@
+"""validate's other inputs: a peer's own config file (an NGINX file's ``limit_req`` lines, ...) or
+a URL with the policy it claims to enforce. A config file becomes the policy file the lints and
+simulated checks judge: each of its limits as the peer's mapped model (harness/campaign/peers),
+its 429's headers as the file sets them, the traffic and thresholds of an optional policy file.
+Pure but for the URL's reachability: nothing starts here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import httpx
+
+from harness.campaign.config_file import CampaignError
+from harness.campaign.peers import PEERS, Peer, PeerConfig, PeerError, peer
+from harness.campaign.policy_file import Limit, PolicyFile, PolicyKeys, Response, parse_policy
+
+from .checks import CheckVerdict
+
+DEFAULT_ROUTE = "GET /api/items"
+"""The route a config file's limits cover when no policy file names the service's routes."""
+
+
+def which_peer(text: str, named: str | None, source: str) -> Peer:
+    """``--peer`` when given (an unknown one named with the known ones), else the one peer whose
+    config language the file is in."""
+    if named is not None:
+        return peer(named)
+    found = [p for p in PEERS.values() if p.recognises(text)]
+    if not found:
+        raise PeerError(f"{source}: not a config file of a known peer; name its peer with --peer ({', '.join(PEERS)})")
+    return found[0]
+
+
+def read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CampaignError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
+
+
+def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
+    """The file's limits and 429 as the peer reads them; its errors prefixed with the file's name."""
+    try:
+        return spec.read_config(text)
+    except PeerError as exc:
+        raise PeerError(f"{path}: {exc}") from None
+
+
+def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, source: Path) -> PolicyFile:
+    """The policy file that stands for the peer's file: its limits as their mapped models."""
+    name = re.sub(r"[^A-Za-z0-9_-]+", "-", source.stem) or "peer-config"
+    limits = []
+    for lim in config.limits:
+        algorithm, mapped = spec.model(lim.policy)
+        limits.append(Limit.model_validate({"name": re.sub(r"[^A-Za-z0-9_-]+", "-", lim.name), "key": lim.key,
+                                            "algorithm": algorithm, "limit": mapped.limit, "window_s": mapped.window_s,
+                                            "burst": mapped.burst}))
+    keys = base.keys if base else PolicyKeys()
+    if config.trusted_proxies is not None:
+        keys = keys.model_copy(update={"behind_proxies": True, "trusted_proxies": config.trusted_proxies})
+    raw = {**(base.model_dump(mode="json") if base else {"name": name, "routes": [{"name": DEFAULT_ROUTE}]}),
+           "limits": [lim.model_dump(mode="json") for lim in limits], "keys": keys.model_dump(mode="json"),
+           "response": Response(retry_after=config.retry_after, cache_control=config.cache_control).model_dump(mode="json"),
+           "store": {"backend": "memory"}, "nodes": 1}
+    raw["thresholds"] = [str(t) for t in base.thresholds] if base else []
+    return parse_policy(raw, str(source))
+
+
+def reject_status(spec: Peer, config: PeerConfig) -> CheckVerdict:
+    """A lint of the file itself: a refusal is a 429 (NGINX without limit_req_status sends 503)."""
+    ok = config.reject_status == 429
+    message = "refusals are 429 Too Many Requests" if ok else \
+        f"refusals are {config.reject_status}, not 429: clients, retries and CDNs read them as an outage"
+    fix = None if ok else {"nginx": "limit_req_status 429; (beside limit_req)"}.get(spec.system, "answer refusals with 429")
+    return CheckVerdict("lint: reject_status_429", "lint", None, "reject_status_429", float(not ok),
+                        "ok" if ok else "1 finding", "no findings", ok, message, fix, fix)
+
+
+def check_url(url: str) -> str:
+    """The URL without a trailing slash, once it answers HTTP (any status); a BadInput naming it
+    when it does not, before anything starts."""
+    if not re.match(r"^https?://[^/\s]+", url):
+        raise CampaignError(f"--url {url!r}: not an http:// or https:// URL")
+    try:
+        with httpx.Client(timeout=3.0) as http:
+            http.get(url)
+    except httpx.HTTPError as exc:
+        raise CampaignError(f"--url {url}: unreachable ({exc.__class__.__name__}: {exc})") from None
+    return url.rstrip("/")

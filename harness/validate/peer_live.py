@@ -1,0 +1,102 @@
+"""`validate --live` of a peer's config file or of a URL: what the limiter tells a client it
+refuses, asked over HTTP (harness/live/peers/response.py), and whether it refuses where the model
+the simulation judged says it does.
+
+A config file runs in a real peer in front of a ``none`` target: for NGINX its limiting lines
+(zones, maps, ``limit_req``, the 429's status, error page and headers, ``real_ip``) in the
+server the suite generates (harness/live/peers/nginx.py: NginxFilePeer). A URL is asked as it is.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from harness.campaign.policy_file import PolicyFile, params_of
+from harness.live.peers import LivePeer
+from harness.live.peers.response import Refusal, refusal
+from harness.live.peers.standalone import model_decisions, peer_before_none
+from harness.live.supervise import signals_interrupt
+from targets.algorithms import Policy, get_algorithm
+
+from .checks import CheckVerdict, burst_of
+
+PROBE_MARGIN = 50
+"""Requests beyond twice the largest burst before giving up on a refusal."""
+GENERIC_FIX = ("answer a refusal with 429, Content-Type: application/problem+json (RFC 9457), a Retry-After "
+               "that holds and Cache-Control: no-store")
+
+
+@contextmanager
+def _served(live: LivePeer | None, url: str | None, policy: Policy, out: Path | None) -> Iterator[str]:
+    if live is None:
+        assert url is not None
+        yield url
+        return
+    with tempfile.TemporaryDirectory(prefix="validate-peer-") as tmp:
+        folder = out if out is not None else Path(tmp)
+        with peer_before_none(live.spec.name, policy, folder, live=live) as (served, _):
+            yield served
+
+
+def peer_verdicts(policy: PolicyFile, *, live: LivePeer | None = None, url: str | None = None,
+                  nominal: Policy | None = None, refused: frozenset[int] = frozenset({429}),
+                  out: Path | None = None) -> list[CheckVerdict]:
+    """The live rows: the refusal's shape, Retry-After's truth and, for one limit, the requests
+    admitted before the first refusal against the model's count on the same send times.
+    ``live``: the peer running the file (``nominal`` is the file's own first limit), else ``url``."""
+    most = max(burst_of(lim) for lim in policy.limits)
+    first = policy.limits[0]
+    with signals_interrupt(), _served(live, url, nominal or Policy(first.limit, first.window_s, first.burst), out) as served:
+        found = refusal(served, int(2 * most) + PROBE_MARGIN, refused=refused)
+    fix = (live.response_fix(nominal) if live is not None and nominal is not None else None) or GENERIC_FIX
+    return [*shape_verdicts(found, refused, fix), *agreement(policy, found)]
+
+
+def _row(metric: str, shown: str, threshold: str, passed: bool, message: str, fix: str | None) -> CheckVerdict:
+    return CheckVerdict(f"live: {metric.removeprefix('live_').replace('_', ' ')}", "live", None, metric, float(passed),
+                        shown, threshold, passed, message, None if passed else fix, None if passed else fix)
+
+
+def shape_verdicts(found: Refusal, refused: frozenset[int], fix: str) -> list[CheckVerdict]:
+    if found.status is None:
+        return [_row("live_refusal", "none", "a refusal", False, found.findings(refused)[0], None)]
+    kind = (found.content_type or "none").split(";")[0].strip()
+    rows = [
+        _row("live_refusal_status", str(found.status), "429", found.status == 429,
+             f"refused with {found.status} after {len(found.statuses) - 1} admitted requests at one key", fix),
+        _row("live_refusal_body", kind, "problem+json", kind.endswith("json"),
+             f"the refusal's body is {kind}" + ("" if kind.endswith("json") else ": a client cannot read why"), fix),
+        _row("live_retry_after", found.retry_after or "none", "sent", found.retry_after_s is not None,
+             f"Retry-After: {found.retry_after}" if found.retry_after else "no Retry-After: a client cannot tell when to retry",
+             fix),
+        _row("live_no_store", found.cache_control or "none", "no-store", "no-store" in (found.cache_control or ""),
+             f"Cache-Control: {found.cache_control}" if found.cache_control else
+             "no Cache-Control: a shared cache may serve one client's refusal to others", fix),
+    ]
+    if found.retry_status is not None:
+        truthful = found.retry_status not in refused
+        rows.append(_row("live_retry_after_truthful", str(found.retry_status), "admitted", truthful,
+                         f"a retry {found.retry_after_s:g} s after the refusal, as Retry-After said, got {found.retry_status}",
+                         f"Retry-After >= the time until a request's worth is back ({fix})"))
+    return rows
+
+
+def agreement(policy: PolicyFile, found: Refusal) -> list[CheckVerdict]:
+    """One limit: the requests the peer admitted before refusing == the model's on the same times."""
+    if len(policy.limits) != 1 or found.status is None:
+        return []
+    lim = policy.limits[0]
+    model = model_decisions(get_algorithm(lim.algorithm).decide, params_of(lim), found.sent_t[:len(found.statuses)],
+                            ["probe"] * len(found.statuses))
+    admitted_model = model.index(False) if False in model else len(model)
+    admitted = len(found.statuses) - 1
+    ok = admitted == admitted_model
+    return [CheckVerdict(f"live: {lim.name}: admitted before refusing", "live", lim.name, "live_model_agreement",
+                         float(admitted), str(admitted), f"model: {admitted_model}", ok,
+                         f"{admitted} requests at one key, one after the other, before the first refusal; "
+                         f"the simulated model ({lim.algorithm}) admits {admitted_model} of them",
+                         None if ok else "the peer does not count as the model: compare its decisions with "
+                         "run_bench.py bench peer-agreement")]

@@ -1,0 +1,182 @@
+"""validate of a peer's own config file (an NGINX file's limit_req lines) and of a URL: the file
+read into policies naming every bad line, judged by the mapped model, and --live against a real
+nginx running the file's own limiting lines."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import psutil
+import pytest
+
+from harness.campaign.peers import PEERS, PeerError
+from harness.cli.main import main
+from harness.live.peers import live_peer
+from targets.algorithms import Policy
+from targets.ports import free_ports
+
+needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None and os.environ.get("CI", "").lower() != "true",
+                                 reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")
+
+API_KEYED = """
+http {
+    include mime.types;
+    map $http_x_api_key $k { "" $binary_remote_addr; default $http_x_api_key; }
+    limit_req_zone $k zone=api:10m rate=10r/s;
+    server {
+        listen 80;
+        location /api/ {
+            limit_req zone=api burst=4 nodelay;
+            limit_req_status 429;
+            error_page 429 = @rl;
+            proxy_pass http://app;
+        }
+        location @rl { add_header Retry-After 1 always; default_type application/problem+json; return 429 '{"a": 1}'; }
+    }
+}
+"""
+PLAIN = """limit_req_zone $binary_remote_addr zone=one:1m rate=100r/m;
+server { location / { limit_req zone=one burst=9 nodelay; } }
+"""
+
+
+@pytest.mark.parametrize(("text", "limits", "status", "retry_after", "proxies"), [
+    (API_KEYED, [("api", Policy(10, 1.0, 5), "api_key", 9)], 429, True, None),
+    (PLAIN, [("one", Policy(100, 60.0, 10), "ip", 2)], 503, False, None),
+    ("limit_req_zone $binary_remote_addr zone=a:1m rate=2r/s;\nlimit_req_zone $http_x_user zone=b:1m rate=30r/m;\n"
+     "server { set_real_ip_from 10.0.0.0/8; location / { limit_req zone=a; limit_req zone=b burst=3 delay=1;\n"
+     "add_header Retry-After 1; } }", [("a", Policy(2, 1.0, 1), "ip", 3), ("b", Policy(30, 60.0, 4), "api_key", 3)],
+     503, False, 1),
+    # limit_req and its error page at server level: the named location of that server answers
+    ("limit_req_zone $binary_remote_addr zone=z:1m rate=5r/s;\nlimit_req_status 429;\nserver { limit_req zone=z burst=1;\n"
+     "error_page 429 @x; location @x { add_header Retry-After 2 always; return 429; } }",
+     [("z", Policy(5, 1.0, 2), "ip", 3)], 429, True, None),
+])
+def test_an_nginx_file_becomes_the_policies_its_limit_req_lines_enforce(text, limits, status, retry_after, proxies):
+    config = PEERS["nginx"].read_config(text)
+    assert [(lim.name, lim.policy, lim.key, lim.line) for lim in config.limits] == limits
+    # Retry-After without "always" is not sent on a 429: NGINX adds it to 2xx and 3xx only
+    assert (config.reject_status, config.retry_after, config.trusted_proxies) == (status, retry_after, proxies)
+    assert PEERS["nginx"].policy_from_config(text) == limits[0][1]
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("server { location / { limit_req zone=z burst=3 nodelay } }", 'line 1: directive "limit_req" is not terminated by ";"'),
+    ("server { limit_req_zone $a zone=z:1m rate=1r/s; }", 'line 1: "limit_req_zone" directive is not allowed here'),
+    ("limit_req_zone $uri zone=z:1m rate=5r/m;\nserver { location / { limit_req zone=z; } }", "line 1: key $uri: validate models keys"),
+    ("limit_req_zone $binary_remote_addr zone=z:1m rate=5r/h;\nserver { location / { limit_req zone=z; } }",
+     "line 1: limit_req_zone z: rate='5r/h'; NGINX takes a whole number of requests per second or per minute"),
+    ("limit_req_zone $binary_remote_addr zone=z:1m rate=5r/s;\nserver { location / {\nlimit_req zone=y; } }",
+     "line 3: limit_req zone=y: no limit_req_zone defines it"),
+    ("limit_req_zone $binary_remote_addr zone=z:1m rate=5r/s;\nlimit_conn_zone $binary_remote_addr zone=c:1m;\n"
+     "server { location / { limit_req zone=z; } }", "line 2: limit_conn_zone limits concurrent connections"),
+    ("server { listen 80; }", "no limit_req line: nothing in the file limits requests"),
+])
+def test_a_bad_or_unsupported_nginx_line_is_named_and_exits_2_starting_nothing(tmp_path, capsys, text, message):
+    with pytest.raises(PeerError, match="^" + message.replace("$", r"\$").replace("(", r"\(")[:30]):
+        PEERS["nginx"].read_config(text)
+    path = tmp_path / "site.conf"
+    path.write_text(text)
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    assert main(["validate", "--config", str(path), "--peer", "nginx", "--live"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {path}: {message}") or f"{path}: {message}" in err
+    assert len(err.splitlines()) == 1
+    assert {p.pid for p in psutil.Process().children(recursive=True)} == before
+
+
+def test_an_nginx_file_is_judged_by_its_mapped_model(tmp_path, capsys):
+    path = tmp_path / "site.conf"
+    path.write_text(PLAIN)
+    assert main(["validate", "--config", str(path), "--json", "-"]) == 1
+    doc = json.loads(capsys.readouterr().out)
+    checks = {c["name"]: c for c in doc["checks"]}
+    assert doc["file"] == str(path) and doc["policy"] == "site"
+    assert checks["lint: reject_status_429"]["passed"] is False  # no limit_req_status: NGINX sends 503
+    assert "limit_req_status 429" in checks["lint: reject_status_429"]["suggestion"]
+    assert checks["lint: retry_after_missing"]["passed"] is False and checks["lint: cacheable_429"]["passed"] is False
+    # 100r/m burst=9: a token bucket of 10 refilled at NGINX's 1.666/s; a page of 8 fits
+    assert checks["one: page_load_429_rate"]["passed"] is True
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--config", "{conf}", "--peer", "traefik"], "unknown peer 'traefik'; choose from: nginx"),
+    (["--config", "{yaml}"], "not a config file of a known peer; name its peer with --peer"),
+    (["--peer", "nginx", "{yaml}"], "--peer: only with --config FILE"),
+    (["{yaml}", "--url", "http://127.0.0.1:{port}", "--live"], "--url http://127.0.0.1:{port}: unreachable (ConnectError"),
+    (["{yaml}", "--url", "http://127.0.0.1:{port}"], "--url: with --live and the policy file it claims to enforce"),
+])
+def test_bad_inputs_is_one_line_exit_2(tmp_path, capsys, args, message):
+    conf, yaml_file = tmp_path / "site.conf", tmp_path / "policy.yaml"
+    conf.write_text(PLAIN)
+    yaml_file.write_text("name: p\nroutes: [{name: GET /api/items}]\nlimits: [{name: api, key: ip, algorithm: gcra, "
+                         "limit: 10, window_s: 1}]\n")
+    port = str(free_ports(1)[0])
+    fill = {"conf": str(conf), "yaml": str(yaml_file), "port": port}
+    assert main(["validate", *(a.format(**fill) for a in args)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message.format(**fill) in err and len(err.splitlines()) == 1
+
+
+def test_a_missing_nginx_binary_exits_2_before_anything_starts(tmp_path, capsys, monkeypatch):
+    path = tmp_path / "site.conf"
+    path.write_text(PLAIN)
+    monkeypatch.setenv("PATH", "")
+    assert main(["validate", "--config", str(path), "--live"]) == 2
+    assert "peer nginx: the nginx binary was not found on PATH" in capsys.readouterr().err
+
+
+def _live(tmp_path: Path, capsys, text: str) -> dict[str, dict]:
+    tmp_path.mkdir()
+    path = tmp_path / "site.conf"
+    path.write_text(text)
+    main(["validate", "--config", str(path), "--live", "--json", "-"])
+    return {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"] if c["kind"] == "live"}
+
+
+@needs_nginx
+def test_live_the_file_runs_in_a_real_nginx_and_its_refusal_is_read_as_a_client_reads_it(tmp_path, capsys):
+    live = _live(tmp_path / "a", capsys, API_KEYED)
+    # its own error page: problem+json and a Retry-After of 1 s (at 10r/s one request is back in 0.1 s)
+    assert {k: (v["display"], v["passed"]) for k, v in live.items()} == {
+        "live: refusal status": ("429", True), "live: refusal body": ("application/problem+json", True),
+        "live: retry after": ("1", True), "live: no store": ("none", False), "live: retry after truthful": ("200", True),
+        "live: api: admitted before refusing": ("5", True),  # burst=4: 5 at once, as the model (capacity 5)
+    }
+    plain = _live(tmp_path / "b", capsys, PLAIN)
+    assert {k: (v["display"], v["passed"]) for k, v in plain.items()} == {
+        "live: refusal status": ("503", False), "live: refusal body": ("text/html", False),
+        "live: retry after": ("none", False), "live: no store": ("none", False),
+        "live: one: admitted before refusing": ("10", True),
+    }
+    fix = plain["live: refusal body"]["suggestion"]
+    assert fix.startswith("limit_req_status 429;\nerror_page 429 = @rb_429;")
+    # the offered lines, put in the file, make every check of the refusal pass on the real nginx
+    lines = [line.split("#")[0] for line in fix.splitlines()]
+    fixed = PLAIN.replace("nodelay; }", "nodelay; " + " ".join(lines[:2]) + " }\n" + "\n".join(lines[2:]))
+    assert all(v["passed"] for v in _live(tmp_path / "c", capsys, fixed).values())
+
+
+@needs_nginx
+def test_live_a_url_is_judged_by_the_policy_it_claims(tmp_path, capsys):
+    from harness.live.peers.standalone import peer_before_none
+
+    claim = tmp_path / "claim.yaml"
+    claim.write_text("name: claim\nroutes: [{name: GET /api/items}]\nlimits: [{name: api, key: api_key, "
+                     "algorithm: token_bucket, limit: 10, window_s: 1, burst: 3}]\n")
+    with peer_before_none("nginx-problem", Policy(10, 1, 5), tmp_path / "peer") as (url, _):
+        assert main(["validate", str(claim), "--url", url, "--live", "--json", "-"]) == 1
+    live = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"] if c["kind"] == "live"}
+    assert all(live[f"live: {n}"]["passed"] for n in ("refusal status", "refusal body", "retry after", "no store",
+                                                      "retry after truthful"))
+    # it claims a burst of 3; the endpoint admits 5 at once
+    assert (live["live: api: admitted before refusing"]["display"], live["live: api: admitted before refusing"]["passed"],
+            live["live: api: admitted before refusing"]["threshold"]) == ("5", False, "model: 3")
+
+
+def test_every_live_peer_of_nginx_reads_a_user_file():
+    assert isinstance(live_peer("nginx").from_config(PLAIN).config(Policy(1, 1), port=1, downstream_port=2,
+                                                                   run_dir=Path("/x")), str)
