@@ -25,10 +25,10 @@ from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocat
 from contract.atomic import atomic_write
 from contract.schema import ALGORITHM_NAMES, CHARTS_DIR
 
+from . import ramp
 from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
 from .answers import backoff
 from .palette import colour
-from .ramp import settings as ramp_settings
 from .theory import envelope_bound, over_admission_bound
 
 FORMATS = ("png", "svg")
@@ -329,7 +329,7 @@ def ramp_p99(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
         rate = a.row["ramp_sustained_rps"]
         ax.plot(b["offered_rps"], b["p99_ms"], color=c, linewidth=1.6, marker=".", markersize=4,
                 label=f"{_label(a)}: {rate:,.0f}/s")
-        bad = b[(b["late"] > 0) | (b["failed"] > 0)]
+        bad = b[ramp.unclean(b)]
         ax.scatter(bad["offered_rps"], bad["p99_ms"], marker="x", color=c, s=30, zorder=3)
         if rate > 0:
             ax.axvline(rate, color=c, linestyle=":", linewidth=0.9)
@@ -337,8 +337,8 @@ def ramp_p99(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
         ax.axhline(bound, color="red", linestyle="--", linewidth=1, label=f"P99 bound {bound:g} ms" if i == 0 else None)
     ax.set_yscale("log")
     _plain_log_y(ax)
-    ax.set_xlabel(f"offered rate (requests/s, one point per {_bin_label(ramp_settings(rs[0].run.info)[1])} bin "
-                  "of the ramp); dotted: the rate each sustained; x: late or failed sends", fontsize=9)
+    ax.set_xlabel(f"offered rate (requests/s, one point per {_bin_label(ramp.settings(rs[0].run.info)[1])} bin "
+                  "of the ramp); dotted: the rate each sustained; x: 1% or more sent late, or a failure", fontsize=9)
     ax.set_ylabel("P99 from intended send (ms, log)", fontsize=9)
     ax.tick_params(labelsize=8)
     _legend(fig, [ax], title="highest offered rate sustained")
@@ -392,8 +392,8 @@ SPECS = (
     Spec("ramp_p99", "P99 against the offered rate",
          "P99 of admitted requests from the intended send time in each bin of the ramp, against the rate offered in "
          "that bin, one line per algorithm, log scale; red dashed: the P99 bound; dotted: the highest offered rate each "
-         "run sustained (P99 under the bound, nothing late or failed in every bin up to it); x: a bin with late or "
-         "failed sends.", lambda a: a.ramp is not None, ramp_p99, per_scenario=True),
+         "run sustained (in every bin up to it: P99 under the bound, fewer than 1% of the sends late, no failure); "
+         "x: a bin with 1% or more of its sends late, or a failed request.", lambda a: a.ramp is not None, ramp_p99, per_scenario=True),
 )
 
 

@@ -1,11 +1,12 @@
 """A ramp run binned by offered rate: per bin the rate offered, the P99 of admitted requests, and
-whether any send was late or any request failed; and the highest rate a run sustained.
+how many of its sends were late and how many requests failed; and the highest rate a run sustained.
 
 The ramp's offered rate rises with time (the ``ramp`` phase of run.json spans it), so bins of
 time are bins of offered rate; each bin's rate is counted from the client log (the requests whose
 intended send falls in it), not taken from the line. Sustained up to R: every bin offered at most
-R kept its P99 (from the intended send, nearest rank) within the bound, and none of its requests
-went out late or failed. Bins are taken in order of offered rate, and the first bad one ends the
+R kept its P99 (from the intended send, nearest rank) within the bound, was replayed cleanly
+(fewer than 1% of its requests sent late: the suite's rule for a clean replay, as in
+``run_bench.py bench live``), and none of its requests failed. Bins are taken in order of offered rate, and the first bad one ends the
 count: a queue built at one rate is still there at the next, so a good bin after a bad one is
 not a rate the run sustained.
 """
@@ -29,6 +30,9 @@ its service times alone (~32 ms at sigma 0.5) and of a busy target's HTTP stack,
 the queues of a downstream run past its capacity (seconds). A ramp entry may set its own
 (``p99_bound_ms``)."""
 BIN_S = 1.0
+LATE_SHARE = 0.01
+"""A bin with this share of its requests sent late (more than LATE_S after the intended time) or
+more was not replayed cleanly: the generator, not the target, may have set what it measured."""
 STOPS = ("p99", "late", "failed")
 """Why a bin is bad, in the order reported when several apply."""
 
@@ -49,8 +53,8 @@ def span(info: RunInfo) -> tuple[float, float] | None:
 def bins(client: pd.DataFrame, start_t: float, end_t: float, bin_s: float) -> pd.DataFrame:
     """One row per whole bin of ``bin_s`` from ``start_t`` to ``end_t``: ``t`` (bin start after
     ``start_t``), ``offered_rps``, ``requests``, ``admitted``, ``p99_ms`` (NaN: nothing admitted),
-    ``late`` (sent more than LATE_S after the intended time, or never sent), ``failed`` (no answer,
-    or an answer neither 2xx nor 429)."""
+    ``late`` (sent more than LATE_S after the intended time, or never sent) and ``late_share``,
+    ``failed`` (no answer, or an answer neither 2xx nor 429)."""
     count = int(np.floor((end_t - start_t) / bin_s + 1e-9))
     intended = client["intended_t"].to_numpy(dtype=np.float64)
     index = np.floor((intended - start_t) / bin_s + 1e-9).astype(np.int64)
@@ -68,15 +72,21 @@ def bins(client: pd.DataFrame, start_t: float, end_t: float, bin_s: float) -> pd
     for k in np.unique(index[ok]):  # a few dozen bins
         p99[k] = nearest_rank(latency_ms[ok & (index == k)], 99.0)
     requests = np.bincount(index, minlength=count)
+    late_count = np.bincount(index[late], minlength=count)
     return pd.DataFrame({"t": np.arange(count) * bin_s, "offered_rps": requests / bin_s, "requests": requests,
-                         "admitted": np.bincount(index[ok], minlength=count), "p99_ms": p99,
-                         "late": np.bincount(index[late], minlength=count),
+                         "admitted": np.bincount(index[ok], minlength=count), "p99_ms": p99, "late": late_count,
+                         "late_share": late_count / np.maximum(requests, 1),
                          "failed": np.bincount(index[failed], minlength=count)})
+
+
+def unclean(table: pd.DataFrame) -> pd.Series:
+    """Bins not replayed cleanly (LATE_SHARE or more sent late) or with a failed request."""
+    return (table["late_share"] >= LATE_SHARE) | (table["failed"] > 0)
 
 
 def stops(row: Any, bound_ms: float) -> list[str]:
     """What makes one bin bad (STOPS order); empty for a good bin."""
-    bad = {"p99": bool(row.p99_ms > bound_ms), "late": row.late > 0, "failed": row.failed > 0}
+    bad = {"p99": bool(row.p99_ms > bound_ms), "late": row.late_share >= LATE_SHARE, "failed": row.failed > 0}
     return [name for name in STOPS if bad[name]]
 
 

@@ -55,6 +55,14 @@ def test_the_bound_is_the_runs_and_a_rejected_request_never_counts_in_p99() -> N
     assert sustained(bins(client, T0, T0 + 5, 1.0), P99_BOUND_MS) == (50.0, None)
 
 
+def test_a_bin_is_late_from_one_percent_of_its_sends() -> None:
+    def whole(**changes) -> tuple[float, str | None]:  # the ramp as one bin of 150 requests
+        return sustained(bins(ramp_logs("token_bucket", **changes)[1].to_pandas(), T0, T0 + 5, 5.0), P99_BOUND_MS)
+
+    assert whole(late=(0,)) == (30.0, None)  # 1 of 150
+    assert whole(late=(0, 1)) == (0.0, "late")  # 2 of 150
+
+
 def _folder(root: Path, runs: dict[str, dict], extra: dict | None = None) -> Path:
     for algorithm, changes in runs.items():
         write_run(root, "ramp", algorithm, *ramp_logs(algorithm, **changes), {**RAMP_PHASE, **(extra or {})})
