@@ -127,7 +127,7 @@ def _rps(value: float) -> str:
     return f"{value:,.0f}/s"
 
 
-STOPPED = {"p99": "then P99 over {bound}", "late": "then late sends: the generator's limit, not the target's",
+STOPPED = {"p99": "then P99 over {bound}", "late": "then late sends: the generator fell behind",
            "failed": "then failed requests", None: "held to the top of the ramp"}
 
 

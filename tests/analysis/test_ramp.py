@@ -99,7 +99,7 @@ def test_a_changed_row_changes_the_answer(tmp_path: Path) -> None:
     sentence = next(a.sentence for a in report.answers() if a.key == "throughput")
     assert sentence == (
         "Best: fixed_window, 50/s (held to the top of the ramp; ramp__fixed_window__memory); "
-        "worst: token_bucket, 30/s (then late sends: the generator's limit, not the target's; ramp__token_bucket__memory); "
+        "worst: token_bucket, 30/s (then late sends: the generator fell behind; ramp__token_bucket__memory); "
         "adaptive in between; no limiting at all (none): 10/s (then P99 over 500 ms; ramp__none__memory).")
 
 
