@@ -150,7 +150,8 @@ def test_a_ramp_live_records_its_span_and_is_binned_by_offered_rate(library):
     ramp = next(p for p in info["phases"] if p["name"] == "ramp")
     assert ramp["start_t"] == info["start_at"] and ramp["end_t"] == info["start_at"] + 3
     assert info["sent"] == info["planned_requests"] == 180  # (20 + 100) / 2 x 3 s
-    planned = np.bincount(np.floor(build_model("ramp", 1000, 1, seed=1, overrides={k: str(v) for k, v in RAMP.items()}).arrivals().t).astype(int))
+    model = build_model("ramp", 1000, 1, seed=1, overrides={k: str(v) for k, v in RAMP.items()})
+    planned = np.bincount(np.floor(model.arrivals().t).astype(int))
     assert planned.tolist() == [33, 61, 86]  # the line's 33.3, 60 and 86.7, within the two units at each end
     row = rows(library)["ramp"]
     assert (row["ramp_offered_min_rps"], row["ramp_offered_max_rps"]) == (33.0, 86.0)
