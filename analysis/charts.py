@@ -320,7 +320,7 @@ def retry_storm(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
 
 def ramp_p99(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     """One line per run on one axis, P99 (log) against the offered rate of each bin: where each
-    limiter's line crosses the bound is the answer; bins with a late or failed send are crosses."""
+    limiter's line crosses the bound is the answer; bins not replayed cleanly, or with a failure, are crosses."""
     rs = _order(runs)
     fig, (ax,) = _facets(1, fig_title, cols=1, height=4.2)
     bounds = sorted({a.row["ramp_p99_bound_ms"] for a in rs})

@@ -104,7 +104,7 @@ def comparisons(rows: Sequence[Row]) -> dict[str, tuple[list[str], list[list[str
                                                    r.get("cpu_target_ms_per_1k") is None for r in rs):
             continue
         baselines = {r["store"]: r for r in rs if r["algorithm"] == BASELINE}
-        cols = [ALGORITHM, *([STORE] if len({r["store"] for r in rs}) > 1 else [])]
-        cols += [SUSTAINED, STOPPED_BY] * any(r.get("ramp_sustained_rps") is not None for r in rs) + [P99, REJECTED, CPU]
+        ramp = [SUSTAINED, STOPPED_BY] if any(r.get("ramp_sustained_rps") is not None for r in rs) else []
+        cols = [ALGORITHM, *([STORE] if len({r["store"] for r in rs}) > 1 else []), *ramp, P99, REJECTED, CPU]
         out[scenario] = _table([*cols, *([_overhead(baselines)] if baselines else [])], rs)
     return out
