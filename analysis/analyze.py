@@ -18,7 +18,7 @@ import pyarrow as pa
 from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE
 
 from . import client as client_metrics
-from . import latency, metrics, retries
+from . import latency, metrics, ramp, retries
 from .cpu import cpu_ms_per_1k, generator_bound
 from .ideal import ideal_sliding_log
 from .loader import LeftOut, Results, Run, RunDataError
@@ -45,6 +45,7 @@ class RunAnalysis:
     latency_bin_s: float | None = None  # width of the latency_series bins
     latency_cdf: tuple[np.ndarray, np.ndarray] | None = None
     calls: pd.DataFrame | None = None  # t, calls per second (retry storms)
+    ramp: pd.DataFrame | None = None  # a ramp run's bins by offered rate (analysis.ramp.bins)
 
     @property
     def degraded(self) -> tuple[float, float] | None:
@@ -161,8 +162,12 @@ def analyze_run(run: Run) -> RunAnalysis:
     row.update(_decision_row(df, run, envelope))
     a = RunAnalysis(run, row, envelope, origin)
     row.update(EMPTY_CLIENT)
+    row.update(ramp.EMPTY)
     if client is not None:
         _client_part(a, client)
+        if run.info.scenario.split("-", 1)[0] == ramp.RAMP_SCENARIO:
+            fields, a.ramp = ramp.measures(run.info, client)
+            row.update(fields)
     row.update(EMPTY_CPU)
     if cpu is not None:
         row.update(cpu_ms_per_1k(cpu, len(client) if client is not None else len(df)))

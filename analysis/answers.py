@@ -123,6 +123,46 @@ def bounded_p99(rows: Sequence[Row]) -> Answer | None:
                   tuple(r["run"] for r in cited), "latency_over_time")
 
 
+def _rps(value: float) -> str:
+    return f"{value:,.0f}/s"
+
+
+STOPPED = {"p99": "then P99 over {bound}", "late": "then late sends: the generator fell behind",
+           "failed": "then failed requests", None: "held to the top of the ramp"}
+
+
+def _sustained(row: Row, bound: str) -> str:
+    rate = row["ramp_sustained_rps"]
+    reached = _rps(rate) if rate > 0 else f"not even the ramp's first {_rps(row['ramp_offered_min_rps'])}"
+    return f"{reached} ({STOPPED[row['ramp_stopped_by']].format(bound=bound)}; {row['run']})"
+
+
+def throughput(rows: Sequence[Row]) -> Answer | None:
+    """Per ramp run, the highest offered rate with P99 under the bound and no late or failed request."""
+    every = _of(rows, "ramp", "ramp_sustained_rps")
+    runs = _limiters(every)
+    if not runs:
+        return None
+    bounds = {r["ramp_p99_bound_ms"] for r in every}
+    bound = f"{_num(next(iter(bounds)))} ms" if len(bounds) == 1 else "its bound"
+    ranked = sorted(runs, key=lambda r: -r["ramp_sustained_rps"])
+    best, others = ranked[0], ranked[1:]
+    sentence = f"Best: {_who(best)}, {_sustained(best, bound)}"
+    cited = [best]
+    if others:
+        worst = others[-1]
+        middle = f"; {_names(others[:-1])} in between" if len(others) > 1 else ""
+        sentence += f"; worst: {_who(worst)}, {_sustained(worst, bound)}{middle}"
+        cited.append(worst)
+    baseline = [r for r in every if r["algorithm"] == BASELINE]
+    if baseline:
+        sentence += f"; no limiting at all ({BASELINE}): {_sustained(baseline[0], bound)}"
+        cited.append(baseline[0])
+    top = max(r["ramp_offered_max_rps"] for r in every)
+    question = (f"Offered up to {_rps(top)}: how high can the rate go with P99 under {bound} and nothing late or failed?")
+    return Answer("throughput", question, sentence + ".", tuple(r["run"] for r in cited), "ramp_p99")
+
+
 def backoff(row: Row) -> str:
     """A retry storm's backoff policy (and trigger, when not the default burst)."""
     params = row.get("scenario_params") or {}
@@ -162,7 +202,7 @@ def distribution(rows: Sequence[Row]) -> Answer | None:
                   tuple(r["run"] for r in stores.values()), "over_admission")
 
 
-QUESTIONS = (over_admission, legit_rejections, bounded_p99, retries, distribution)
+QUESTIONS = (over_admission, legit_rejections, bounded_p99, throughput, retries, distribution)
 
 
 def answers(rows: Sequence[Row]) -> list[Answer]:

@@ -25,6 +25,7 @@ from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocat
 from contract.atomic import atomic_write
 from contract.schema import ALGORITHM_NAMES, CHARTS_DIR
 
+from . import ramp
 from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
 from .answers import backoff
 from .palette import colour
@@ -317,6 +318,33 @@ def retry_storm(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     return fig
 
 
+def ramp_p99(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
+    """One line per run on one axis, P99 (log) against the offered rate of each bin: where each
+    limiter's line crosses the bound is the answer; bins not replayed cleanly, or with a failure, are crosses."""
+    rs = _order(runs)
+    fig, (ax,) = _facets(1, fig_title, cols=1, height=4.2)
+    bounds = sorted({a.row["ramp_p99_bound_ms"] for a in rs})
+    for a in rs:
+        b, c = a.ramp.sort_values("offered_rps", kind="stable"), colour(a.run.info.algorithm)
+        rate = a.row["ramp_sustained_rps"]
+        ax.plot(b["offered_rps"], b["p99_ms"], color=c, linewidth=1.6, marker=".", markersize=4,
+                label=f"{_label(a)}: {rate:,.0f}/s")
+        bad = b[ramp.unclean(b)]
+        ax.scatter(bad["offered_rps"], bad["p99_ms"], marker="x", color=c, s=30, zorder=3)
+        if rate > 0:
+            ax.axvline(rate, color=c, linestyle=":", linewidth=0.9)
+    for i, bound in enumerate(bounds):
+        ax.axhline(bound, color="red", linestyle="--", linewidth=1, label=f"P99 bound {bound:g} ms" if i == 0 else None)
+    ax.set_yscale("log")
+    _plain_log_y(ax)
+    ax.set_xlabel(f"offered rate (requests/s, one point per {_bin_label(ramp.settings(rs[0].run.info)[1])} bin "
+                  "of the ramp); dotted: the rate each sustained; x: 1% or more sent late, or a failure", fontsize=9)
+    ax.set_ylabel("P99 from intended send (ms, log)", fontsize=9)
+    ax.tick_params(labelsize=8)
+    _legend(fig, [ax], title="highest offered rate sustained")
+    return fig
+
+
 @dataclass(frozen=True)
 class Spec:
     name: str
@@ -361,6 +389,11 @@ SPECS = (
     Spec("retry_storm", "Retry storm: calls over time per backoff policy",
          "Calls reaching the target per second, one panel per backoff policy (and trigger: a burst, or a 503 outage).",
          lambda a: a.calls is not None, retry_storm),
+    Spec("ramp_p99", "P99 against the offered rate",
+         "P99 of admitted requests from the intended send time in each bin of the ramp, against the rate offered in "
+         "that bin, one line per algorithm, log scale; red dashed: the P99 bound; dotted: the highest offered rate each "
+         "run sustained (in every bin up to it: P99 under the bound, fewer than 1% of the sends late, no failure); "
+         "x: a bin with 1% or more of its sends late, or a failed request.", lambda a: a.ramp is not None, ramp_p99, per_scenario=True),
 )
 
 

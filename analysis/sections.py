@@ -30,6 +30,8 @@ STORE = Col("store", lambda r: r["store"], "{}")
 P99 = Col("P99 (ms)", _field("latency_p99_intended_ms"))
 REJECTED = Col("rejected (%)", _field("rejected_rate", 100.0))
 CPU = Col("target CPU (ms / 1k req)", _field("cpu_target_ms_per_1k"))
+SUSTAINED = Col("sustained (offered /s)", _field("ramp_sustained_rps"), "{:,.0f}")
+STOPPED_BY = Col("then", lambda r: None if r.get("ramp_sustained_rps") is None else r.get("ramp_stopped_by") or "top of ramp", "{}")
 
 DETAIL: tuple[Col, ...] = (
     Col("backoff", lambda r: backoff(r) if family(r["scenario"]) == "retry_storm" else None, "{}"),
@@ -45,6 +47,8 @@ DETAIL: tuple[Col, ...] = (
     P99,
     CPU,
     Col("goodput (/s)", _field("goodput_rps")),
+    SUSTAINED,
+    STOPPED_BY,
     Col("recovery (s)", _field("time_to_recover_s")),
     Col("calls", _field("calls"), "{:,}"),
     Col("calls per request", _field("amplification"), "{:,.2f}"),
@@ -53,8 +57,9 @@ DETAIL: tuple[Col, ...] = (
     Col("Retry-After truthful (%)", _field("header_truthfulness", 100.0)),
 )
 
-COMPARED = ("unhealthy_downstream", "steady")
-"""The scenarios the source comparison measured: an unhealthy downstream, and plain throughput."""
+COMPARED = ("unhealthy_downstream", "steady", "ramp")
+"""The scenarios the source comparison measured: an unhealthy downstream, and plain throughput
+(steady, or a ramp: then with the highest offered rate each run sustained)."""
 
 
 def _cell(col: Col, row: Row) -> str:
@@ -99,6 +104,7 @@ def comparisons(rows: Sequence[Row]) -> dict[str, tuple[list[str], list[list[str
                                                    r.get("cpu_target_ms_per_1k") is None for r in rs):
             continue
         baselines = {r["store"]: r for r in rs if r["algorithm"] == BASELINE}
-        cols = [ALGORITHM, *([STORE] if len({r["store"] for r in rs}) > 1 else []), P99, REJECTED, CPU]
+        ramp = [SUSTAINED, STOPPED_BY] if any(r.get("ramp_sustained_rps") is not None for r in rs) else []
+        cols = [ALGORITHM, *([STORE] if len({r["store"] for r in rs}) > 1 else []), *ramp, P99, REJECTED, CPU]
         out[scenario] = _table([*cols, *([_overhead(baselines)] if baselines else [])], rs)
     return out

@@ -126,14 +126,19 @@ RUN_REQUIRED = ("status", "scenario", "algorithm", "store", "policy")
 algorithm's parameters), ``scenario_params`` (e.g. ``backoff`` of a retry storm), ``phases``
 (list of ``{"name", "start_t", "end_t"}`` in epoch seconds, on the logs' clock; the phase named
 ``degraded`` drives recovery time and shading; ``downstream_outage``: a retry storm's 503 window;
-``outage``: store_failure's Redis stop), ``generator_bound`` (bool, the runner's own
+``outage``: store_failure's Redis stop; ``ramp``: the span of a ramp's rising offered rate, which
+the analysis bins by offered rate), ``generator_bound`` (bool, the runner's own
 verdict), ``error`` (why a run failed: the log's tail), ``decided_from`` (``client`` for a url
 peer, whose decisions are inferred from the client log; absent: ``target``) with ``round_trip_ms``
 (``{"p50", "p99", "max"}`` of the answered requests: the uncertainty of those decisions' times). ``policy`` is ``{"limit",
 "window_s", "burst"}`` with ``burst`` null for the default (= limit)."""
 DEGRADED_PHASE = "degraded"
 DOWNSTREAM_OUTAGE_PHASE = "downstream_outage"
+RAMP_PHASE = "ramp"
 STATUS_TOO_MANY = 429
+LATE_S = 0.005
+"""A send this much after its intended time is late: the generator fell behind (the replay counts
+such groups in run.json's ``late_groups``; a ramp's bins count such requests)."""
 
 
 def parse_run_dir_name(name: str) -> tuple[str, str, str] | None:

@@ -36,7 +36,7 @@ from locust import FastHttpUser, User, events, task
 from locust.exception import CatchResponseError, StopUser
 
 from contract.routes import MODEL_ROUTES
-from contract.schema import CLIENT_SCHEMA, LATE_SUFFIX, client_part, ready_marker
+from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
 from scenarios.live_plan import LivePlan, groups, outcome, request_headers, worker_share
 from scenarios.raw_replay import RawReplay, Wire, wires
@@ -46,8 +46,6 @@ BURST = 10
 WARM_LATENCY_S = 0.02
 """Warm connections for this long of the offered rate in flight, beyond the largest group."""
 WARM_SPARE = 8
-LATE_S = 0.005
-"""A group released this much after its deadline counts as late (the generator fell behind)."""
 EXPECTED = (200, 201, 429)
 RETRIED_EXPECTED = (*EXPECTED, 503)
 

@@ -92,8 +92,14 @@ LIVE_COLUMNS = (
 )
 
 
+RAMP_COLUMN = Column("sustained /s", "sust.\n/s",
+                     lambda row: "-" if row.get("ramp_sustained_rps") is None else f"{row['ramp_sustained_rps']:,.0f}")
+"""Only when a ramp ran: the highest offered rate with P99 under its bound and nothing late or failed."""
+
+
 def summary_table(rows: list[dict[str, Any]], out: Console, wide: bool = False) -> Table:
-    return fit_table("live campaign summary", rows, LIVE_COLUMNS, out, wide=wide)
+    ramp = any(r.get("ramp_sustained_rps") is not None for r in rows)
+    return fit_table("live campaign summary", rows, (*LIVE_COLUMNS, *([RAMP_COLUMN] if ramp else [])), out, wide=wide)
 
 
 def _fmt(value: Any) -> str:

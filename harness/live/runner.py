@@ -46,6 +46,7 @@ from contract.schema import (
     HANDSHAKE_DIR,
     LOCUST_DIR,
     PLAN_FILE,
+    RAMP_PHASE,
     ROLE_GENERATOR,
     ROLE_TARGET,
     RUN_FAILED,
@@ -252,7 +253,8 @@ class LiveRunner:
 
     def _phases(self, run: LiveRun, start_at: float, end_at: float) -> list[dict[str, Any]]:
         """The downstream's unhealthy phases of the model's health schedule, in epoch seconds:
-        ``degraded`` (unhealthy_downstream) and ``downstream_outage`` (a retry storm's 503s)."""
+        ``degraded`` (unhealthy_downstream) and ``downstream_outage`` (a retry storm's 503s); and
+        a ramp's span (``ramp``), the offered rate's time axis."""
         schedule = (run.model.target_config().get("downstream") or {}).get("schedule") or []
         names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
         phases = []
@@ -260,6 +262,10 @@ class LiveRunner:
             if phase["health"] in names:
                 end = end_at if following is None else start_at + following["at_s"]
                 phases.append({"name": names[phase["health"]], "start_t": start_at + phase["at_s"], "end_t": end})
+        ramp = getattr(run.model, "ramp", None)
+        if ramp is not None:
+            begin, finish = ramp()
+            phases.append({"name": RAMP_PHASE, "start_t": start_at + begin, "end_t": start_at + finish})
         return phases
 
     def _start_locust(self, plan: LivePlan, run_dir: Path, run_time: int) -> subprocess.Popen:

@@ -112,8 +112,34 @@ def _retry_storm(rng: np.random.Generator, algorithm: str, backoff: str) -> tupl
     return d, client_table(list(cr[0]), list(cr[1]), list(cr[2]), list(cr[3]), list(cr[4]), list(cr[5]))
 
 
+RAMP_RATES = (10, 20, 30, 40, 50)
+"""Requests in each 1 s bin of a synthetic ramp from T0."""
+RAMP_PHASE = {"phases": [{"name": "ramp", "start_t": T0, "end_t": T0 + len(RAMP_RATES)}]}
+
+
+def ramp_logs(algorithm: str, slow: dict[int, float] | None = None, late: tuple[int, ...] = (),
+              status: dict[int, int] | None = None) -> tuple[pa.Table, pa.Table]:
+    """A ramp of RAMP_RATES: evenly spaced sends, 10 ms answers, requests 2, 7, 12... of each bin
+    a 429 (1 ms); in bin k, the last request takes ``slow[k]`` ms, the first is sent 6 ms late if
+    k is in ``late``, and the second gets ``status[k]`` instead of 200 (0: no answer)."""
+    slow, status = slow or {}, status or {}
+    rows = []
+    for k, rate in enumerate(RAMP_RATES):
+        for i in range(rate):
+            t = T0 + k + (i + 0.5) / rate
+            sent = t + (0.006 if i == 0 and k in late else 0.0005)
+            code = status.get(k, 200) if i == 1 else 429 if i % 5 == 2 else 200
+            ms = slow.get(k, 10.0) if i == rate - 1 else 1.0 if code == 429 else 10.0
+            rows.append((t, sent, t + ms / 1000.0 if code else float("nan"), code))
+    t, sent, done, code = (np.array(c) for c in zip(*rows))
+    rid = [f"q{i}" for i in range(len(t))]
+    key = np.array(["ramp"] * len(t))
+    return (decisions_table(t, key, code != 429, np.array(["legit"] * len(t)), rid, algorithm),
+            client_table(rid, t, sent, done, code, np.ones(len(t))))
+
+
 def make_live_folder(root: Path, seed: int = 7) -> Path:
-    """Every chart has data here: boundary burst, unhealthy downstream, retry storm."""
+    """Every chart has data here: boundary burst, unhealthy downstream, retry storm, ramp."""
     rng = np.random.default_rng(seed)
     root.mkdir(parents=True, exist_ok=True)
     machine = {"python": "3.11", "cpu_count": 2, "packages": {"numpy": np.__version__}}
@@ -134,4 +160,6 @@ def make_live_folder(root: Path, seed: int = 7) -> Path:
     for algorithm, backoff in (("fixed_window", "immediate"), ("token_bucket", "retry_after_jitter")):
         d, c = _retry_storm(rng, algorithm, backoff)
         write_run(root, "retry_storm", algorithm, d, c, {"scenario_params": {"backoff": backoff}})
+    for algorithm, slow in (("fixed_window", {3: 300.0, 4: 300.0}), ("token_bucket", {})):
+        write_run(root, "ramp", algorithm, *ramp_logs(algorithm, slow), RAMP_PHASE)
     return root

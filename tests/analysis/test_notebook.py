@@ -24,9 +24,9 @@ def test_notebook_executes(live_folder: Path, tmp_path: Path, monkeypatch) -> No
     outputs = [str(o.get("text", "")) for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     text = "\n".join(outputs)
     expected = answers(analyze(load_results(live_folder)).rows)
-    assert [a.key for a in expected] == ["over_admission", "bounded_p99", "retries"]
+    assert [a.key for a in expected] == ["over_admission", "bounded_p99", "throughput", "retries"]
     assert outputs[0] == "".join(f"{a.line()}\n\n" for a in expected)
-    assert "6 whole runs" in text
+    assert "8 whole runs" in text
     assert "no regressions" in text
     assert (tmp_path / "charts" / "over_admission.png").is_file()
     assert (tmp_path / "charts" / "envelope-unhealthy_downstream.png").is_file()

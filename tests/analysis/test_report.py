@@ -19,7 +19,7 @@ from harness.cli.main import main
 
 from .render import fits_the_page
 
-LIVE_ONLY = {"latency_over_time", "latency_cdf", "retry_storm"}
+LIVE_ONLY = {"latency_over_time", "latency_cdf", "retry_storm", "ramp_p99"}
 
 
 @pytest.fixture(scope="module")
@@ -60,6 +60,7 @@ def test_a_scenario_the_campaign_lacks_has_no_section_and_no_warning(sim_folder:
         assert "Warnings" not in text and "skipped" not in text
         assert "retry_storm" not in text.lower().replace(" ", "_") and "unhealthy_downstream" not in text
         assert "Latency" not in text  # no client log: no latency table, chart or answer
+        assert "ramp_" not in text and "offered" not in text  # no ramp run: no chart, no answer, no column
     html = (sim_folder / REPORT_HTML).read_text()
     assert html.index("id='answers'") < html.index("Details per scenario") < html.index("id='full-tables'")
 

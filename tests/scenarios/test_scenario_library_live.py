@@ -9,9 +9,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
+
+from scenarios import build_model
 
 ROOT = Path(__file__).resolve().parents[2]
 STORM_POLICY = {"limit": 100, "window_s": 1, "burst": 5}
@@ -30,6 +33,7 @@ STORM_CAMPAIGN = {
 OUTAGE_S = 1.0
 OUTAGE = {**STORM, "backoff": "full_jitter", "trigger": "outage", "outage_s": OUTAGE_S}
 KEYS = {"duration_s": 3}
+RAMP = {"start_rps": 20, "end_rps": 100, "duration_s": 3}
 LIBRARY_CAMPAIGN = {
     **STORM_CAMPAIGN, "name": "library",
     "scenarios": [
@@ -39,6 +43,9 @@ LIBRARY_CAMPAIGN = {
     ] + [
         {"name": "key_evasion", "label": k, "policy": {"limit": 10, "window_s": 1}, "params": {"key_policy": k, **KEYS}}
         for k in ("leftmost_xff", "ipv6_64")
+    ] + [
+        # a short ramp under a limit it never reaches: every bin is the line, the whole ramp is measured
+        {"name": "ramp", "policy": {"limit": 1000, "window_s": 1}, "params": RAMP},
     ],
 }
 
@@ -135,3 +142,17 @@ def test_forged_xff_and_ipv6_rotation_live(library):
     assert admitted(library, "leftmost_xff", "forger") > 2 * bound
     assert admitted(library, "ipv6_64", "forger") <= bound
     assert admitted(library, "ipv6_64", "rotator") <= bound
+
+
+def test_a_ramp_live_records_its_span_and_is_binned_by_offered_rate(library):
+    run = library / "runs" / "ramp__token_bucket__memory"
+    info = json.loads((run / "run.json").read_text())
+    ramp = next(p for p in info["phases"] if p["name"] == "ramp")
+    assert ramp["start_t"] == info["start_at"] and ramp["end_t"] == info["start_at"] + 3
+    assert info["sent"] == info["planned_requests"] == 180  # (20 + 100) / 2 x 3 s
+    model = build_model("ramp", 1000, 1, seed=1, overrides={k: str(v) for k, v in RAMP.items()})
+    planned = np.bincount(np.floor(model.arrivals().t).astype(int))
+    assert planned.tolist() == [33, 61, 86]  # the line's 33.3, 60 and 86.7, within the two units at each end
+    row = rows(library)["ramp"]
+    assert (row["ramp_offered_min_rps"], row["ramp_offered_max_rps"]) == (33.0, 86.0)
+    assert row["ramp_sustained_rps"] in (0.0, *planned) and row["ramp_p99_bound_ms"] == 100.0

@@ -119,7 +119,7 @@ def test_shipped_campaigns_load(capsys):
     from harness.campaign.simulate import load_sim_campaign
 
     load_sim_campaign(ROOT / "campaigns" / "simulate.yaml")
-    for name in ("smoke", "default", "full"):
+    for name in ("smoke", "default", "full", "throughput"):
         load_campaign(ROOT / "campaigns" / f"{name}.yaml")
 
 
