@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -251,6 +252,23 @@ def test_a_haproxy_that_cannot_start_fails_with_its_log_and_leaves_nothing(tmp_p
     assert "haproxy did not start" in str(exc.value) and "http_req_rate" in str(exc.value)
     processes.stop_all()
     assert not _ours(tmp_path)
+
+
+@needs_haproxy
+def test_ctrl_c_during_a_peer_run_leaves_no_haproxy_behind(tmp_path):
+    path, out = tmp_path / "peer.yaml", tmp_path / "res"
+    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))  # the suite run first, then haproxy
+    proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline, family = time.monotonic() + 90, []
+    while time.monotonic() < deadline and not family:  # the peer run's haproxy is up
+        family = _ours(out)
+        time.sleep(0.1)
+    assert family
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert json.loads((out / "runs" / "boundary_burst__haproxy" / "run.json").read_text())["status"] == "interrupted"
 
 
 HAPROXY_FILE = """
