@@ -66,6 +66,11 @@ class RunInfo:
     error: str | None = None
     system: str = SYSTEM_SUITE
     """Who limited: ``suite``, or a peer target's name (``nginx``)."""
+    processes: int = 1
+    """Server processes per target node."""
+    limiters: str = "shared"
+    """``per-process`` when each of a node's processes kept its own counts (memory store,
+    Redis local mode): the node could admit up to processes x L."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -103,4 +108,5 @@ def read_run_json(path: Path) -> RunInfo:
         policy=RunPolicy.from_dict(raw["policy"], str(path)), params=dict(raw.get("params") or {}),
         scenario_params=dict(raw.get("scenario_params") or {}), phases=tuple(phases),
         generator_bound=raw.get("generator_bound"), error=raw.get("error"), system=str(raw.get("system") or SYSTEM_SUITE),
+        processes=int(raw.get("processes") or 1), limiters=str(raw.get("limiters") or "shared"),
     )

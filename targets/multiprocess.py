@@ -52,6 +52,7 @@ BACKLOG = 2048
 SIBLINGS_READY_S = 60.0
 """How long process 0 waits for the others to start before the node gives up."""
 PR_SET_PDEATHSIG = 1
+CLEAN_EXITS = (0, -signal.SIGTERM, -signal.SIGINT)
 
 
 @dataclass
@@ -175,7 +176,8 @@ def run_node(roles: list[Role], serve: Callable[[Role], int], log: Path | None) 
             break
         index = children.pop(pid, None)
         code = os.waitstatus_to_exitcode(status)
-        if code != 0 or not stopping:  # a process that ends on its own takes the node down
+        # uvicorn re-raises the stop signal once shut down (the process ends by SIGTERM): clean
+        if code not in CLEAN_EXITS or not stopping:  # a process that ends on its own takes the node down
             failed = True
             if not stopping:
                 print(f"error: target process {index} exited with {code}; stopping the node", file=sys.stderr)

@@ -28,6 +28,8 @@ class LiveScenario(ScenarioEntry):
 
     stores: list[StoreName] | None = None
     """Replaces the campaign's stores for this scenario (e.g. the modes of multi_node)."""
+    processes: int | None = Field(default=None, ge=1, le=64)
+    """Replaces the campaign's ``processes`` for this scenario."""
     target: dict[str, Any] = Field(default_factory=dict)
     """Target config keys (targets.config.TargetConfig) merged over the runner's defaults, e.g.
     a key policy (``keys: {trusted_proxies: 1}``) or layered ``limits``; checked when the target
@@ -71,6 +73,11 @@ class Campaign(CampaignHeader):
     nodes: int = Field(default=1, ge=1)
     """Target nodes per run; more than one needs a shared store (the Redis store). A scenario
     with its own fleet (multi_node) sets its own."""
+    processes: int = Field(default=1, ge=1, le=64)
+    """Server processes per target node, on the node's one port (targets/multiprocess.py). On a
+    shared Redis mode they share the node's limit; on the memory store (and ``redis-local``) each
+    process is a local limiter of its own: the node admits up to processes x L (run.json says
+    ``limiters: per-process`` and the virtual twin is a fleet of that many local limiters)."""
     routing: Literal["round_robin", "sticky"] = "round_robin"
     """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
     scale: Scale = Scale()
@@ -86,6 +93,8 @@ class Campaign(CampaignHeader):
         if self.nodes > 1 and set(self.stores) == {"memory"}:
             raise ValueError("nodes: more than one node needs a shared store; the memory store is per process")
         for sc in self.scenarios:
+            if "processes" in sc.target:
+                raise ValueError(f"{sc.where}.target.processes: set processes on the entry itself (processes: N)")
             model = self.model_for(sc)
             fleet = fleet_of(model)
             if fleet is not None and fleet.nodes > 1 and "memory" in self.stores_for(sc):
@@ -116,6 +125,9 @@ class Campaign(CampaignHeader):
                 peer_binary(peer)
             except PeerError as exc:
                 raise ValueError(str(exc)) from None
+
+    def processes_for(self, scenario: LiveScenario) -> int:
+        return scenario.processes or self.processes
 
     def stores_for(self, scenario: LiveScenario) -> list[str]:
         return list(scenario.stores or self.stores)
