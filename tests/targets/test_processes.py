@@ -77,6 +77,13 @@ def test_memory_node_of_two_processes_keeps_a_count_per_process(start, tmp_path)
     node = counters["limits"]["per-client"]
     assert (node["decisions"], node["rejections"]) == (len(statuses), len(statuses) - 2 * LIMIT)
     assert statuses.count(200) == 2 * LIMIT  # N local limiters: the node admits N x L
+    admin = target.admin_url
+    for process in (0, 1):  # each process's own state: its window's count is L
+        state = httpx.get(f"{admin}/_bench/state", params={"limit": "per-client", "key": "api_key:k", "process": process})
+        assert state.json()["state"][1] == LIMIT
+    assert httpx.get(f"{admin}/_bench/state", params={"limit": "per-client", "key": "k", "process": 2}).status_code == 404
+    assert httpx.post(f"{admin}/_bench/health", json={"health": "outage"}).status_code == 200
+    assert [p["downstream"]["health"] for p in per_process(target)[0]["processes"]] == ["outage", "outage"]
 
     assert target.stop() == 0
     assert gone(procs)
