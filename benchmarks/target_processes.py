@@ -42,8 +42,8 @@ class Sample:
 def node_cpu_s(pid: int) -> float:
     total = 0.0
     for proc in [psutil.Process(pid), *psutil.Process(pid).children(recursive=True)]:
-        with_times = proc.cpu_times()
-        total += with_times.user + with_times.system
+        times = proc.cpu_times()
+        total += times.user + times.system
     return total
 
 

@@ -2,7 +2,8 @@
 
 Each target runs ``python -m targets`` in its own session (so its process group can be
 signalled as a whole), on a free port with its admin listener on another (``admin_url``), and
-counts as ready once ``GET /healthz`` answers.
+counts as ready once ``GET /healthz`` answers (and its admin listener: a node of several
+processes opens it last).
 ``stop`` sends SIGTERM (uvicorn shuts down gracefully and the decision log is flushed), then
 SIGKILL after a timeout. Use ``running_target`` (a context manager) so nothing is orphaned.
 """
