@@ -28,12 +28,12 @@ class LiveScenario(ScenarioEntry):
 
     stores: list[StoreName] | None = None
     """Replaces the campaign's stores for this scenario (e.g. the modes of multi_node)."""
-    processes: int | None = Field(default=None, ge=1, le=64)
-    """Replaces the campaign's ``processes`` for this scenario."""
     target: dict[str, Any] = Field(default_factory=dict)
     """Target config keys (targets.config.TargetConfig) merged over the runner's defaults, e.g.
     a key policy (``keys: {trusted_proxies: 1}``) or layered ``limits``; checked when the target
     starts (a bad value fails that run, named in its log)."""
+    processes: int | None = Field(default=None, ge=1, le=64)
+    """Replaces the campaign's ``processes`` for this scenario."""
 
 
 class Scale(_Strict):
