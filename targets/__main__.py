@@ -28,6 +28,8 @@ if TYPE_CHECKING:
     from .multiprocess import Role
 
 KEEP_ALIVE_S = 300
+BACKLOG = 2048
+"""uvicorn's default listen backlog (a node's processes listen before uvicorn starts)."""
 MAX_HEAD_BYTES = 32 * 1024
 """Request line and headers together (nginx's default buffers allow 4 x 8 KiB); see http_protocol."""
 HEAD_TIMEOUT_S = 10.0
@@ -101,11 +103,16 @@ def _prune(tree: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def bind(port: int) -> socket.socket:
+def bind(port: int, reuse_port: bool = False) -> socket.socket:
+    """A socket bound on ``port`` (``reuse_port``: one of a node's SO_REUSEPORT group, listening)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((HOST, port))
+        if reuse_port:
+            sock.listen(BACKLOG)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:

@@ -47,8 +47,6 @@ from contract import decision_file
 from .ports import HOST
 from .server import FrozenAfterStartup
 
-BACKLOG = 2048
-"""uvicorn's default listen backlog, per process here."""
 SIBLINGS_READY_S = 60.0
 """How long process 0 waits for the others to start before the node gives up."""
 PR_SET_PDEATHSIG = 1
@@ -72,35 +70,27 @@ class Role:
     """A pipe: each other process writes one byte once started; process 0 reads them."""
 
 
-def reuseport_socket(port: int) -> socket.socket:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
-    sock.bind((HOST, port))
-    sock.listen(BACKLOG)
-    sock.set_inheritable(True)
-    return sock
-
-
-def node_roles(count: int, port: int, admin_port: int | None, bind: Callable[[int], socket.socket]) -> list[Role]:
+def node_roles(count: int, port: int, admin_port: int | None, bind: Callable[..., socket.socket]) -> list[Role]:
     """Every process's sockets, all bound (and the API ones listening) before any fork.
 
-    ``bind`` is the single-process bind: a plain bind of the port first reports a port held by
-    anyone, SO_REUSEPORT or not (a reuseport socket of ours would join a group of the same user
-    silently), then the N reuseport sockets take its place."""
+    ``bind(port, reuse_port=False)`` is ``python -m targets``'s (one clear "in use" error): a
+    plain bind of the port first reports a port held by anyone, SO_REUSEPORT or not (a reuseport
+    socket would silently join another group of the same user), then the N reuseport sockets
+    take its place."""
     bind(port).close()
     opened: list[socket.socket] = []
     try:
-        api = [reuseport_socket(port) for _ in range(count)]
-        opened += api
-        admins: list[socket.socket | None] = [None] * count
+        for _ in range(count):
+            opened.append(bind(port, reuse_port=True))
         if admin_port is not None:
-            admins = [bind(admin_port), *(bind(0) for _ in range(count - 1))]
-            opened += admins  # type: ignore[arg-type]
+            opened.append(bind(admin_port))
+            for _ in range(count - 1):
+                opened.append(bind(0))
     except BaseException:
         for sock in opened:
             sock.close()
         raise
+    api, admins = opened[:count], opened[count:] or [None] * count
     roles = []
     for i, (sock, admin) in enumerate(zip(api, admins)):
         roles.append(Role(i, count, [sock] if admin is None else [sock, admin],
