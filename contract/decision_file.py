@@ -6,6 +6,10 @@ path (``.NAME.parts/part-000001.parquet`` ...): each part is written under a tem
 renamed, so a kill loses at most the rows of the flush it interrupted. ``finish`` turns parts
 into the file (the target on shutdown, the runner after a kill); ``read_table`` and
 ``read_schema`` read either, so a log is usable whichever state it was left in.
+
+A node of several processes (``processes: N``) writes one log per process beside the path
+(``NAME.process-0.parquet`` ..., ``process_path``), each finished or in parts as above;
+``join_processes`` makes them the node's one file at the path, in time order.
 """
 
 from __future__ import annotations
@@ -65,6 +69,43 @@ def finish(path: Path) -> None:
     pq.write_table(table, tmp)
     os.replace(tmp, path)
     shutil.rmtree(parts_dir(path), ignore_errors=True)
+
+
+def process_path(path: Path, index: int) -> Path:
+    """Where process ``index`` of a multi-process node writes its own log."""
+    return path.with_name(f"{path.stem}.process-{index}{path.suffix}")
+
+
+def process_paths(path: Path) -> list[Path]:
+    """The per-process logs of ``path`` on disk (finished or in parts), in process order."""
+    pattern = f"{path.stem}.process-*{path.suffix}"
+    found = {p for p in path.parent.glob(pattern)} | {p.with_name(p.name[1:-len(".parts")])
+                                                       for p in path.parent.glob(f".{pattern}.parts")}
+    return sorted(found, key=lambda p: int(p.stem.rsplit("-", 1)[1]))
+
+
+def remove_processes(path: Path) -> None:
+    """No per-process log of ``path`` any more (a node starts with this, like ``start``)."""
+    for p in process_paths(path):
+        remove(p)
+
+
+def join_processes(path: Path) -> bool:
+    """The per-process logs (finishing those left in parts by a kill) as one file at ``path``,
+    sorted by time, atomically; the per-process logs are removed. False when there were none."""
+    found = process_paths(path)
+    if not found:
+        return False
+    for p in found:
+        if not p.is_file():
+            finish(p)
+    table = pa.concat_tables([pq.ParquetFile(p).read() for p in found]).sort_by("t")
+    tmp = path.with_name(f".{path.name}.partial")
+    pq.write_table(table, tmp)
+    os.replace(tmp, path)
+    for p in found:
+        p.unlink()
+    return True
 
 
 def _source(path: Path) -> Any:

@@ -73,6 +73,11 @@ class RunInfo:
     response: dict[str, Any] | None = None
     """A peer's refusal as a client read it: ``findings`` (what it does not tell) and ``fix``
     (the config lines that do), harness/live/peers/response.py."""
+    processes: int = 1
+    """Server processes per target node."""
+    limiters: str = "shared"
+    """``per-process`` when each of a node's processes kept its own counts (memory store,
+    Redis local mode): the node could admit up to processes x L."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -113,4 +118,5 @@ def read_run_json(path: Path) -> RunInfo:
         decided_from=str(raw.get("decided_from") or DECIDED_BY_TARGET),
         decision_uncertainty_ms=(raw.get("round_trip_ms") or {}).get("p99"),
         response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
+        processes=int(raw.get("processes") or 1), limiters=str(raw.get("limiters") or "shared"),
     )

@@ -4,6 +4,7 @@ access log).
 Bad configuration or a port in use: one line on stderr naming the problem, exit 2, no port
 left open. The sockets are bound here, before uvicorn starts, so "in use" is reported cleanly.
 ``--admin-port`` opens a second loopback listener, the only one serving ``/_bench/*``.
+``--processes N`` serves the node from N processes on the one port (targets/multiprocess.py).
 """
 
 from __future__ import annotations
@@ -14,14 +15,21 @@ import logging
 import socket
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from contract import decision_file
 from contract.errors import BadInput
 
 from .cli_args import EXIT_BAD_INPUT, Parser, key_value
 from .ports import HOST
 
+if TYPE_CHECKING:
+    from .config import TargetConfig
+    from .multiprocess import Role
+
 KEEP_ALIVE_S = 300
+BACKLOG = 2048
+"""uvicorn's default listen backlog (a node's processes listen before uvicorn starts)."""
 MAX_HEAD_BYTES = 32 * 1024
 """Request line and headers together (nginx's default buffers allow 4 x 8 KiB); see http_protocol."""
 HEAD_TIMEOUT_S = 10.0
@@ -53,6 +61,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--start-at", type=float, help="epoch seconds the schedule counts from (default: now)")
     p.add_argument("--decision-log", type=Path, help="write the decision log to this Parquet file")
     p.add_argument("--node", help="node name in logs (default node-1)")
+    p.add_argument("--processes", type=int, help="server processes on the one port, SO_REUSEPORT (default 1); "
+                                                 "on the memory store each keeps its own counts: up to N x the limit")
     p.add_argument("--max-head-bytes", type=int, default=MAX_HEAD_BYTES,
                    help=f"request line and headers larger than this get 431 and the close (default {MAX_HEAD_BYTES})")
     p.add_argument("--head-timeout", type=float, default=HEAD_TIMEOUT_S, metavar="SECONDS",
@@ -70,6 +80,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
     given = {
         "algorithm": args.algorithm, "limit": args.limit, "window_s": args.window, "burst": args.burst,
         "node": args.node, "admitted_headers": args.admitted_headers, "admin_port": args.admin_port,
+        "processes": args.processes,
         "store": {"name": args.store, "max_keys": args.max_keys, "url": args.redis_url, "mode": args.redis_mode,
                   "nodes": args.nodes},
         "keys": {"trusted_proxies": args.trusted_proxies},
@@ -92,11 +103,16 @@ def _prune(tree: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def bind(port: int) -> socket.socket:
+def bind(port: int, reuse_port: bool = False) -> socket.socket:
+    """A socket bound on ``port`` (``reuse_port``: one of a node's SO_REUSEPORT group, listening)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if reuse_port:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((HOST, port))
+        if reuse_port:
+            sock.listen(BACKLOG)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
@@ -114,8 +130,10 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .config import ConfigError, load
     from .layer_store import probe
+    from .multiprocess import node_roles
 
     sockets: list[socket.socket] = []
+    roles: list[Role] = []
     try:
         if not 0 < args.port < 65536:
             raise ConfigError(f"--port: must be 1..65535, got {args.port}")
@@ -129,9 +147,12 @@ def main(argv: list[str] | None = None) -> int:
         if config.admin_port == args.port:
             raise ConfigError(f"--admin-port: must differ from --port ({args.port})")
         probe(config.store)
-        sockets.append(bind(args.port))
-        if config.admin_port is not None:
-            sockets.append(bind(config.admin_port))
+        if config.processes > 1:
+            roles = node_roles(config.processes, args.port, config.admin_port, bind)
+        else:
+            sockets.append(bind(args.port))
+            if config.admin_port is not None:
+                sockets.append(bind(config.admin_port))
     except (BadInput, PortInUse) as exc:
         for sock in sockets:
             sock.close()
@@ -139,13 +160,34 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_BAD_INPUT
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    import uvicorn
 
     # the Redis store's outage lines (one when an outage starts, one when it ends) go to stderr
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if not roles:
+        return serve(config, sockets, args)
+
+    # imported before the fork: every process starts with them loaded
+    import uvicorn  # noqa: F401
+
+    from . import app  # noqa: F401
+    from .multiprocess import run_node
+
+    def serve_role(role: Role) -> int:
+        log = config.decision_log.path
+        mine = config if log is None else config.model_copy(update={
+            "decision_log": config.decision_log.model_copy(update={"path": decision_file.process_path(log, role.index)})})
+        return serve(mine.model_copy(update={"admin_port": role.admin_port}), role.sockets, args, role)
+
+    return run_node(roles, serve_role, config.decision_log.path)
+
+
+def serve(config: TargetConfig, sockets: list[socket.socket], args: argparse.Namespace, role: Role | None = None) -> int:
+    """One uvicorn server on ``sockets`` (the API port, then the admin port if any) until stopped."""
+    import uvicorn
 
     from .app import by_listener, create_app
     from .http_protocol import HardenedHttpToolsProtocol
+    from .multiprocess import NodeProcessServer
     from .server import FrozenAfterStartup
 
     # keep-alive outlasts any idle gap of a run: uvicorn's default 5 s closed the connections a
@@ -153,13 +195,18 @@ def main(argv: list[str] | None = None) -> int:
     # proxy_headers off: uvicorn would otherwise rewrite the client address from X-Forwarded-For
     # for any loopback peer; the key policy (--trusted-proxies) is the only reader of that header.
     # ws none: no route speaks WebSocket, so no upgrade is ever offered.
-    app = create_app(config)
+    app = create_app(config) if role is None else create_app(config, role.index, role.siblings)
     served = app if config.admin_port is None else by_listener(app, config.admin_port)
-    server = FrozenAfterStartup(uvicorn.Config(
+    uv_config = uvicorn.Config(
         served, loop="uvloop", http=HardenedHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout),
         ws="none", proxy_headers=False, access_log=False, log_level="warning",
         lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=args.keep_alive,
-    ))
+    )
+    if role is None:
+        server = FrozenAfterStartup(uv_config)
+    else:
+        server = NodeProcessServer(uv_config)
+        server.role = role
     try:
         server.run(sockets=sockets)
     finally:

@@ -31,6 +31,7 @@ from .keys import KeyPolicy
 from .layers import Layer, build_layers, remote_stores
 from .metrics import Metrics
 from .middleware import RateLimitMiddleware
+from .siblings import fetch_all, merge_counters
 
 JSON = "application/json"
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -66,7 +67,9 @@ class HealthUpdate(BaseModel):
         return self
 
 
-def create_app(config: TargetConfig) -> FastAPI:
+def create_app(config: TargetConfig, process: int | None = None, siblings: list[str] | None = None) -> FastAPI:
+    """``process``: this process's index in a node of several (targets/multiprocess.py);
+    ``siblings``: process 0's view of the others' admin URLs (``targets.siblings``)."""
     layers, routes = build_layers(config)
     downstream = Downstream(config.downstream, config.schedule_start())
     log = DecisionLog(config.decision_log.path, config.decision_log.flush_every_s) if config.decision_log.path else None
@@ -120,11 +123,12 @@ def create_app(config: TargetConfig) -> FastAPI:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     app.state.admin = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    app.state.admin.include_router(_admin(target))
+    app.state.admin.include_router(_admin(target, siblings or []))
     keys = KeyPolicy(config.keys)
     app.add_middleware(IdempotencyMiddleware, keys=keys)  # inside the limiter: every retry is counted, executed once
     app.add_middleware(RateLimitMiddleware, routes=routes, keys=keys, log=log, metrics=metrics,
-                       node=config.node, store=config.store.name, admitted_headers=config.admitted_headers)
+                       node=config.node, store=config.store.name, admitted_headers=config.admitted_headers,
+                       process=process)
     return app
 
 
@@ -171,11 +175,18 @@ async def _unless_gone(work: Awaitable[None], receive: Callable[[], Awaitable[An
     return True
 
 
-def _admin(target: Target) -> APIRouter:
+def _admin(target: Target, siblings: list[str]) -> APIRouter:
     router = APIRouter(prefix="/_bench")
 
     @router.get("/counters")
     async def counters() -> dict[str, Any]:
+        own = local_counters()
+        if not siblings:
+            return own
+        others = [r.json() for r in await fetch_all("GET", siblings, "/_bench/counters")]
+        return {**merge_counters([own, *others]), "processes": [own, *others]}
+
+    def local_counters() -> dict[str, Any]:
         health, factor = target.downstream.health()
         limits = {}
         for layer in target.layers:
@@ -200,7 +211,13 @@ def _admin(target: Target) -> APIRouter:
 
     @router.get("/state")
     async def state(limit: str = Query(max_length=64), key: str = Query(max_length=1024),
-                    tier: str | None = Query(None, max_length=64)) -> dict[str, Any]:
+                    tier: str | None = Query(None, max_length=64), process: int = Query(0, ge=0)) -> Any:
+        if process > len(siblings):
+            raise HTTPException(status_code=404, detail=f"no process {process} (the node has {len(siblings) + 1})")
+        if process > 0:
+            params = {"limit": limit, "key": key, **({"tier": tier} if tier is not None else {})}
+            (answer,) = await fetch_all("GET", [siblings[process - 1]], "/_bench/state", params=params)
+            return Response(answer.content, status_code=answer.status_code, media_type=JSON)
         try:
             variant = target.layer(limit).variant(tier)
         except KeyError:
@@ -215,6 +232,8 @@ def _admin(target: Target) -> APIRouter:
             target.downstream.override = None
         else:
             target.downstream.set_health(update.health, update.factor)
+        if siblings:  # every process serves its share of the connections: all see the override
+            await fetch_all("POST", siblings, "/_bench/health", json=update.model_dump())
         health, factor = target.downstream.health()
         return {"health": health, "factor": factor}
 

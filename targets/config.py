@@ -226,6 +226,10 @@ class TargetConfig(_Strict):
     node: Name = "node-1"
     admin_port: Annotated[int, Field(ge=1, le=65535)] | None = None
     """The loopback port of the admin listener (``/_bench/*``); None: no admin endpoints."""
+    processes: Annotated[int, Field(ge=1, le=64)] = 1
+    """Server processes of this node, all on its one port (targets/multiprocess.py): on the
+    memory store (and Redis ``local`` mode) each keeps its own counts, so the node admits up to
+    processes x L; on a shared Redis mode they share one limit."""
     admitted_headers: AdmittedHeaders = "full"
     """Quota headers on admitted responses (a 429 always carries all of them): ``full`` (the
     draft's RateLimit-Policy and RateLimit, and the legacy X-RateLimit-* trio), ``draft`` (the

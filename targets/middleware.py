@@ -41,7 +41,7 @@ MAX_LOGIN_BODY = 4096
 class RateLimitMiddleware:
     def __init__(self, app: ASGIApp, *, routes: dict[tuple[str, str], RoutePlan], keys: KeyPolicy,
                  log: DecisionLog | None, metrics: Metrics, node: str, store: str,
-                 admitted_headers: AdmittedHeaders = "full") -> None:
+                 admitted_headers: AdmittedHeaders = "full", process: int | None = None) -> None:
         self.app = app
         self.routes = routes
         self.keys = keys
@@ -50,6 +50,8 @@ class RateLimitMiddleware:
         self.node = node
         self.store = store
         self._seq = itertools.count(1)
+        self._id_prefix = node if process is None else f"{node}.p{process}"
+        """Request ids the target makes up: a node's processes never make the same one."""
         self.admitted_headers = admitted_headers
         self.legacy_headers = admitted_headers == "full"
 
@@ -103,7 +105,7 @@ class RateLimitMiddleware:
 
     def _record(self, plan: RoutePlan, who: Any, verdict: Verdict, now: float, arrived: float | None) -> None:
         rows = self.log.rows if self.log is not None else None
-        request_id = who.request_id or f"{self.node}-{next(self._seq)}"
+        request_id = who.request_id or f"{self._id_prefix}-{next(self._seq)}"
         for a in verdict.applied:
             d = a.decision
             name = a.layer.name

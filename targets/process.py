@@ -2,7 +2,8 @@
 
 Each target runs ``python -m targets`` in its own session (so its process group can be
 signalled as a whole), on a free port with its admin listener on another (``admin_url``), and
-counts as ready once ``GET /healthz`` answers.
+counts as ready once ``GET /healthz`` answers (and its admin listener: a node of several
+processes opens it last).
 ``stop`` sends SIGTERM (uvicorn shuts down gracefully and the decision log is flushed), then
 SIGKILL after a timeout. Use ``running_target`` (a context manager) so nothing is orphaned.
 """
@@ -111,14 +112,19 @@ def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None,
 
 
 def wait_ready(target: TargetProcess, timeout_s: float) -> None:
-    """Until ``GET /healthz`` answers 200; a TargetError with its stderr if it exits or times out."""
+    """Until ``GET /healthz`` answers 200 and, for a target with an admin listener of its own, that
+    listener answers too (a node of several processes opens it once every process serves:
+    targets/multiprocess.py); a TargetError with its stderr if it exits or times out."""
     deadline = time.monotonic() + timeout_s
+    checks = [f"{target.url}/healthz"]
+    if target.admin_port != target.port:
+        checks.append(f"{target.admin_url}/_bench/counters")
     with httpx.Client(timeout=1.0) as client:
         while time.monotonic() < deadline:
             if target.process.poll() is not None:
                 raise TargetError(f"target exited with {target.process.returncode}: {target.stderr().strip()}")
             try:
-                if client.get(f"{target.url}/healthz").status_code == 200:
+                if all(client.get(url).status_code == 200 for url in checks):
                     return
             except httpx.TransportError:
                 pass

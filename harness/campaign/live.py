@@ -38,6 +38,8 @@ class LiveScenario(ScenarioEntry):
     """Target config keys (targets.config.TargetConfig) merged over the runner's defaults, e.g.
     a key policy (``keys: {trusted_proxies: 1}``) or layered ``limits``; checked when the target
     starts (a bad value fails that run, named in its log)."""
+    processes: int | None = Field(default=None, ge=1, le=64)
+    """Replaces the campaign's ``processes`` for this scenario."""
 
 
 class Scale(_Strict):
@@ -77,6 +79,11 @@ class Campaign(CampaignHeader):
     nodes: int = Field(default=1, ge=1)
     """Target nodes per run; more than one needs a shared store (the Redis store). A scenario
     with its own fleet (multi_node) sets its own."""
+    processes: int = Field(default=1, ge=1, le=64)
+    """Server processes per target node, on the node's one port (targets/multiprocess.py). On a
+    shared Redis mode they share the node's limit; on the memory store (and ``redis-local``) each
+    process is a local limiter of its own: the node admits up to processes x L (run.json says
+    ``limiters: per-process`` and the virtual twin is a fleet of that many local limiters)."""
     routing: Literal["round_robin", "sticky"] = "round_robin"
     """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
     scale: Scale = Scale()
@@ -93,6 +100,8 @@ class Campaign(CampaignHeader):
         if self.nodes > 1 and set(self.stores) == {"memory"}:
             raise ValueError("nodes: more than one node needs a shared store; the memory store is per process")
         for sc in self.scenarios:
+            if "processes" in sc.target:
+                raise ValueError(f"{sc.where}.target.processes: set processes on the entry itself (processes: N)")
             model = self.model_for(sc)
             fleet = fleet_of(model)
             if fleet is not None and fleet.nodes > 1 and "memory" in self.stores_for(sc):
@@ -134,6 +143,9 @@ class Campaign(CampaignHeader):
                     spec.reachable()
             except PeerError as exc:
                 raise ValueError(str(exc)) from None
+
+    def processes_for(self, scenario: LiveScenario) -> int:
+        return scenario.processes or self.processes
 
     def stores_for(self, scenario: LiveScenario) -> list[str]:
         return list(scenario.stores or self.stores)

@@ -15,6 +15,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "core": ("benchmarks.core", "decisions/s per algorithm vs the limits library; the simulator's replay rate"),
     "live": ("benchmarks.live", "the load generator's ceiling and a burst's spread at the target"),
     "targets": ("benchmarks.targets", "throughput of every target vs the `none` target (wrk; --instructions: valgrind)"),
+    "target-processes": ("benchmarks.target_processes", "decisions/s of a target node with 1 vs N processes on one port (wrk)"),
     "redis": ("benchmarks.redis_store", "Redis decisions/s vs limits (sync, async, 64 clients); round trips per mode"),
     "eviction": ("benchmarks.eviction", "a key in debt under a key-rotation flood: the memory store bounded vs unbounded (and LRU)"),
     "hostile": ("benchmarks.hostile", "a normal client's P99 under big heads, slowloris and a key flood; the in-debt key's admissions"),

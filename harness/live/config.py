@@ -54,6 +54,7 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
         "store": store_config(run, campaign, start_at),
         "decision_log": {"path": str(run_dir / DECISIONS_FILE)},
         "node": "node-1",
+        "processes": run.processes,
     }
     # a model's downstream schedule keeps the campaign's concurrency and the shared start time
     return {**deep_merge(config, model.target_config()), **run.scenario.target}

@@ -26,6 +26,8 @@ def merge_decisions(run_dir: Path, nodes: list[str], targets: list[TargetProcess
     for part, target in zip(parts, targets):
         if not part.exists() and decision_file.exists(part):
             decision_file.finish(part)
+        if not part.exists():  # a node of several processes that had to be killed: their own logs
+            decision_file.join_processes(part)
         if not part.exists():
             raise RunFailed(f"the target wrote no decision log:\n{tail(target.stderr_path)}")
     if len(parts) > 1:

@@ -12,6 +12,7 @@ from harness.campaign.peers import Peer
 from scenarios import TrafficModel
 from scenarios.fleet import fleet_of
 from targets.algorithms import Policy, build_params
+from targets.stores.redis import SUFFIXES
 
 
 @dataclass
@@ -27,6 +28,8 @@ class LiveRun:
     routing: str = "round_robin"
     model: TrafficModel = field(kw_only=True)
     """The scenario's model at this run's policy and the campaign's seed."""
+    processes: int = 1
+    """Server processes per target node (targets/multiprocess.py)."""
     peer: str | None = None
     """A peer target (then ``algorithm`` is its name and the suite's target is only its downstream)."""
     spec: Peer | None = field(default=None, kw_only=True)
@@ -42,6 +45,13 @@ class LiveRun:
     def system(self) -> str:
         """Who limits: ``suite`` or the peer's name (the summary's ``system`` column)."""
         return self.spec.system if self.spec else SYSTEM_SUITE
+
+    @property
+    def limiters(self) -> str:
+        """Whether a node's processes share its limit (``shared``) or each keeps its own
+        (``per-process``: the memory store, Redis ``local`` mode, algorithms Redis does not hold)."""
+        on_redis = self.store.startswith("redis-") and not self.store.startswith("redis-local")
+        return "shared" if self.processes == 1 or (on_redis and self.algorithm in SUFFIXES) else "per-process"
 
     @property
     def nodes(self) -> list[str]:
@@ -66,7 +76,7 @@ def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | No
                 if only and not {sc.name, sc.run_name, algorithm} & set(only):
                     continue
                 runs.append(LiveRun(sc, algorithm, st, policy, campaign.params_for(algorithm, policy), joins, routing,
-                                    model=model))
+                                    model=model, processes=campaign.processes_for(sc)))
         for peer in campaign.peer_names:
             if only and not {sc.name, sc.run_name, peer} & set(only):
                 continue

@@ -136,6 +136,7 @@ class LiveRunner:
             "store": run.store, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
                                             "burst": run.policy.burst},
             "params": asdict(run.params), "scenario_params": dict(run.scenario.params), "workers": self.workers,
+            "processes": run.processes, "limiters": run.limiters,
         }
         sampler = CpuSampler()
         try:
@@ -352,5 +353,7 @@ class LiveRunner:
 
         local = {"redis-local": "local", "redis-local-split": "local_split"}.get(run.store, "shared")
         fleet = Fleet(tuple(run.joins_s), run.routing, local) if len(run.joins_s) > 1 else None
+        if run.limiters == "per-process":  # one node's N local limiters; the kernel spreads its connections
+            fleet = Fleet((0.0,) * run.processes * len(run.joins_s), "round_robin", "local")
         table, _ = simulate(run.model, run.algorithm, run.policy, run.params, fleet=fleet)
         return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)

@@ -31,6 +31,7 @@ def listening(port: int) -> bool:
     (["--max-head-bytes", "100"], "--max-head-bytes"),
     (["--head-timeout", "0"], "--head-timeout"),
     (["--keep-alive", "-1"], "--keep-alive"),
+    (["--processes", "0"], "processes"),
 ])
 def test_bad_config_exits_2_naming_the_field_without_a_port(args, field):
     port = free_port()
@@ -48,12 +49,16 @@ def test_an_unknown_param_names_the_algorithm_and_its_fields():
     assert done.stderr.strip() == "error: params: unknown --param 'zzz' for sliding_log; valid: limit, window_s"
 
 
-def test_a_port_in_use_exits_2_with_a_clear_message():
+@pytest.mark.parametrize("reuse_port", [False, True], ids=["plain", "reuseport"])
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_a_port_in_use_exits_2_with_a_clear_message(processes, reuse_port):
+    """Even held by an SO_REUSEPORT socket of the same user (which a node's own would join)."""
     with socket.socket() as busy:
+        busy.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, int(reuse_port))
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        done = run("--port", str(port), "--algorithm", "gcra")
+        done = run("--port", str(port), "--algorithm", "gcra", "--processes", processes)
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: port {port} on 127.0.0.1 is already in use"
 
