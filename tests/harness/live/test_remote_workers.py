@@ -1,0 +1,171 @@
+"""Remote Locust workers: each ``run_bench.py worker`` is its own process tree, in its own working
+directory, joining the master over TCP on 127.0.0.1 exactly as from another machine; the plan,
+the clock and the client log travel over the Locust connection only."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import psutil
+import pytest
+import yaml
+
+from harness.cli.main import main
+from scenarios.live_plan import LivePlan, worker_share
+from scenarios.remote import CLOCK_BOUND_S, best_clock
+from targets.ports import free_ports
+
+ROOT = Path(__file__).resolve().parents[3]
+RUN_BENCH = str(ROOT / "run_bench.py")
+CAMPAIGN = {
+    "name": "remote", "policy": {"limit": 3, "window_s": 1}, "algorithms": ["none", "fixed_window"],
+    "stores": ["memory"], "scenarios": [{"name": "steady", "params": {"clients": 50, "load": 1.0, "duration_s": 1}}],
+    "scale": {"lead_s": 2.0, "drain_s": 0.5}, "downstream": {"median_ms": 0},
+}
+
+
+def test_the_clock_is_the_shortest_round_trips_midpoint():
+    # (sent on the worker, stamped by the master, received on the worker): the worker is 2 ms ahead
+    samples = [(10.000, 9.9990, 10.006), (20.000, 19.9985, 20.001), (30.000, 29.9990, 30.004)]
+    clock = best_clock(samples)
+    assert clock.offset_s == pytest.approx(20.0005 - 19.9985) and clock.bound_s == pytest.approx(0.0005)
+    assert clock.pings == 3 and clock.bounded
+    assert not best_clock([(0.0, 0.001, 0.002 + 2 * CLOCK_BOUND_S)]).bounded
+
+
+def _campaign(tmp_path: Path, **change) -> Path:
+    path = tmp_path / "remote.yaml"
+    path.write_text(yaml.safe_dump({**CAMPAIGN, **change}))
+    return path
+
+
+def _worker(port: int, workdir: Path, give_up_s: float = 60) -> subprocess.Popen:
+    """A remote worker as a machine of its own would run it: its own session and directory."""
+    workdir.mkdir(parents=True)
+    return subprocess.Popen([sys.executable, RUN_BENCH, "worker", "--master", f"127.0.0.1:{port}", "--give-up",
+                             str(give_up_s), "--dir", str(workdir)], cwd=workdir, start_new_session=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _master(campaign: Path, out: Path, port: int, workers: int, timeout_s: float) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, RUN_BENCH, "run", str(campaign), "--out", str(out), "--remote-workers",
+                             str(workers), "--master-bind", f"127.0.0.1:{port}", "--remote-timeout", str(timeout_s)],
+                            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def _descendants(pid: int) -> list[psutil.Process]:
+    try:
+        return psutil.Process(pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+
+
+def _alive(seen: dict[int, psutil.Process]) -> list[str]:
+    # is_running() also compares the start time, so a PID reused by another process is not ours
+    return [f"{p.pid} {p.cmdline()}" for p in seen.values() if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _watch(proc: subprocess.Popen, timeout_s: float) -> tuple[str, dict[int, psutil.Process]]:
+    """Wait for ``proc``, remembering every descendant it had on the way."""
+    seen: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + timeout_s
+    while proc.poll() is None and time.monotonic() < deadline:
+        seen.update((p.pid, p) for p in _descendants(proc.pid))
+        time.sleep(0.1)
+    out, _ = proc.communicate(timeout=10)
+    return out, seen
+
+
+def test_two_remote_workers_follow_a_campaign_and_their_logs_reach_the_results(tmp_path):
+    (port,) = free_ports(1)
+    workers = [_worker(port, tmp_path / f"machine-{i}") for i in range(2)]
+    out = tmp_path / "res"
+    try:
+        stdout, seen = _watch(_master(_campaign(tmp_path), out, port, 2, 60), 240)
+        said = [w.communicate(timeout=30)[0] for w in workers]
+    finally:
+        for w in workers:
+            w.kill()
+    assert "2 failed" not in stdout and "1 failed" not in stdout, stdout[-3000:]
+    for w, text in zip(workers, said):
+        assert w.returncode == 0 and "the campaign is over after 2 run(s)" in text, text
+        # nothing of the run was written on the worker's side: it all went over the connection
+        assert {p.name for p in (tmp_path / f"machine-{workers.index(w)}").iterdir()} == {"joined", "worker.log"}
+    assert _alive(seen) == []
+    for algorithm in CAMPAIGN["algorithms"]:
+        run_dir = out / "runs" / f"steady__{algorithm}__memory"
+        info = json.loads((run_dir / "run.json").read_text())
+        assert info["status"] == "ok", info.get("error")
+        assert [w["index"] for w in info["remote_workers"]] == [0, 1] and info["workers"] == 2
+        assert len({w["client_id"] for w in info["remote_workers"]}) == 2
+        for clock in info["remote_workers"]:
+            assert clock["pings"] == 16 and clock["bounded"] == (clock["bound_ms"] < 1.0)
+        assert info["clock_unbounded"] == [w["index"] for w in info["remote_workers"] if not w["bounded"]]
+        plan = LivePlan.load(run_dir / "plan.json")
+        planned = sorted(s.headers["x-request-id"] for s in worker_share(plan.arrivals(), 0, 1))
+        client = pd.read_parquet(run_dir / "client.parquet")
+        assert sorted(client["request_id"]) == planned and len(planned) > 100
+        assert (client["status"] > 0).all() and (client["intended_t"] >= plan.start_at).all()
+        stats = pd.read_csv(run_dir / "locust" / "stats_stats.csv")
+        counted = stats[~stats["Name"].isin(["warm-up", "Aggregated"])]
+        assert counted["Request Count"].sum() == len(client)
+        assert not (run_dir / "client").exists()  # the handshake folder, consumed
+
+
+def test_a_worker_that_never_comes_fails_the_run_in_time_and_leaves_nothing(tmp_path):
+    (port,) = free_ports(1)
+    out = tmp_path / "res"
+    campaign = _campaign(tmp_path, algorithms=["none"])
+    stdout, seen = _watch(_master(campaign, out, port, 1, 2), 120)
+    info = json.loads((out / "runs" / "steady__none__memory" / "run.json").read_text())
+    assert info["status"] == "failed"
+    assert info["error"].startswith(f"0 of 1 remote workers joined the master on 127.0.0.1:{port} within 2 s")
+    assert "0 of 1 remote workers joined" in " ".join(stdout.split())
+    assert seen and _alive(seen) == []
+
+
+def test_ctrl_c_while_the_master_waits_for_remote_workers_leaves_no_process(tmp_path):
+    (port,) = free_ports(1)
+    proc = _master(_campaign(tmp_path), tmp_path / "res", port, 1, 120)
+    seen: dict[int, psutil.Process] = {}
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not any("--master" in p.cmdline() for p in seen.values() if p.is_running()):
+        seen.update((p.pid, p) for p in _descendants(proc.pid))
+        time.sleep(0.1)
+    time.sleep(1.0)  # the master is up and listening
+    proc.send_signal(signal.SIGINT)
+    assert proc.wait(60) == 130
+    assert _alive(seen) == []
+    assert json.loads((tmp_path / "res" / "runs" / "steady__none__memory" / "run.json").read_text())["status"] == "interrupted"
+
+
+def test_a_worker_with_no_master_gives_up_and_leaves_nothing(tmp_path):
+    (port,) = free_ports(1)
+    worker = _worker(port, tmp_path / "machine", give_up_s=2)
+    said, seen = _watch(worker, 60)
+    assert worker.returncode == 1 and f"no master at 127.0.0.1:{port} gave a plan within 2 s" in said
+    assert seen and _alive(seen) == []
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--remote-workers", "0"], "--remote-workers must be at least 1, got 0"),
+    (["--remote-workers", "1", "--master-bind", "here"], "--master-bind must be HOST:PORT with a port in 1-65535, got 'here'"),
+    (["--remote-workers", "1", "--workers", "2"], "--workers and --remote-workers exclude each other"),
+])
+def test_bad_remote_options_exit_2_in_one_line_and_start_nothing(tmp_path, capsys, args, message):
+    out = tmp_path / "never"
+    assert main(["run", str(_campaign(tmp_path)), "--out", str(out), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert message in err and len(err.splitlines()) == 1
+    assert not out.exists()
+
+
+def test_a_bad_master_address_exits_2(capsys):
+    assert main(["worker", "--master", "127.0.0.1:99999"]) == 2
+    assert "--master must be HOST:PORT" in capsys.readouterr().err
