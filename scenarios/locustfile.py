@@ -41,7 +41,7 @@ from contract.schema import CLIENT_SCHEMA, LATE_SUFFIX, client_part, ready_marke
 from scenarios.base import Request
 from scenarios.live_plan import LivePlan, groups, outcome, request_headers, worker_share
 from scenarios.raw_replay import RawReplay, Wire, wires
-from scenarios.remote import MasterSide, WorkerSide
+from scenarios.remote_sides import MasterSide, WorkerSide
 
 BURST = 10
 """A group this large is a burst: its deadline is kept by spinning the last millisecond."""

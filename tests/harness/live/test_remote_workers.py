@@ -169,3 +169,9 @@ def test_bad_remote_options_exit_2_in_one_line_and_start_nothing(tmp_path, capsy
 def test_a_bad_master_address_exits_2(capsys):
     assert main(["worker", "--master", "127.0.0.1:99999"]) == 2
     assert "--master must be HOST:PORT" in capsys.readouterr().err
+
+
+def test_the_harness_never_imports_locust():
+    # Locust monkey-patches the process with gevent on import: the runner's process pool would hang
+    code = "import sys, harness.cli.main, harness.live.worker, harness.live.remote; print('locust' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True).stdout.strip() == "False"
