@@ -15,6 +15,10 @@ burst at an instant):
 ``PlanUser`` replays open-loop models; ``ReactiveUser`` closed-loop ones (retries, a drip paced by
 Retry-After): every answer goes back to the model, whose follow-ups are fired at their time.
 The harness names the class the plan needs (``LivePlan.user_class``) on Locust's command line.
+
+Workers on other machines (``--plan-from-master``) get the plan, their clock offset and their
+index over the Locust connection and send their client log back the same way
+(``scenarios.remote``); their deadlines are the master's shifted by the offset.
 """
 
 from __future__ import annotations

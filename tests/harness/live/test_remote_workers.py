@@ -4,6 +4,7 @@ the clock and the client log travel over the Locust connection only."""
 
 from __future__ import annotations
 
+import io
 import json
 import signal
 import subprocess
@@ -15,8 +16,12 @@ import pandas as pd
 import psutil
 import pytest
 import yaml
+from rich.console import Console
 
 from harness.cli.main import main
+from harness.cli.progress import RunProgress
+from harness.live.remote import remote_clocks
+from harness.live.supervise import RunFailed
 from scenarios.live_plan import LivePlan, worker_share
 from scenarios.remote import CLOCK_BOUND_S, best_clock
 from targets.ports import free_ports
@@ -63,6 +68,13 @@ def _descendants(pid: int) -> list[psutil.Process]:
     try:
         return psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
+        return []
+
+
+def _cmdline(p: psutil.Process) -> list[str]:
+    try:
+        return p.cmdline()
+    except psutil.Error:  # it exited meanwhile
         return []
 
 
@@ -130,19 +142,29 @@ def test_a_worker_that_never_comes_fails_the_run_in_time_and_leaves_nothing(tmp_
     assert seen and _alive(seen) == []
 
 
-def test_ctrl_c_while_the_master_waits_for_remote_workers_leaves_no_process(tmp_path):
+def test_ctrl_c_inside_a_remote_run_leaves_no_process_on_the_masters_side(tmp_path):
+    # (the master waiting for workers is stopped the same way: the never-coming worker's test)
     (port,) = free_ports(1)
+    worker = _worker(port, tmp_path / "machine")
     proc = _master(_campaign(tmp_path), tmp_path / "res", port, 1, 120)
+    wanted = "targets"  # the worker has joined and the run's target is up
     seen: dict[int, psutil.Process] = {}
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any("--master" in p.cmdline() for p in seen.values() if p.is_running()):
+    deadline = time.monotonic() + 90
+    try:
+        while time.monotonic() < deadline and not any(wanted in _cmdline(p) for p in seen.values()):
+            seen.update((p.pid, p) for p in _descendants(proc.pid))
+            time.sleep(0.1)
+        time.sleep(1.0)
         seen.update((p.pid, p) for p in _descendants(proc.pid))
-        time.sleep(0.1)
-    time.sleep(1.0)  # the master is up and listening
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(60) == 130
-    assert _alive(seen) == []
-    assert json.loads((tmp_path / "res" / "runs" / "steady__none__memory" / "run.json").read_text())["status"] == "interrupted"
+        assert any(wanted in _cmdline(p) for p in seen.values())
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(60) == 130
+        assert _alive(seen) == []
+        status = json.loads((tmp_path / "res" / "runs" / "steady__none__memory" / "run.json").read_text())["status"]
+        assert status == "interrupted"
+    finally:
+        worker.terminate()  # the other machine's: SIGTERM stops its Locust worker too
+        assert worker.wait(30) == 130
 
 
 def test_a_worker_with_no_master_gives_up_and_leaves_nothing(tmp_path):
@@ -175,3 +197,34 @@ def test_the_harness_never_imports_locust():
     # Locust monkey-patches the process with gevent on import: the runner's process pool would hang
     code = "import sys, harness.cli.main, harness.live.worker, harness.live.remote; print('locust' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True).stdout.strip() == "False"
+
+
+def _handshake(tmp_path: Path, bounds_s: list[float], logged: list[int]) -> Path:
+    folder = tmp_path / "client"
+    folder.mkdir()
+    for i, bound in enumerate(bounds_s):
+        (folder / f"joined-{i}").write_text(f"machine-{i}_id")
+        (folder / f"clock-{i}.json").write_text(json.dumps({"client_id": f"machine-{i}_id", "offset_s": -0.0021,
+                                                            "bound_s": bound, "pings": 16}))
+    for i in logged:
+        (folder / f"client-{i}-4242.parquet").write_bytes(b"")
+    return folder
+
+
+def test_run_json_records_each_clock_and_flags_the_unbounded_one(tmp_path):
+    info = remote_clocks(_handshake(tmp_path, [0.0002, 0.0015], [0, 1]), 2)
+    assert info["remote_workers"] == [
+        {"index": 0, "client_id": "machine-0_id", "offset_ms": -2.1, "bound_ms": 0.2, "pings": 16, "bounded": True},
+        {"index": 1, "client_id": "machine-1_id", "offset_ms": -2.1, "bound_ms": 1.5, "pings": 16, "bounded": False},
+    ]
+    assert info["clock_unbounded"] == [1]
+    out = io.StringIO()
+    with RunProgress(Console(file=out, width=200)) as progress:
+        progress.start(1, 1, "steady__none__memory")
+        progress.done({"status": "ok", "sent": 10, **info})
+    assert out.getvalue().strip().endswith("clock offset of remote worker 1 not bounded below 1 ms")
+
+
+def test_a_worker_that_sent_no_log_fails_the_run_by_its_index(tmp_path):
+    with pytest.raises(RunFailed, match=r"remote worker\(s\) 1 of 2 sent no client log"):
+        remote_clocks(_handshake(tmp_path, [0.0002, 0.0002], [0]), 2)
