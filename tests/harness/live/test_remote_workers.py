@@ -94,12 +94,19 @@ def _watch(proc: subprocess.Popen, timeout_s: float) -> tuple[str, dict[int, psu
     return out, seen
 
 
+FOLLOWED = {  # an open-loop run (PlanUser) and a closed-loop one (ReactiveUser: follow-ups by Retry-After)
+    "algorithms": ["none"],
+    "scenarios": [*CAMPAIGN["scenarios"], {"name": "adversarial_drip", "policy": {"limit": 10, "window_s": 1},
+                                           "params": {"duration_s": 2}, "algorithms": ["sliding_window_counter"]}],
+}
+
+
 def test_two_remote_workers_follow_a_campaign_and_their_logs_reach_the_results(tmp_path):
     (port,) = free_ports(1)
     workers = [_worker(port, tmp_path / f"machine-{i}") for i in range(2)]
     out = tmp_path / "res"
     try:
-        stdout, seen = _watch(_master(_campaign(tmp_path), out, port, 2, 60), 240)
+        stdout, seen = _watch(_master(_campaign(tmp_path, **FOLLOWED), out, port, 2, 60), 240)
         said = [w.communicate(timeout=30)[0] for w in workers]
     finally:
         for w in workers:
@@ -110,8 +117,8 @@ def test_two_remote_workers_follow_a_campaign_and_their_logs_reach_the_results(t
         # nothing of the run was written on the worker's side: it all went over the connection
         assert {p.name for p in (tmp_path / f"machine-{workers.index(w)}").iterdir()} == {"joined", "worker.log"}
     assert _alive(seen) == []
-    for algorithm in CAMPAIGN["algorithms"]:
-        run_dir = out / "runs" / f"steady__{algorithm}__memory"
+    for run in ("steady__none__memory", "adversarial_drip__sliding_window_counter__memory"):
+        run_dir = out / "runs" / run
         info = json.loads((run_dir / "run.json").read_text())
         assert info["status"] == "ok", info.get("error")
         assert [w["index"] for w in info["remote_workers"]] == [0, 1] and info["workers"] == 2
@@ -122,7 +129,10 @@ def test_two_remote_workers_follow_a_campaign_and_their_logs_reach_the_results(t
         plan = LivePlan.load(run_dir / "plan.json")
         planned = sorted(s.headers["x-request-id"] for s in worker_share(plan.arrivals(), 0, 1))
         client = pd.read_parquet(run_dir / "client.parquet")
-        assert sorted(client["request_id"]) == planned and len(planned) > 100
+        if run.startswith("steady"):
+            assert sorted(client["request_id"]) == planned and len(planned) > 100
+        else:  # the planned requests, and any follow-up the answers asked for
+            assert set(planned) <= set(client["request_id"]) and len(planned) > 5
         assert (client["status"] > 0).all() and (client["intended_t"] >= plan.start_at).all()
         stats = pd.read_csv(run_dir / "locust" / "stats_stats.csv")
         counted = stats[~stats["Name"].isin(["warm-up", "Aggregated"])]
