@@ -85,7 +85,9 @@ PLAN_FILE = "plan.json"
 
 # The Locust handshake: a run folder's ``client/`` holds, per worker, a ready marker (its start-up
 # time), its client log part and, beside that part, how many burst groups it sent late. The runner
-# merges the parts into client.parquet, sums the late counts and removes the folder.
+# merges the parts into client.parquet, sums the late counts and removes the folder. Remote workers
+# (scenarios/remote.py) send theirs over the Locust connection and the master writes them here,
+# with a joined marker on arrival and the worker's clock.
 HANDSHAKE_DIR = "client"
 
 
@@ -97,7 +99,19 @@ def client_part(worker: int | str, pid: int) -> str:
     return f"client-{worker}-{pid}.parquet"
 
 
+def joined_marker(worker: int | str) -> str:
+    """A remote worker's arrival at the master (its Locust client id inside)."""
+    return f"joined-{worker}"
+
+
+def clock_file(worker: int | str) -> str:
+    """A remote worker's clock against the master's (offset, bound, pings), JSON."""
+    return f"clock-{worker}.json"
+
+
 READY_GLOB = ready_marker("*")
+JOINED_GLOB = joined_marker("*")
+CLOCK_GLOB = clock_file("*")
 CLIENT_PART_GLOB = "client-*.parquet"
 LATE_SUFFIX = ".late"
 """``client-<worker>-<pid>.late`` beside each part: that worker's count of late burst groups."""

@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from contract.atomic import write_text
 from contract.routes import MODEL_ROUTES
 
 from . import build_model
@@ -55,7 +56,8 @@ class LivePlan:
         return [self.hosts[i] for i in assign_nodes(arrivals.t, arrivals.client_id, fleet)]
 
     def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=2), encoding="utf-8")
+        """Atomically: a remote run's master sends the file as soon as it appears."""
+        write_text(path, json.dumps(asdict(self), indent=2))
 
     @classmethod
     def load(cls, path: Path) -> LivePlan:
@@ -70,7 +72,12 @@ class LivePlan:
     @property
     def user_class(self) -> str:
         """The Locust user class (scenarios/locustfile.py) that replays this plan."""
-        return "ReactiveUser" if self.model().reactive else "PlanUser"
+        return user_class(self.model())
+
+
+def user_class(model: TrafficModel) -> str:
+    """The Locust user class that replays ``model``: closed-loop models react to answers."""
+    return "ReactiveUser" if model.reactive else "PlanUser"
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,10 @@ burst at an instant):
 ``PlanUser`` replays open-loop models; ``ReactiveUser`` closed-loop ones (retries, a drip paced by
 Retry-After): every answer goes back to the model, whose follow-ups are fired at their time.
 The harness names the class the plan needs (``LivePlan.user_class``) on Locust's command line.
+
+Workers on other machines (``--plan-from-master``) get the plan, their clock offset and their
+index over the Locust connection and send their client log back the same way
+(``scenarios.remote``); their deadlines are the master's shifted by the offset.
 """
 
 from __future__ import annotations
@@ -34,12 +38,14 @@ import pyarrow.parquet as pq
 from gevent.pool import Group
 from locust import FastHttpUser, User, events, task
 from locust.exception import CatchResponseError, StopUser
+from locust.runners import MasterRunner, WorkerRunner
 
 from contract.routes import MODEL_ROUTES
 from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
 from scenarios.live_plan import LivePlan, groups, outcome, request_headers, worker_share
 from scenarios.raw_replay import RawReplay, Wire, wires
+from scenarios.remote_sides import MasterSide, WorkerSide
 
 BURST = 10
 """A group this large is a burst: its deadline is kept by spinning the last millisecond."""
@@ -53,6 +59,25 @@ RETRIED_EXPECTED = (*EXPECTED, 503)
 @events.init_command_line_parser.add_listener
 def _add_plan_argument(parser) -> None:
     parser.add_argument("--plan", type=str, default="", help="ratelimit-bench live plan (JSON)")
+    parser.add_argument("--remote-dir", type=str, default="", help="master: where remote workers' files go (a run's handshake folder)")
+    parser.add_argument("--campaign-over", action="store_true", help="master: the campaign's last run (remote workers then exit)")
+    parser.add_argument("--plan-from-master", action="store_true", help="worker: the plan and the logs travel over the connection")
+
+
+REMOTE: WorkerSide | None = None
+"""This worker's half of the remote protocol, when it runs on another machine than the master."""
+
+
+@events.init.add_listener
+def _remote(environment, runner, **_kwargs) -> None:
+    """Master or remote worker of a run over several machines (``scenarios.remote``); read at
+    init, before the master's options (copied to workers with each spawn) overwrite the worker's."""
+    global REMOTE
+    options = environment.parsed_options
+    if isinstance(runner, MasterRunner) and options.remote_dir:
+        MasterSide(environment, Path(options.remote_dir), Path(options.plan), options.campaign_over)
+    elif isinstance(runner, WorkerRunner) and options.plan_from_master:
+        REMOTE = WorkerSide(environment)
 
 
 class _ClientLog:
@@ -78,6 +103,10 @@ class _ClientLog:
             self.add(request_id, intended, sent, float("nan"), 0, *attempt)
         self.in_flight.clear()
         table = pa.concat_tables([pa.Table.from_pydict(self.rows, schema=CLIENT_SCHEMA), *(t() for t in self.tables)])
+        if REMOTE is not None:  # over the connection, once (a stop and then a quit both stop the test)
+            REMOTE.send_log(table, os.getpid(), self.late_groups)
+            self.path = None
+            return
         tmp = self.path.with_suffix(".tmp")
         pq.write_table(table, tmp)
         os.replace(tmp, self.path)
@@ -93,7 +122,15 @@ def _flush(environment, **_kwargs) -> None:
 
 
 def _start(user: User) -> tuple[LivePlan, int]:
-    """Load the plan, point the user at the target, open this worker's client log."""
+    """Load the plan (a remote worker: from the master, and its clock against the master's),
+    point the user at the target, open this worker's client log."""
+    user.shift_s = 0.0
+    if REMOTE is not None:
+        plan, worker = REMOTE.plan()
+        user.shift_s = REMOTE.measure_clock().offset_s  # every time logged is on the master's clock
+        LOG.path = Path(client_part(worker, os.getpid()))  # a name only: the log travels to the master
+        user.host = plan.hosts[0]
+        return plan, worker
     plan = LivePlan.load(Path(user.environment.parsed_options.plan))
     worker = max(0, getattr(user.environment.runner, "worker_index", 0))
     user.host = plan.hosts[0]
@@ -103,13 +140,21 @@ def _start(user: User) -> tuple[LivePlan, int]:
     return plan, worker
 
 
+def _say_ready(client_dir: Path, worker: int) -> None:
+    """The ready marker: in the handshake folder, or (remote) sent to the master, on its clock."""
+    if REMOTE is not None:
+        REMOTE.ready()
+    else:
+        (client_dir / ready_marker(worker)).write_text(f"{time.time():.6f}")
+
+
 def _warm_up(user: FastHttpUser, largest: int, client_dir: Path, worker: int) -> None:
     """Wait for the target, warm the connections a burst will use (before the first deadline),
     then say ready."""
     _wait_for_target(user)
     warm = [gevent.spawn(user.client.get, "/healthz", name="warm-up") for _ in range(min(largest, 200))]
     gevent.joinall(warm, timeout=5)
-    (client_dir / ready_marker(worker)).write_text(f"{time.time():.6f}")
+    _say_ready(client_dir, worker)
 
 
 def _wait_for_target(user: FastHttpUser, timeout_s: float = 30.0) -> None:
@@ -145,7 +190,7 @@ class PlanUser(User):
         for batch in groups(shots, plan.burst_gap_s):
             deadline = plan.start_at + batch[0].t
             self.intended[at:at + len(batch)] = deadline
-            self.batches.append((deadline, range(at, at + len(batch))))
+            self.batches.append((deadline + self.shift_s, range(at, at + len(batch))))  # on this worker's clock
             at += len(batch)
         requests = wires([(s.method, s.path, s.headers) for s in shots], [urls[s.index] for s in shots])
         self.engine = RawReplay(requests, self._reply)
@@ -178,7 +223,7 @@ class PlanUser(User):
                                                  exception=None if status == 200 else CatchResponseError(f"status {status}"),
                                                  context={})
         gc.freeze()  # the plan's objects live until the end: a full collection would stall a deadline walking them
-        (client_dir / ready_marker(worker)).write_text(f"{time.time():.6f}")
+        _say_ready(client_dir, worker)
 
     @task
     def replay(self) -> None:
@@ -207,7 +252,8 @@ class PlanUser(User):
         sent = ~np.isnan(engine.sent)
         return pa.table({
             "request_id": pa.array(np.asarray(self.ids, dtype=object)[sent], pa.string()),
-            "intended_t": self.intended[sent], "sent_t": engine.sent[sent], "done_t": engine.done[sent],
+            "intended_t": self.intended[sent], "sent_t": engine.sent[sent] - self.shift_s,
+            "done_t": engine.done[sent] - self.shift_s,
             "status": engine.status[sent], "attempt": np.ones(int(sent.sum()), dtype=np.int32),
         }, schema=CLIENT_SCHEMA)
 
@@ -239,11 +285,11 @@ class ReactiveUser(FastHttpUser):
         raise StopUser()
 
     def _fire(self, request: Request, request_id: str) -> None:
-        start_at = self.plan.start_at
+        start_at, shift = self.plan.start_at, self.shift_s
         deadline = start_at + request.t
-        _sleep_until(deadline)
+        _sleep_until(deadline + shift)
         method, path = MODEL_ROUTES.get(request.route, ("GET", "/api/items"))
-        sent = time.time()
+        sent = time.time() - shift
         LOG.in_flight[request_id] = (deadline, sent, request.attempt)
         with self.client.request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",
                                  catch_response=True) as response:
@@ -253,7 +299,7 @@ class ReactiveUser(FastHttpUser):
                 response.success()  # a refusal the model answers is an expected outcome
             else:
                 response.failure(f"status {status}")
-        done = time.time()
+        done = time.time() - shift
         LOG.in_flight.pop(request_id, None)
         LOG.add(request_id, deadline, sent, done, status, request.attempt)
         if answer is None:

@@ -18,7 +18,7 @@ PACKAGES = ("analysis", "benchmarks", "contract", "harness", "scenarios", "targe
 HARNESS_FLOORS = ("campaign", "sim", "live", "validate", "cli")
 """harness/'s subpackages from the bottom up: each imports only those below it (and itself);
 modules at harness/'s own root (the runners' events) stand below them all."""
-NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan"}
+NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.remote_sides"}
 """scenarios/ modules that replay models over HTTP rather than being models."""
 ERRORS = "contract.errors"
 """The one module of the project the pure rooms may import: the base class of bad input."""

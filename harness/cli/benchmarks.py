@@ -14,6 +14,7 @@ import importlib
 BENCHMARKS: dict[str, tuple[str, str]] = {
     "core": ("benchmarks.core", "decisions/s per algorithm vs the limits library; the simulator's replay rate"),
     "live": ("benchmarks.live", "the load generator's ceiling and a burst's spread at the target"),
+    "distributed": ("benchmarks.distributed", "generator CPU per request: 2 local Locust workers vs 1 remote worker over loopback"),
     "targets": ("benchmarks.targets", "throughput of every target vs the `none` target (wrk; --instructions: valgrind)"),
     "target-processes": ("benchmarks.target_processes", "decisions/s of a target node with 1 vs N processes on one port (wrk)"),
     "redis": ("benchmarks.redis_store", "Redis decisions/s vs limits (sync, async, 64 clients); round trips per mode"),

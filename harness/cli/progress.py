@@ -71,6 +71,9 @@ class RunProgress:
             sent = info.get("sent", 0)
             decided = f"{self.decided:,} decided, " if self.decided != sent else ""  # said when they differ
             what = f"[green]ok[/green]  {sent:,} sent, {decided}{self.rejected:,} rejected, {seconds:.1f} s"
+            if info.get("clock_unbounded"):  # remote workers whose offset from the master is uncertain
+                workers = ", ".join(map(str, info["clock_unbounded"]))
+                what += f"  [yellow]clock offset of remote worker {workers} not bounded below 1 ms[/yellow]"
         else:
             error = (info.get("error") or "").strip().splitlines()
             what = f"[red]{info['status']}[/red] after {seconds:.1f} s" + (f": {error[0]}" if error else "")

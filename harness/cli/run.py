@@ -17,6 +17,7 @@ from contract.schema import RUN_OK
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.live import StoreName, load_campaign
 from harness.live.plan import plan_runs
+from harness.live.remote import DEFAULT_PORT, DEFAULT_TIMEOUT_S, RemoteWorkers, parse_address
 from harness.live.runner import LiveRunner
 from harness.live.supervise import Interrupted
 
@@ -35,6 +36,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--store", choices=list(get_args(StoreName)),
                    help="run on this store only (redis: every redis mode a scenario lists, else the campaign's redis.mode)")
     p.add_argument("--only", action="append", metavar="SCENARIO|ALGORITHM", help="only these scenarios or algorithms")
+    p.add_argument("--remote-workers", type=int, metavar="N",
+                   help="N Locust workers on other machines (run_bench.py worker --master HOST:PORT) instead of local ones")
+    p.add_argument("--master-bind", default=f"0.0.0.0:{DEFAULT_PORT}", metavar="HOST:PORT",
+                   help="where every run's master listens for the remote workers (default: %(default)s)")
+    p.add_argument("--remote-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+                   help="each run waits this long for its remote workers, else it fails saying how many came (default: %(default)g s)")
     p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     p.set_defaults(func=cmd_run)
 
@@ -43,6 +50,11 @@ def cmd_run(args: argparse.Namespace) -> int:
     campaign = load_campaign(args.campaign)
     if args.workers is not None and args.workers < 1:
         raise CampaignError(f"--workers must be at least 1, got {args.workers}")
+    remote = None
+    if args.remote_workers is not None:
+        if args.workers is not None:
+            raise CampaignError("--workers and --remote-workers exclude each other: a run's workers are local or remote")
+        remote = RemoteWorkers(args.remote_workers, *parse_address(args.master_bind, "--master-bind"), args.remote_timeout)
     runs = plan_runs(campaign, args.only, args.store)
     if not runs:
         names = dict.fromkeys([n for sc in campaign.scenarios for n in (sc.name, sc.run_name)]
@@ -53,7 +65,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     check_out(out)
     console = term_table.console(wide=args.wide)
     progress = RunProgress(console)
-    runner = LiveRunner(campaign, out, args.workers, progress.events)
+    runner = LiveRunner(campaign, out, args.workers, progress.events, remote)
     try:
         with progress:
             results = runner.run_all(runs)

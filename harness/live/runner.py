@@ -44,6 +44,7 @@ from contract.schema import (
     DEGRADED_PHASE,
     DOWNSTREAM_OUTAGE_PHASE,
     HANDSHAKE_DIR,
+    JOINED_GLOB,
     LOCUST_DIR,
     PLAN_FILE,
     RAMP_PHASE,
@@ -61,7 +62,7 @@ from harness.events import RunnerEvents
 from harness.sim.simulator import simulate
 from scenarios import SCENARIOS
 from scenarios.fleet import Fleet
-from scenarios.live_plan import LivePlan, aligned_start
+from scenarios.live_plan import LivePlan, aligned_start, user_class
 from targets.ports import free_ports
 from targets.process import HOST, TargetProcess
 from targets.redact import redacted
@@ -75,6 +76,7 @@ from .peers import live_peer
 from .peers.response import refusal, without_probe
 from .peers.url import client_decisions, round_trip_ms
 from .plan import LiveRun
+from .remote import RemoteWorkers, remote_clocks
 from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,10 +99,14 @@ NODE_LEAD_S = 0.75
 
 class LiveRunner:
     def __init__(self, campaign: Campaign, out: Path, workers: int | None = None,
-                 events: RunnerEvents[LiveRun] | None = None) -> None:
+                 events: RunnerEvents[LiveRun] | None = None, remote: RemoteWorkers | None = None) -> None:
         self.campaign = campaign
         self.folder = ResultsFolder(out)
-        self.workers = workers or campaign.scale.workers
+        self.remote = remote
+        """Workers on other machines (``run_bench.py worker``) instead of local forked ones."""
+        self.workers = remote.count if remote else workers or campaign.scale.workers
+        self.last_run: str | None = None
+        """The campaign's last run: its master tells remote workers the campaign is over."""
         self.events: RunnerEvents[LiveRun] = events or RunnerEvents()
         self.lead_s = max(campaign.scale.lead_s, FIRST_LEAD_S)
         self.processes = Processes()
@@ -141,11 +147,11 @@ class LiveRunner:
         sampler = CpuSampler()
         try:
             nodes = run.nodes
-            remote = run.spec if isinstance(run.spec, UrlPeer) else None  # the user's endpoint: nothing to start
-            ports = [] if remote else free_ports(2 * len(nodes) + (1 if run.peer else 0))
-            peer_port = ports.pop() if run.peer and not remote else None
+            endpoint = run.spec if isinstance(run.spec, UrlPeer) else None  # the user's endpoint: nothing to start
+            ports = [] if endpoint else free_ports(2 * len(nodes) + (1 if run.peer else 0))
+            peer_port = ports.pop() if run.peer and not endpoint else None
             ports, admin_ports = ports[:len(nodes)], ports[len(nodes):]
-            hosts = [remote.url] if remote else [f"http://{HOST}:{port}" for port in ([peer_port] if peer_port else ports)]
+            hosts = [endpoint.url] if endpoint else [f"http://{HOST}:{port}" for port in ([peer_port] if peer_port else ports)]
             model = run.model
             outage = getattr(model, "outage", None)
             if outage is not None and self.redis_url() and self.redis is None:  # not ours: cannot stop it
@@ -153,12 +159,17 @@ class LiveRunner:
                                 "(unset REDIS_URL and the campaign's redis.url)")
             redis = run.peer is None and self.campaign.redis_mode(run.store) not in (None, "local")
             env = {**os.environ, "REDIS_URL": self.redis_url()} if redis else None
+            if self.remote:  # their master first: the plan's start is set once every worker has joined
+                locust = self._start_master(run, run_dir, hosts[0])
+                sampler.watch("locust", ROLE_GENERATOR, locust.pid)
+                self._await_workers(locust, run_dir / HANDSHAKE_DIR, run_dir / "logs" / "locust.log")
+                launched = time.time()
             lead = self.lead_s + NODE_LEAD_S * (len(nodes) - 1)
             if run.spec and run.spec.start_s:  # a lead learned from a suite run knows nothing of the peer's start
                 lead = max(lead, scale.lead_s + run.spec.start_s)
             start_at = aligned_start(time.time(), lead, run.policy.window_s)
             info["start_at"] = start_at
-            if not remote:
+            if not endpoint:
                 config = (peer_downstream_config if run.peer else target_config)(run, self.campaign, start_at, run_dir)
                 configs = node_configs(config, nodes, admin_ports, run_dir)
             plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
@@ -173,11 +184,12 @@ class LiveRunner:
                         nodes=nodes, routing=run.routing, joins_s=list(run.joins_s))
             # Locust imports for seconds: start it first, the targets meanwhile; all are
             # ready before start_at, or the late groups say so
-            launched = time.time()
-            locust = self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S)
-            sampler.watch("locust", ROLE_GENERATOR, locust.pid)
-            targets = [] if remote else self.processes.start_targets(configs, ports, admin_ports, logs, env)
-            if run.peer and not remote:  # the suite's target is the peer's downstream; the peer answers the load
+            if not self.remote:
+                launched = time.time()
+                locust = self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S)
+                sampler.watch("locust", ROLE_GENERATOR, locust.pid)
+            targets = [] if endpoint else self.processes.start_targets(configs, ports, admin_ports, logs, env)
+            if run.peer and not endpoint:  # the suite's target is the peer's downstream; the peer answers the load
                 sampler.watch("target:downstream", ROLE_TARGET, targets[0].pid)
                 assert peer_port is not None
                 live = live_peer(run.peer)
@@ -191,13 +203,13 @@ class LiveRunner:
             happened = self._wait(locust, targets, end_at, logs / "locust.log", events, counters=run.peer is None)
             self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
             if run.peer:  # the load is over: what the peer tells a client it refuses
-                info["response"] = self._response(run, remote.url if remote else targets[0].url)
+                info["response"] = self._response(run, endpoint.url if endpoint else targets[0].url)
             for target in targets:
                 self.processes.stop_target(target)
-            if remote:  # decided client-side: from the client log, uncertain by each request's round trip
+            if endpoint:  # decided client-side: from the client log, uncertain by each request's round trip
                 info.update(gather_client(run_dir, plan, landing=False))  # it keeps no arrival times for us
                 client = pq.read_table(run_dir / CLIENT_FILE)
-                decided = client_decisions(client, arrivals, remote)
+                decided = client_decisions(client, arrivals, endpoint)
                 info.update(decided_from=DECIDED_BY_CLIENT, round_trip_ms=round_trip_ms(client))
             elif run.peer:  # its decisions (and the counters it has no endpoint for) from its own records
                 decided = without_probe(live_peer(run.peer).decisions(logs, store=run.store))
@@ -207,7 +219,9 @@ class LiveRunner:
                 self.events.counted({"limits": {run.peer: {"decisions": decided.num_rows, "rejections": rejected}}})
             else:
                 merge_decisions(run_dir, nodes, targets)
-            if not remote:
+            if self.remote:
+                info.update(remote_clocks(run_dir / HANDSHAKE_DIR, self.workers))
+            if not endpoint:
                 info.update(gather_client(run_dir, plan))
             info.update(self._measures(run, model, run_dir, happened, info))
             info["status"] = RUN_OK
@@ -228,13 +242,13 @@ class LiveRunner:
         """run.json's ``response``: the peer's refusal as a client reads it, and the config lines
         that fix what it does not say (the report shows them; a url peer's config is the user's)."""
         assert run.peer is not None
-        remote = run.spec if isinstance(run.spec, UrlPeer) else None
-        refused = frozenset(remote.entry.reject_status) if remote else frozenset({429})
+        endpoint = run.spec if isinstance(run.spec, UrlPeer) else None
+        refused = frozenset(endpoint.entry.reject_status) if endpoint else frozenset({429})
         try:
             found = refusal(url, int(2 * run.policy.effective_burst) + REFUSAL_MARGIN, refused=refused)
         except httpx.HTTPError as exc:
             return {"error": f"the refusal could not be read: {exc!r}"}
-        return found.report(None if remote else live_peer(run.peer).response_fix(run.policy), refused)
+        return found.report(None if endpoint else live_peer(run.peer).response_fix(run.policy), refused)
 
     def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],
                   info: dict[str, Any]) -> dict[str, Any]:
@@ -279,6 +293,38 @@ class LiveRunner:
         if self.workers > 1:
             cmd += ["--processes", str(self.workers)]
         return self.processes.start(cmd, run_dir / "logs" / "locust.log", ROOT)
+
+    def _start_master(self, run: LiveRun, run_dir: Path, host: str) -> subprocess.Popen:
+        """A Locust master on the campaign's fixed port for the remote workers; it sends them the
+        plan once the harness has written it and writes what they send back into the run folder."""
+        assert self.remote is not None
+        locust_dir = run_dir / LOCUST_DIR
+        locust_dir.mkdir(parents=True, exist_ok=True)
+        model, scale = run.model, self.campaign.scale
+        last_t = max([*model.arrivals().t[-1:], model.horizon_s()])
+        run_time = math.ceil(self.remote.timeout_s + self.lead_s + last_t + scale.drain_s) + SAFETY_S
+        cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary", "--master",
+               "--master-bind-host", self.remote.host, "--master-bind-port", str(self.remote.port),
+               "--expect-workers", str(self.workers), "--expect-workers-max-wait", str(math.ceil(run_time)),
+               "-u", str(self.workers), "-r", str(self.workers), "-t", f"{run_time}s", "--stop-timeout", "3",
+               "--csv", str(locust_dir / "stats"), "--exit-code-on-error", "0", "--plan", str(run_dir / PLAN_FILE),
+               "--remote-dir", str(run_dir / HANDSHAKE_DIR), "--host", host, user_class(model)]
+        if run.name == self.last_run:
+            cmd.append("--campaign-over")
+        return self.processes.start(cmd, run_dir / "logs" / "locust.log", ROOT)
+
+    def _await_workers(self, locust: subprocess.Popen, handshake: Path, log: Path) -> None:
+        """Until every remote worker has joined this run's master, or the timeout says how many came."""
+        assert self.remote is not None
+        deadline = time.time() + self.remote.timeout_s
+        while (came := len(list(handshake.glob(JOINED_GLOB)))) < self.workers:
+            if locust.poll() is not None:
+                raise RunFailed(f"the Locust master exited with {locust.returncode} before the workers came:\n{tail(log)}")
+            if time.time() > deadline:
+                raise RunFailed(f"{came} of {self.workers} remote workers joined the master on {self.remote.address} "
+                                f"within {self.remote.timeout_s:g} s (start them with: run_bench.py worker --master "
+                                f"{self.remote.address})")
+            time.sleep(0.05)
 
     def _wait(self, locust: subprocess.Popen, targets: list[TargetProcess], end_at: float, log: Path,
               events: list[tuple[float, str]], counters: bool = True) -> dict[str, float]:
@@ -325,6 +371,7 @@ class LiveRunner:
         config.update(workers=self.workers, runs=[r.name for r in runs], machine=machine_facts(), created=utc_stamp())
         write_text(root / CAMPAIGN_FILE, yaml.safe_dump(redacted(config), sort_keys=False))
         results = []
+        self.last_run = runs[-1].name if runs else None
         try:
             with signals_interrupt():
                 for i, run in enumerate(runs, 1):
