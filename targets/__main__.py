@@ -37,8 +37,10 @@ HEAD_TIMEOUT_S = 10.0
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = Parser(prog="python -m targets", description="Serve one rate-limited target on 127.0.0.1.")
-    p.add_argument("--port", type=int, required=True, help="TCP port on 127.0.0.1")
+    p = Parser(prog="python -m targets", description="Serve one rate-limited target (on 127.0.0.1 unless --host).")
+    p.add_argument("--port", type=int, required=True, help="TCP port of the API")
+    p.add_argument("--host", default=HOST, help="address the API listens on (default 127.0.0.1; 0.0.0.0 serves load "
+                                               "generators on other machines; the admin port stays on 127.0.0.1)")
     p.add_argument("--admin-port", type=int, help="TCP port on 127.0.0.1 for the admin endpoints /_bench/* (default: none)")
     p.add_argument("--config", type=Path, help="target config (YAML or JSON); flags below override it")
     p.add_argument("--algorithm", help="algorithm name (see run_bench.py list); default token_bucket")
@@ -103,21 +105,21 @@ def _prune(tree: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def bind(port: int, reuse_port: bool = False) -> socket.socket:
-    """A socket bound on ``port`` (``reuse_port``: one of a node's SO_REUSEPORT group, listening)."""
+def bind(port: int, reuse_port: bool = False, host: str = HOST) -> socket.socket:
+    """A socket bound on ``host:port`` (``reuse_port``: one of a node's SO_REUSEPORT group, listening)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
-        sock.bind((HOST, port))
+        sock.bind((host, port))
         if reuse_port:
             sock.listen(BACKLOG)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:
-            raise PortInUse(f"port {port} on {HOST} is already in use") from None
-        raise PortInUse(f"cannot listen on {HOST}:{port}: {exc.strerror}") from None
+            raise PortInUse(f"port {port} on {host} is already in use") from None
+        raise PortInUse(f"cannot listen on {host}:{port}: {exc.strerror}") from None
     sock.set_inheritable(True)
     return sock
 
@@ -137,6 +139,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not 0 < args.port < 65536:
             raise ConfigError(f"--port: must be 1..65535, got {args.port}")
+        try:
+            socket.inet_aton(args.host)
+        except OSError:
+            raise ConfigError(f"--host: {args.host!r} is not an IPv4 address (e.g. 127.0.0.1 or 0.0.0.0)") from None
         if args.max_head_bytes < 1024:
             raise ConfigError(f"--max-head-bytes: must be at least 1024, got {args.max_head_bytes}")
         for flag, seconds in (("--head-timeout", args.head_timeout), ("--keep-alive", args.keep_alive)):
@@ -148,9 +154,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--admin-port: must differ from --port ({args.port})")
         probe(config.store)
         if config.processes > 1:
-            roles = node_roles(config.processes, args.port, config.admin_port, bind)
+            roles = node_roles(config.processes, args.port, config.admin_port, bind, host=args.host)
         else:
-            sockets.append(bind(args.port))
+            sockets.append(bind(args.port, host=args.host))
             if config.admin_port is not None:
                 sockets.append(bind(config.admin_port))
     except (BadInput, PortInUse) as exc:

@@ -70,18 +70,19 @@ class Role:
     """A pipe: each other process writes one byte once started; process 0 reads them."""
 
 
-def node_roles(count: int, port: int, admin_port: int | None, bind: Callable[..., socket.socket]) -> list[Role]:
+def node_roles(count: int, port: int, admin_port: int | None, bind: Callable[..., socket.socket],
+               host: str = HOST) -> list[Role]:
     """Every process's sockets, all bound (and the API ones listening) before any fork.
 
     ``bind(port, reuse_port=False)`` is ``python -m targets``'s (one clear "in use" error): a
     plain bind of the port first reports a port held by anyone, SO_REUSEPORT or not (a reuseport
     socket would silently join another group of the same user), then the N reuseport sockets
-    take its place."""
-    bind(port).close()
+    take its place. The API listens on ``host``; the admin sockets stay on loopback."""
+    bind(port, host=host).close()
     opened: list[socket.socket] = []
     try:
         for _ in range(count):
-            opened.append(bind(port, reuse_port=True))
+            opened.append(bind(port, reuse_port=True, host=host))
         if admin_port is not None:
             opened.append(bind(admin_port))
             for _ in range(count - 1):

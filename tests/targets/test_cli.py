@@ -32,6 +32,7 @@ def listening(port: int) -> bool:
     (["--head-timeout", "0"], "--head-timeout"),
     (["--keep-alive", "-1"], "--keep-alive"),
     (["--processes", "0"], "processes"),
+    (["--host", "localhost:80"], "--host"),
 ])
 def test_bad_config_exits_2_naming_the_field_without_a_port(args, field):
     port = free_port()
@@ -75,3 +76,26 @@ def test_an_admin_port_equal_to_the_api_port_or_in_use_exits_2():
     assert done.returncode == 2
     assert done.stderr.strip() == f"error: port {admin} on 127.0.0.1 is already in use"
     assert not listening(port)
+
+
+def _answers(host: str, port: int) -> bool:
+    with socket.socket() as sock:
+        sock.settimeout(2)
+        return sock.connect_ex((host, port)) == 0
+
+
+@pytest.mark.parametrize("processes", ["1", "2"])
+def test_host_opens_the_api_to_other_addresses_and_keeps_the_admin_on_loopback(processes, tmp_path):
+    """``--host 0.0.0.0`` (load from other machines): the API answers on every address, here
+    127.0.0.2; the admin port stays on 127.0.0.1 only. Without it, 127.0.0.2 reaches nothing."""
+    from targets.process import start_target
+
+    for host, wide in (("0.0.0.0", True), ("127.0.0.1", False)):
+        port, admin = free_port(), free_port()
+        target = start_target(["--algorithm", "none", "--host", host, "--processes", processes], log_dir=tmp_path,
+                              port=port, admin_port=admin)
+        try:
+            assert _answers("127.0.0.2", port) is wide
+            assert _answers("127.0.0.1", admin) and not _answers("127.0.0.2", admin)
+        finally:
+            target.stop()
