@@ -3,10 +3,11 @@ library, on limits' memory storage or on Redis, and the suite's algorithm that m
 
 What limits really does (limits 5.x, ``limits/strategies.py`` and ``limits/storage/``):
 
-- **fixed window**: ``incr`` then ``count <= L``; the counter's expiry (W whole seconds) is set
-  by the hit that creates it, on memory and on Redis (``INCRBY`` + ``EXPIRE``): the window is
-  anchored to a key's *first hit*, not to the clock. Our ``fixed_window`` is aligned to the clock
-  (windows [kW, (k+1)W)), so it is the closest model, not an exact one (docs/peers.md measures it).
+- **fixed window**: ``incr`` then ``count <= L`` (refused hits count); the counter's expiry
+  (W whole seconds) is set by the hit that creates it, on memory and on Redis (``INCRBY`` +
+  ``EXPIRE``): the window is anchored to a key's *first hit*, not to the clock. Our
+  ``fixed_window`` is aligned to the clock, so the model is limits' own, ``limits_fixed_window``
+  (targets/algorithms/, a peer model; docs/peers.md measures it).
 - **moving window**: a list of hit times per key; refused when the L-th newest is no older than
   W: a sliding log, our ``sliding_log`` under the same L per W.
 - **sliding window counter**: ``floor(prev * (W - elapsed) / W + curr) + cost > L`` refuses, so
@@ -26,7 +27,7 @@ from targets.algorithms import Policy
 
 from .base import Peer, PeerError
 
-STRATEGIES = {"fixed-window": "fixed_window", "moving-window": "sliding_log",
+STRATEGIES = {"fixed-window": "limits_fixed_window", "moving-window": "sliding_log",
               "sliding-window-counter": "sliding_window_counter"}
 """limits' strategy -> the suite's algorithm that models it."""
 STORES = ("memory", "redis")
@@ -52,7 +53,7 @@ class Slowapi(Peer):
         self.strategy, self.store = strategy, store
         self.uses_redis = store == "redis"
         self.name = f"slowapi-{strategy}" + ("-redis" if store == "redis" else "")
-        anchor = " (anchored to the first hit: approximate)" if strategy == "fixed-window" or (
+        anchor = " (anchored to the first hit: approximate)" if (
             strategy == "sliding-window-counter" and store == "redis") else ""
         alias = "" if self.uses_redis else f"; simulate --algorithm {self.name.replace('-', '_')}"
         self.summary = (f"slowapi with limits' {strategy} strategy on {store} storage, keyed by the API-key header "
