@@ -14,6 +14,8 @@ from . import (
     gcra,
     haproxy_freq_ctr,
     leaky_bucket,
+    limits_fixed_window,
+    limits_sliding_window_counter_redis,
     none,
     sliding_log,
     sliding_window_counter,
@@ -39,7 +41,8 @@ ALGORITHMS: dict[str, Algorithm] = {
     )
 }
 
-PEER_MODELS: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in (haproxy_freq_ctr,)}
+PEER_MODELS: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in (
+    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis)}
 """Models of peer targets' own algorithms (docs/peers.md) that no suite algorithm matches: they
 decide in the simulator and the faithfulness checks, never in ``all`` nor on Redis."""
 

@@ -49,10 +49,11 @@ class RecordingStrategy:
     def __init__(self, inner: Any, log: DecisionLog, config: dict[str, Any]) -> None:
         self.inner, self.log = inner, log
         self.algorithm, self.store = config["algorithm"], config["store"]
-        self.after = self.store == "memory"
+        self.after = self.store == "memory" or config["strategy"] != "moving-window"
         """The decision time is the clock limits reads: on memory, inside the hit after taking the
         key's lock (which its expiry thread may hold for milliseconds): the hit's end; on Redis,
-        before the call (the moving window's timestamp; Redis's own time for the others)."""
+        the moving window's timestamp, taken before the call; the other strategies run on Redis's
+        own clock, in the script, which the hit's end approximates better (docs/peers.md)."""
 
     def hit(self, item: Any, *identifiers: str, cost: int = 1) -> bool:
         before, start = time.time(), time.perf_counter()

@@ -3,10 +3,11 @@ library, on limits' memory storage or on Redis, and the suite's algorithm that m
 
 What limits really does (limits 5.x, ``limits/strategies.py`` and ``limits/storage/``):
 
-- **fixed window**: ``incr`` then ``count <= L``; the counter's expiry (W whole seconds) is set
-  by the hit that creates it, on memory and on Redis (``INCRBY`` + ``EXPIRE``): the window is
-  anchored to a key's *first hit*, not to the clock. Our ``fixed_window`` is aligned to the clock
-  (windows [kW, (k+1)W)), so it is the closest model, not an exact one (docs/peers.md measures it).
+- **fixed window**: ``incr`` then ``count <= L`` (refused hits count); the counter's expiry
+  (W whole seconds) is set by the hit that creates it, on memory and on Redis (``INCRBY`` +
+  ``EXPIRE``): the window is anchored to a key's *first hit*, not to the clock. Our
+  ``fixed_window`` is aligned to the clock, so the model is limits' own, ``limits_fixed_window``
+  (targets/algorithms/, a peer model; docs/peers.md measures it).
 - **moving window**: a list of hit times per key; refused when the L-th newest is no older than
   W: a sliding log, our ``sliding_log`` under the same L per W.
 - **sliding window counter**: ``floor(prev * (W - elapsed) / W + curr) + cost > L`` refuses, so
@@ -15,7 +16,8 @@ What limits really does (limits 5.x, ``limits/strategies.py`` and ``limits/stora
   estimate times W is an integer: ``< L*W`` is ``<= (L+1)*W - 1 - 0.5``). On memory the two
   windows are aligned to the clock (keys ``<key>/<int(now / W)>``), as ours; on Redis the pair of
   counters is anchored to a key's first hit (the current counter is created with a TTL of 2W and
-  shifted when its TTL drops below W), so the model is again the closest, not an exact one.
+  shifted when its TTL drops below W): the model there is limits' own script,
+  ``limits_sliding_window_counter_redis`` (targets/algorithms/, a peer model).
 
 limits takes a whole number of requests per a whole number of seconds and has no burst.
 """
@@ -26,9 +28,11 @@ from targets.algorithms import Policy
 
 from .base import Peer, PeerError
 
-STRATEGIES = {"fixed-window": "fixed_window", "moving-window": "sliding_log",
+STRATEGIES = {"fixed-window": "limits_fixed_window", "moving-window": "sliding_log",
               "sliding-window-counter": "sliding_window_counter"}
 """limits' strategy -> the suite's algorithm that models it."""
+REDIS_MODELS = {"sliding-window-counter": "limits_sliding_window_counter_redis"}
+"""Where limits' Redis storage does otherwise than its memory storage: the model on Redis."""
 STORES = ("memory", "redis")
 SYSTEM = "slowapi"
 
@@ -52,15 +56,14 @@ class Slowapi(Peer):
         self.strategy, self.store = strategy, store
         self.uses_redis = store == "redis"
         self.name = f"slowapi-{strategy}" + ("-redis" if store == "redis" else "")
-        anchor = " (anchored to the first hit: approximate)" if strategy == "fixed-window" or (
-            strategy == "sliding-window-counter" and store == "redis") else ""
+        self.algorithm = REDIS_MODELS.get(strategy, STRATEGIES[strategy]) if self.uses_redis else STRATEGIES[strategy]
         alias = "" if self.uses_redis else f"; simulate --algorithm {self.name.replace('-', '_')}"
         self.summary = (f"slowapi with limits' {strategy} strategy on {store} storage, keyed by the API-key header "
-                        f"else the client address; modelled by {STRATEGIES[strategy]}{anchor}{alias}")
+                        f"else the client address; modelled by {self.algorithm}{alias}")
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
         limit_string(policy)
-        algorithm = STRATEGIES[self.strategy]
+        algorithm = self.algorithm
         if algorithm == "sliding_window_counter":  # limits admits while the estimate is below L
             return algorithm, Policy(policy.limit + 1 - 0.5e-6 / policy.window_s, policy.window_s)
         return algorithm, Policy(policy.limit, policy.window_s)
