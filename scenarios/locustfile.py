@@ -71,13 +71,42 @@ REMOTE: WorkerSide | None = None
 @events.init.add_listener
 def _remote(environment, runner, **_kwargs) -> None:
     """Master or remote worker of a run over several machines (``scenarios.remote``); read at
-    init, before the master's options (copied to workers with each spawn) overwrite the worker's."""
+    init, before the master's options (copied to workers with each spawn) overwrite the worker's.
+    Local workers flush their stats before the master quits (``_flush_stats``)."""
     global REMOTE
     options = environment.parsed_options
     if isinstance(runner, MasterRunner) and options.remote_dir:
         MasterSide(environment, Path(options.remote_dir), Path(options.plan), options.campaign_over)
     elif isinstance(runner, WorkerRunner) and options.plan_from_master:
         REMOTE = WorkerSide(environment)
+    elif isinstance(runner, MasterRunner):
+        _flush_stats(environment)
+    elif isinstance(runner, WorkerRunner):
+        # Locust's report of this worker's stats, sent now (a worker reports every 3 s otherwise);
+        # the answer follows it on the one connection, so the master has the stats when it reads it
+        runner.register_message(FLUSH, lambda *_a, **_k: (runner._send_stats(), runner.send_message(FLUSHED)))
+
+
+FLUSH, FLUSHED = "rb_flush_stats", "rb_stats_flushed"
+FLUSH_WAIT_S = 10.0
+
+
+def _flush_stats(environment) -> None:
+    """On quit Locust's master gives its workers 0.5 s for their last stats report; on a busy
+    machine a report comes later and its requests are missing from Locust's stats and CSV. So
+    before the quit the master asks each worker for its stats now and waits (bounded) for every
+    answer."""
+    runner, flushed = environment.runner, set()
+    runner.register_message(FLUSHED, lambda msg, **_k: flushed.add(msg.node_id))
+
+    def wait(**_kwargs) -> None:
+        expected = {client.id for client in runner.clients.all}
+        runner.send_message(FLUSH)
+        deadline = time.time() + FLUSH_WAIT_S
+        while expected - flushed and time.time() < deadline:
+            gevent.sleep(0.05)
+
+    environment.events.quitting.add_listener(wait)
 
 
 class _ClientLog:
