@@ -157,7 +157,10 @@ def test_a_campaign_runs_nginx_beside_the_suite_and_judges_it_by_the_same_metric
     assert (peer["algorithm"], peer["system"]) == ("nginx", "nginx")
     # 20 at once, then 20 at the next boundary 0.33 s later: 6.6 tokens back, 14 refused, 1.3x in a second
     assert (peer["requests"], peer["rejected"], peer["over_admission"]) == (40, 14, 1.3)
-    assert peer["over_admission"] == suite["over_admission"] == info["virtual_over_admission"]
+    assert peer["over_admission"] == info["virtual_over_admission"]
+    # the suite's token bucket decides on its own clock, as the requests reach it: within the 5%
+    # the issue allows a live run beside its virtual twin
+    assert abs(suite["over_admission"] - info["virtual_over_admission"]) <= 0.05 * info["virtual_over_admission"]
     decisions = pq.read_table(run / "decisions.parquet").to_pandas()
     client = pq.read_table(run / "client.parquet").to_pandas()
     assert set(decisions["request_id"]) == set(client["request_id"])
