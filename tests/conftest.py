@@ -10,6 +10,7 @@ import pytest
 TIMED_LIVE = {"tests/harness/live/test_live_campaign.py", "tests/scenarios/test_scenario_library_live.py"}
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups into the node ids
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         path = item.nodeid.split("::", 1)[0]
