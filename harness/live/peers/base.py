@@ -14,11 +14,28 @@ from pathlib import Path
 import pyarrow as pa
 
 from contract.atomic import write_text
+from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers import Peer, PeerError
 from targets.algorithms import Policy
 from targets.process import TargetProcess
 
 from ..supervise import Processes
+
+UNKNOWN_TO_PEERS = {"cost": 1.0, "remaining": None, "retry_after_s": None, "decision_us": None, "delay_s": 0.0,
+                    "ideal_allowed": None, "adaptive_limit": None}
+"""What a peer's log does not tell: it counts requests (cost 1) and keeps no tokens, retry time,
+decision latency or queueing delay."""
+
+
+def peer_decisions(rows: list[dict]) -> pa.Table:
+    """A peer log's rows (the columns it knows) as DECISION_SCHEMA in decision-time order; the
+    columns it does not know as ``UNKNOWN_TO_PEERS``, and ``arrived_t`` its decision time."""
+    columns: dict[str, list] = {name: [] for name in DECISION_SCHEMA.names}
+    for row in rows:
+        full = {**UNKNOWN_TO_PEERS, "arrived_t": row["t"], **row}
+        for name in DECISION_SCHEMA.names:
+            columns[name].append(full[name])
+    return pa.table(columns, schema=DECISION_SCHEMA).sort_by("t")
 
 
 class LivePeer(ABC):

@@ -19,12 +19,11 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers import PEERS
 from harness.campaign.peers.haproxy import HaproxyLimit, haproxy_limit
 from targets.algorithms import Policy
 
-from .base import LivePeer
+from .base import LivePeer, peer_decisions
 
 HAPROXY_CFG = "haproxy.cfg"
 """Beside target.yaml (the downstream's config) in the run folder."""
@@ -84,7 +83,7 @@ def log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.Table:
     """The request lines of HAProxy's log as DECISION_SCHEMA rows (in decision-time order; alerts
     and lines cut short by a kill are skipped). Denied: terminated by a rule (``PR``) with a 429.
     HAProxy sends no remaining tokens or retry time and times no decision: those are null."""
-    rows: dict[str, list] = {name: [] for name in DECISION_SCHEMA.names}
+    rows = []
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.exists() else []
     for line in lines:
         parts = line.split("\t")
@@ -94,16 +93,13 @@ def log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.Table:
         t = int(f["ms"]) / 1000
         values = {
             "t": t, "node": node, "algorithm": "haproxy", "store": store, "limit_name": LIMIT_NAME,
-            "key": _text(f["key"]) or f["src"], "cost": 1.0,
+            "key": _text(f["key"]) or f["src"],
             "allowed": not (f["status"] == "429" and f["term"].startswith("PR")),
-            "remaining": None, "retry_after_s": None, "decision_us": None,
             "client_class": _text(f["cls"]), "request_id": _text(f["rid"]),
-            "client_id": _text(f["cid"]), "route": f"{f['method']} {_text(f['path'])}", "delay_s": 0.0,
-            "ideal_allowed": None, "source": "haproxy", "adaptive_limit": None, "arrived_t": t,
+            "client_id": _text(f["cid"]), "route": f"{f['method']} {_text(f['path'])}", "source": "haproxy",
         }
-        for name, v in values.items():
-            rows[name].append(v)
-    return pa.table(rows, schema=DECISION_SCHEMA).sort_by("t")
+        rows.append(values)
+    return peer_decisions(rows)
 
 
 class HaproxyPeer(LivePeer):

@@ -19,13 +19,12 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers import PEERS
 from harness.campaign.peers.nginx import NginxLimit, nginx_limit
 from harness.campaign.peers.nginx_config import NginxFile, read_nginx
 from targets.algorithms import Policy
 
-from .base import LivePeer
+from .base import LivePeer, peer_decisions
 
 NGINX_CONF = "nginx.conf"
 """Beside target.yaml (the downstream's config) in the run folder."""
@@ -108,7 +107,7 @@ def _value(raw: str) -> str | None:
 def access_log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.Table:
     """The access log as DECISION_SCHEMA rows (one per logged request, in decision-time order).
     NGINX knows no remaining tokens, retry time or decision latency: those are null."""
-    rows: dict[str, list] = {name: [] for name in DECISION_SCHEMA.names}
+    rows = []
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.exists() else []
     for line in lines:
         parts = line.split("\t")
@@ -118,16 +117,13 @@ def access_log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.
         t = round(float(f["msec"]) - float(f["request_time"]), 3)
         values = {
             "t": t, "node": node, "algorithm": "nginx", "store": store, "limit_name": LIMIT_NAME,
-            "key": _value(f["api_key"]) or f["remote_addr"], "cost": 1.0,
+            "key": _value(f["api_key"]) or f["remote_addr"],
             "allowed": f["limit_req_status"] in _ADMITTED or (f["limit_req_status"] == "-" and f["status"] != "429"),
-            "remaining": None, "retry_after_s": None, "decision_us": None,
             "client_class": _value(f["client_class"]), "request_id": _value(f["request_id"]),
-            "client_id": _value(f["client_id"]), "route": f"{f['method']} {f['uri']}", "delay_s": 0.0,
-            "ideal_allowed": None, "source": "nginx", "adaptive_limit": None, "arrived_t": t,
+            "client_id": _value(f["client_id"]), "route": f"{f['method']} {f['uri']}", "source": "nginx",
         }
-        for name, v in values.items():
-            rows[name].append(v)
-    return pa.table(rows, schema=DECISION_SCHEMA).sort_by("t")
+        rows.append(values)
+    return peer_decisions(rows)
 
 
 def retry_after_s(limit: NginxLimit) -> int:
