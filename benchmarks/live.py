@@ -10,15 +10,19 @@ generator's):
   generator's CPU per request (psutil on the Locust processes); a rate is replayed cleanly when
   fewer than 1% of groups are late and the send lag p99 is under 2 ms. The highest clean rate per
   worker count is printed beside wrk's;
-- bursts of 100 and 1,000 simultaneous requests (1 worker, 6 bursts each): how spread they landed
-  at the target (first to last arrival, ms; the goals: 10 ms and 50 ms in the worst burst), how
-  spread the target's decisions were (one process decides them in turn) and the send lag.
-On 2 cores the generator and the target share the machine; the tables print both CPUs."""
+- bursts of 100 and 1,000 simultaneous requests (1 worker, 6 bursts each), on shared cores and
+  with each side on its own (``scale.pin``), and 1,000 against a 2-process target: how spread
+  they landed at the target (first to last arrival, ms; the goals: 10 ms and 50 ms in the worst
+  burst), how spread the target's decisions were (one process decides them in turn) and the
+  send lag.
+The steady runs and wrk share every core unless ``--pin`` (then wrk runs on the generator's
+cores, its target on the targets'). The tables print both sides' CPU."""
 
 from __future__ import annotations
 
 import argparse
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -32,12 +36,14 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.campaign.live import Campaign
+from harness.live import cpus
+from harness.live.cpus import CpuSplit
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
-from targets.process import running_target
+from targets.process import TargetProcess, running_target
 
 WRK_SECONDS = 5
-NO_DOWNSTREAM_RPS = (1000, 2000, 3000, 4000, 5000, 6000, 8000)
+NO_DOWNSTREAM_RPS = (1000, 2000, 4000, 6000, 8000, 10000, 11000, 12000)
 DOWNSTREAM_RPS = (500, 1000, 1500)
 CLEAN_LATE_SHARE = 0.01
 CLEAN_LAG_P99_MS = 2.0
@@ -63,16 +69,18 @@ class Rate:
         return self.late_share < CLEAN_LATE_SHARE and self.lag_p99_ms < CLEAN_LAG_P99_MS
 
 
-def _campaign(scenario: dict[str, Any], limit: float, workers: int, downstream: dict[str, float]) -> Campaign:
+def _campaign(scenario: dict[str, Any], limit: float, workers: int, downstream: dict[str, float],
+              processes: int = 1, pin: bool = False) -> Campaign:
     return Campaign.model_validate({
-        "name": "bench-live", "policy": {"limit": limit, "window_s": 1}, "algorithms": ["none"],
-        "scenarios": [scenario], "scale": {"workers": workers, "lead_s": 2.5, "drain_s": 1.0}, "downstream": downstream,
+        "name": "bench-live", "policy": {"limit": limit, "window_s": 1}, "algorithms": ["none"], "processes": processes,
+        "scenarios": [scenario], "downstream": downstream,
+        "scale": {"workers": workers, "lead_s": 2.5, "drain_s": 1.0, "pin": pin},
     })
 
 
-def _live(root: Path, scenario: dict[str, Any], limit: float, workers: int,
-          downstream: dict[str, float]) -> tuple[dict[str, Any], Path]:
-    campaign = _campaign(scenario, limit, workers, downstream)
+def _live(root: Path, scenario: dict[str, Any], limit: float, workers: int, downstream: dict[str, float],
+          processes: int = 1, pin: bool = False) -> tuple[dict[str, Any], Path]:
+    campaign = _campaign(scenario, limit, workers, downstream, processes, pin)
     run = plan_runs(campaign)[0]
     runner = LiveRunner(campaign, root)
     try:
@@ -94,9 +102,9 @@ def _cpu(cpu: pd.DataFrame, role: str) -> tuple[float, float]:
     return float(per_sample.median()), float(per_sample.sum()) / 100.0 * interval_s
 
 
-def _steady(root: Path, offered: int, workers: int, seconds: float, downstream: dict[str, float]) -> Rate:
+def _steady(root: Path, offered: int, workers: int, seconds: float, downstream: dict[str, float], pin: bool) -> Rate:
     steady = {"name": "steady", "params": {"clients": 100, "load": 1.0, "duration_s": seconds}}
-    info, run_dir = _live(root, steady, offered / 100, workers, downstream)
+    info, run_dir = _live(root, steady, offered / 100, workers, downstream, pin=pin)
     client = pd.read_parquet(run_dir / "client.parquet")
     answered = client[client["status"] > 0]
     span = answered["done_t"].max() - answered["sent_t"].min()
@@ -108,24 +116,29 @@ def _steady(root: Path, offered: int, workers: int, seconds: float, downstream: 
                 generator_s / max(1, len(client)) * 1e6, target)
 
 
-def _wrk(url: str) -> tuple[float, str]:
+def _wrk(target: TargetProcess, cores: CpuSplit | None) -> tuple[float, str]:
+    """wrk against a running target, each on its side's cores as the suite's runs are."""
     if shutil.which("wrk") is None:
         return float("nan"), "wrk not installed (apt-get install wrk)"
-    out = subprocess.run(["wrk", "-t1", "-c50", f"-d{WRK_SECONDS}s", f"{url}/api/items"],
-                         capture_output=True, text=True, timeout=WRK_SECONDS + 30).stdout
+    if cores:
+        cpus.pin(target.pid, cores.targets)
+    cmd = ["wrk", "-t1", "-c50", f"-d{WRK_SECONDS}s", f"{target.url}/api/items"]
+    # wrk starts its thread at once: its cores are set before it runs (this process has no other threads yet)
+    pin_self = (lambda: os.sched_setaffinity(0, cores.generator)) if cores else None
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=WRK_SECONDS + 30, preexec_fn=pin_self).stdout
     match = re.search(r"Requests/sec:\s+([\d.]+)", out)
     return (float(match.group(1)) if match else float("nan")), "wrk -t1 -c50 (closed loop)"
 
 
 def _ladder(root: Path, rates: tuple[int, ...], workers: tuple[int, ...], seconds: float,
-            downstream: dict[str, float]) -> list[Rate]:
+            downstream: dict[str, float], pin: bool) -> list[Rate]:
     """Rising offered rates per worker count, up to the second rate in a row not replayed
     cleanly (one can be the shared machine's noise)."""
     out = []
     for n in workers:
         unclean = 0
         for offered in rates:
-            rate = _steady(root / f"rate-{n}-{offered}", offered, n, seconds, downstream)
+            rate = _steady(root / f"rate-{n}-{offered}", offered, n, seconds, downstream, pin)
             out.append(rate)
             unclean = 0 if rate.clean else unclean + 1
             if unclean == 2:
@@ -163,49 +176,59 @@ def _median_max(spread: dict[str, float]) -> str:
     return f"{spread.get('median', float('nan')):.1f} ({spread.get('max', float('nan')):.1f})"
 
 
-def _bursts(root: Path) -> Table:
+def _bursts(root: Path, cores: CpuSplit | None) -> Table:
     bursts = Table(title="burst precision: N requests released at one deadline, 6 bursts a run (1 Locust worker, no downstream)")
-    for col in ("burst", "goal: worst within ms", "landed within ms: median (max)", "decided within ms: median (max)",
-                "send lag p50 ms", "send lag max ms"):
+    for col in ("burst", "target processes", "cores", "goal: worst within ms", "landed within ms: median (max)",
+                "decided within ms: median (max)", "send lag p50 ms", "send lag max ms"):
         bursts.add_column(col, justify="right")
-    for size, goal in ((100, 10), (1000, 50)):
+    shapes = [(100, 1, False), (1000, 1, False), (1000, 2, False)]
+    if cores:  # the same bursts with each side on its own cores
+        shapes[1:1] = [(100, 1, True)]
+        shapes[3:3] = [(1000, 1, True)]
+    for size, processes, pin in shapes:
         # 3 boundaries: 6 bursts a run; the first meets a cold target, the median shows the rest
         burst = {"name": "boundary_burst", "params": {"instant": 1, "boundaries": 3, "size": size, "delta_s": 0.5}}
-        info, _ = _live(root / f"burst-{size}", burst, size, 1, NO_DOWNSTREAM)
+        info, _ = _live(root / f"burst-{size}-{processes}-{pin}", burst, size, 1, NO_DOWNSTREAM, processes, pin)
         landed, decided = info.get("burst_spread_ms") or {}, info.get("burst_decision_spread_ms") or {}
         lag = info.get("send_lag_ms") or {}
-        bursts.add_row(f"{size:,}", f"{goal}", _median_max(landed), _median_max(decided),
+        bursts.add_row(f"{size:,}", f"{processes}", "pinned" if pin else "shared", "10" if size <= 100 else "50",
+                       _median_max(landed), _median_max(decided),
                        f"{lag.get('p50', float('nan')):.1f}", f"{lag.get('max', float('nan')):.1f}")
     return bursts
 
 
-def run_live_bench(console: Console, seconds: float = 3.0) -> None:
+def run_live_bench(console: Console, seconds: float = 3.0, pin: bool = False) -> None:
+    cores = cpus.split(cpus.available())
+    ladder_cores = cores if pin else None
+    console.print(f"steady runs and wrk: targets on cores {list(cores.targets)}, the generator on {list(cores.generator)}"
+                  if ladder_cores else "steady runs and wrk: every side may run on every core (shared)")
     with tempfile.TemporaryDirectory(prefix="bench-live-") as tmp:
         root = Path(tmp)
         with running_target(["--algorithm", "none", "--service-ms", "0"], log_dir=root / "wrk-bare") as target:
-            wrk_bare = _wrk(target.url)
-        bare = _ladder(root / "bare", NO_DOWNSTREAM_RPS, (1, 2), seconds, NO_DOWNSTREAM)
-        console.print(_rates_table(f"the `none` target, no downstream (2 cores shared; {seconds:.0f} s open-model runs)",
-                                   wrk_bare, bare))
+            wrk_bare = _wrk(target, ladder_cores)
+        bare = _ladder(root / "bare", NO_DOWNSTREAM_RPS, (1, 2), seconds, NO_DOWNSTREAM, pin)
+        console.print(_rates_table(f"the `none` target, no downstream ({seconds:.0f} s open-model runs)", wrk_bare, bare))
         console.print(_ceilings(bare, wrk_bare[0]))
         slow = ["--concurrency", str(DOWNSTREAM["concurrency"]), "--service-ms", str(DOWNSTREAM["median_ms"]),
                 "--service-sigma", str(DOWNSTREAM["sigma"])]
         with running_target(["--algorithm", "none", *slow], log_dir=root / "wrk-down") as target:
-            wrk_down = _wrk(target.url)
-        behind = _ladder(root / "downstream", DOWNSTREAM_RPS, (1,), seconds, DOWNSTREAM)
+            wrk_down = _wrk(target, ladder_cores)
+        behind = _ladder(root / "downstream", DOWNSTREAM_RPS, (1,), seconds, DOWNSTREAM, pin)
         console.print(_rates_table("the `none` target behind a downstream of 32 slots x 20 ms (its ceiling ~1,600/s)",
                                    wrk_down, behind))
         console.print(_ceilings(behind, wrk_down[0]))
-        console.print(_bursts(root))
+        console.print(_bursts(root, cores))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="run_bench.py bench live", description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="length of each steady run (default 3)")
+    parser.add_argument("--pin", action="store_true",
+                        help="steady runs and wrk with each side on its own cores (scale.pin); bursts run both ways")
     args = parser.parse_args(argv)
     if not 0 < args.seconds <= 60:
         parser.error(f"--seconds must be in (0, 60], got {args.seconds}")
-    run_live_bench(Console(), args.seconds)
+    run_live_bench(Console(), args.seconds, args.pin)
     return 0
 
 

@@ -43,12 +43,10 @@ from locust.runners import MasterRunner, WorkerRunner
 from contract.routes import MODEL_ROUTES
 from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
-from scenarios.live_plan import LivePlan, groups, outcome, request_headers, worker_share
+from scenarios.live_plan import LivePlan, outcome, releases, request_headers, worker_share
 from scenarios.raw_replay import RawReplay, Wire, wires
 from scenarios.remote_sides import MasterSide, WorkerSide
 
-BURST = 10
-"""A group this large is a burst: its deadline is kept by spinning the last millisecond."""
 WARM_LATENCY_S = 0.02
 """Warm connections for this long of the offered rate in flight, beyond the largest group."""
 WARM_SPARE = 8
@@ -200,7 +198,7 @@ def _wait_for_target(user: FastHttpUser, timeout_s: float = 30.0) -> None:
 class PlanUser(User):
     """One per worker: replays this worker's share of an open-loop plan with the raw replay
     engine (``scenarios.raw_replay``): pre-encoded requests, warm keep-alive sockets, a group
-    written back to back at its deadline, one reader per connection. Every reply fires Locust's
+    written back to back at its deadline, replies read while it waits. Every reply fires Locust's
     ``request`` event, so Locust's stats, CSV and web UI count what the client log holds."""
 
     host = "http://127.0.0.1"
@@ -214,13 +212,10 @@ class PlanUser(User):
         self.methods = [s.method for s in shots]
         self.names = [f"{s.method} {s.path}" for s in shots]
         self.intended = np.zeros(len(shots))
-        self.batches: list[tuple[float, range]] = []
-        at = 0
-        for batch in groups(shots, plan.burst_gap_s):
-            deadline = plan.start_at + batch[0].t
-            self.intended[at:at + len(batch)] = deadline
-            self.batches.append((deadline + self.shift_s, range(at, at + len(batch))))  # on this worker's clock
-            at += len(batch)
+        planned = releases(shots, plan.start_at, plan.burst_gap_s)
+        for release in planned:
+            self.intended[release.requests.start:release.requests.stop] = release.deadline
+        self.batches = [r._replace(deadline=r.deadline + self.shift_s) for r in planned]  # on this worker's clock
         requests = wires([(s.method, s.path, s.headers) for s in shots], [urls[s.index] for s in shots])
         self.engine = RawReplay(requests, self._reply)
         LOG.tables.append(self._table)
@@ -230,10 +225,10 @@ class PlanUser(User):
         """Wait for the target; open, per host, as many connections as the largest group or
         the offered rate needs and send one health check on each; then say ready."""
         hosts = sorted({w.host for w in requests})
-        span = max(1e-3, (self.batches[-1][0] - self.batches[0][0]) if self.batches else 1.0)
+        span = max(1e-3, (self.batches[-1].deadline - self.batches[0].deadline) if self.batches else 1.0)
         need = dict.fromkeys(hosts, 1)
         for host in hosts:
-            on_host = [sum(requests[i].host == host for i in idx) for _, idx in self.batches]
+            on_host = [sum(requests[i].host == host for i in r.requests) for r in self.batches]
             need[host] = max(on_host) + math.ceil(sum(on_host) / span * WARM_LATENCY_S) + WARM_SPARE
         deadline = time.time() + 30.0
         for host in hosts:  # the harness starts Locust and the target together
@@ -257,14 +252,15 @@ class PlanUser(User):
     @task
     def replay(self) -> None:
         engine = self.engine
-        for deadline, indexes in self.batches:
-            _wait_until(deadline, spin=len(indexes) >= BURST)
-            if time.time() - deadline > LATE_S:
-                LOG.late_groups += 1
-            engine.send_group(indexes)
-        while engine.outstanding:
-            gevent.sleep(0.01)
-        engine.close()
+        try:
+            for deadline, indexes, burst in self.batches:
+                engine.wait_until(deadline, spin=burst)  # replies are read meanwhile
+                if time.time() - deadline > LATE_S:
+                    LOG.late_groups += 1
+                engine.send_group(indexes)
+            engine.drain()
+        finally:
+            engine.close()
         raise StopUser()
 
     def _reply(self, i: int, status: int, length: int) -> None:
@@ -336,20 +332,6 @@ class ReactiveUser(FastHttpUser):
         for follow in self.model.react(request._replace(t=done - start_at), answer):
             follow_id = request_id if follow.attempt > request.attempt else f"w{self.worker}.{next(self.ids)}"
             self.in_flight.spawn(self._fire, follow, follow_id)
-
-
-def _wait_until(t: float, spin: bool) -> None:
-    """Until ``t``: gevent's timers wake up to ~1 ms late, which is fine for a single request;
-    a burst (``spin``) sleeps to 1 ms before and yield-spins the rest (replies are read meanwhile)."""
-    remaining = t - time.time()
-    if not spin:
-        if remaining > 0:
-            gevent.sleep(remaining)
-        return
-    if remaining > 0.001:
-        gevent.sleep(remaining - 0.001)
-    while time.time() < t:
-        gevent.sleep(0)
 
 
 def _sleep_until(t: float) -> None:

@@ -1,40 +1,65 @@
-"""The replay engine of open-loop plans: pre-encoded requests on warm keep-alive gevent sockets.
+"""The replay engine of open-loop plans: pre-encoded requests on warm keep-alive sockets, one loop.
 
 Built for a low cost per request (docs/campaigns.md, "The replay engine"):
 - every request's bytes are encoded before the run (``scenarios.wire``); sending is one
-  ``send`` on a socket that is already open;
-- one scheduler greenlet walks the groups of the plan and, at each deadline, writes the whole
-  group back to back, one idle connection per request: no greenlet is spawned per request and no
-  gevent switch happens between the stamp and the send (a send into a socket buffer with room
-  does not block), so a burst leaves as one;
-- one reader greenlet per connection parses the replies as they come (``ReplyParser``) and
-  hands each back to the caller with its times; a connection with no reply pending is idle
-  again. When every connection is busy, a new one is opened beside the schedule (the model stays
-  open: no concurrency cap below ``MAX_CONNECTIONS``); past that cap requests queue on the
+  non-blocking ``send`` on a socket that is already open;
+- the caller walks the groups of the plan and, at each deadline, writes the whole group back to
+  back, one idle connection per request, with no switch between the stamp and the send, so a
+  burst leaves as one; while it waits for a deadline the engine reads the replies
+  (``ReplyParser``) of every connection that has some, and a connection with no reply pending is
+  idle again. When every connection is busy, a new one is opened beside the schedule (the model
+  stays open: no concurrency cap below ``MAX_CONNECTIONS``); past that cap requests queue on the
   least busy connection (HTTP/1.1 pipelining);
 - times and statuses go into preallocated numpy columns, indexed by the request's place in the
   share; the log is written from them once, when the test stops.
+
+Why one epoll of its own rather than gevent's sockets (a departure from Locust's gevent world,
+which it still lives in): a gevent socket that waits for a reply starts a libev watcher, switches
+to the hub and back and stops the watcher, and it first tries a ``recv`` that fails; with one
+reply per wait, that cost more than the rest of the request (64% of the generator's samples at
+500 requests/s were gevent's hub). Here the sockets stay registered in one ``epoll`` for their
+lifetime, one ``poll`` returns every connection with replies, and each is read once. The loop
+blocks in that ``poll`` for at most ``BLOCK_S`` and yields to gevent at least every ``YIELD_S``,
+so Locust's own greenlets (stats, heartbeats, the stop) keep running beside it.
 """
 
 from __future__ import annotations
 
+import errno
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from select import EPOLLERR, EPOLLHUP, EPOLLIN, EPOLLOUT
 
 import gevent
 import numpy as np
-from gevent import socket
+from gevent import monkey
 
 from .wire import ReplyParser, encode_request, host_port
+
+# the originals: Locust's gevent patches the socket module and removes select.epoll
+_socket = monkey.get_original("socket", ["socket", "AF_INET", "SOCK_STREAM", "IPPROTO_TCP", "TCP_NODELAY",
+                                         "SOL_SOCKET", "SO_ERROR", "getaddrinfo"])
+_socket_class, AF_INET, SOCK_STREAM, IPPROTO_TCP, TCP_NODELAY, SOL_SOCKET, SO_ERROR, _getaddrinfo = _socket
+_epoll = monkey.get_original("select", "epoll")
 
 MAX_CONNECTIONS = 1000
 """Per target host: at least the largest burst; more only if replies are slower than the offer."""
 RECV_BYTES = 65536
+BLOCK_S = 0.005
+"""The longest the loop blocks in its ``poll`` before it lets gevent run."""
+YIELD_S = 0.002
+"""While busy, the loop lets gevent run at least this often (a burst's last millisecond excepted)."""
+SPIN_S = 0.001
+"""A burst's deadline is kept by polling without blocking for its last millisecond (``poll``
+and gevent's timers wake up to ~1 ms late)."""
+CONNECT_TIMEOUT_S = 10.0
 
 OnReply = Callable[[int, int, int], None]
 """(request index, status (0: no answer), reply length): called once per sent request."""
+WARM = -1
+"""The pending entry of a warm-up probe (not a request of the share)."""
 
 
 @dataclass(frozen=True)
@@ -55,29 +80,38 @@ def wires(methods_paths_headers: Sequence[tuple[str, str, dict[str, str]]], urls
 
 
 class _Connection:
-    __slots__ = ("pending", "pool", "sock")
+    __slots__ = ("connecting", "fd", "out", "parser", "pending", "pool", "sock", "unsent")
 
-    def __init__(self, sock: socket.socket, pool: _Pool) -> None:
+    def __init__(self, sock: _socket_class, pool: _Pool) -> None:
         self.sock = sock
-        self.pending: deque[int] = deque()
+        self.fd = sock.fileno()
         self.pool = pool
+        self.pending: deque[int] = deque()
+        """Requests written (or to be written once connected) whose replies have not come."""
+        self.parser = ReplyParser()
+        self.connecting = True
+        self.unsent: list[int] = []
+        """Requests waiting for the connection to open (stamped when written)."""
+        self.out = b""
+        """Bytes the socket buffer had no room for."""
 
 
 class _Pool:
     """The connections to one host: the idle ones on a stack (the most recently used is the warmest)."""
 
-    __slots__ = ("all", "host", "idle", "opening")
+    __slots__ = ("address", "all", "host", "idle")
 
     def __init__(self, host: tuple[str, int]) -> None:
         self.host = host
+        self.address = _getaddrinfo(host[0], host[1], AF_INET, SOCK_STREAM)[0][4]
         self.idle: list[_Connection] = []
         self.all: list[_Connection] = []
-        self.opening = 0
 
 
 class RawReplay:
-    """Sends ``wires[i]`` at ``deadlines[i]`` (epoch seconds, grouped: equal deadlines leave
-    together), records sent/done/status per request, and calls ``on_reply`` for each answer."""
+    """Sends ``requests[i]`` when asked (``send_group``), reads replies while it waits
+    (``wait_until``, ``drain``), records sent/done/status per request, and calls ``on_reply``
+    for each answer."""
 
     def __init__(self, requests: list[Wire], on_reply: OnReply) -> None:
         self.requests = requests
@@ -88,7 +122,13 @@ class RawReplay:
         self.status = np.zeros(n, dtype=np.int32)
         self.outstanding = 0
         self.pools: dict[tuple[str, int], _Pool] = {}
-        self.readers: list[gevent.Greenlet] = []
+        self._poller = _epoll()
+        self._by_fd: dict[int, _Connection] = {}
+        self._warm: list[int] = []
+        """Statuses of the warm-up replies so far."""
+        self._warm_lost = 0
+        self._probe_path = "/healthz"
+        self._yielded = time.monotonic()
 
     # -- connections --------------------------------------------------------------------------
 
@@ -98,39 +138,60 @@ class RawReplay:
             pool = self.pools[host] = _Pool(host)
         return pool
 
-    def _open(self, pool: _Pool, read: bool = True) -> _Connection:
-        sock = socket.create_connection(pool.host)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    def _open(self, pool: _Pool) -> _Connection:
+        """A non-blocking connect; the loop finishes it (``_connected``)."""
+        sock = _socket_class(AF_INET, SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)
         conn = _Connection(sock, pool)
+        code = sock.connect_ex(pool.address)
+        if code not in (0, errno.EINPROGRESS):
+            sock.close()
+            raise OSError(code, f"cannot connect to {pool.host}: {errno.errorcode.get(code, code)}")
         pool.all.append(conn)
-        if read:
-            self.readers.append(gevent.spawn(self._read, conn))
+        self._by_fd[conn.fd] = conn
+        self._poller.register(conn.fd, EPOLLOUT)
         return conn
+
+    def _connected(self, conn: _Connection) -> None:
+        code = conn.sock.getsockopt(SOL_SOCKET, SO_ERROR)
+        if code:
+            self._lost(conn)
+            return
+        conn.connecting = False
+        self._poller.modify(conn.fd, EPOLLIN)
+        now = time.time()
+        for i in conn.unsent:
+            if i >= 0:
+                self.sent[i] = now
+            self._write(conn, self.requests[i].payload if i >= 0 else self._probe(conn.pool))
+        conn.unsent.clear()
 
     def warm(self, per_host: dict[tuple[str, int], int], path: str = "/healthz") -> list[int]:
         """Open ``per_host[host]`` connections to each host and send one ``path`` on each (the
-        server's side of the connection is warm too). Returns the warm-up replies' statuses."""
-        probes = []
+        server's side of the connection is warm too). Returns the warm-up replies' statuses;
+        raises OSError if a connection could not be opened or closed before its reply."""
+        self._probe_path = path
+        self._warm = []
+        self._warm_lost = 0
+        expected = 0
         for host, count in per_host.items():
             pool = self._pool(host)
-            payload = encode_request("GET", path, f"{host[0]}:{host[1]}", {})
-            for _ in range(min(count, MAX_CONNECTIONS)):
-                probes.append((self._open(pool, read=False), payload))
-        for conn, payload in probes:
-            conn.sock.sendall(payload)
-        statuses = []
-        for conn, _ in probes:  # read here; the connection's reader starts once it is warm
-            parser = ReplyParser()
-            replies: list[tuple[int, int]] = []
-            while not replies:
-                data = conn.sock.recv(RECV_BYTES)
-                if not data:
-                    raise OSError(f"{conn.pool.host} closed a warm-up connection")
-                replies = parser.feed(data)
-            statuses.append(replies[0][0])
-            self.readers.append(gevent.spawn(self._read, conn))
-            conn.pool.idle.append(conn)
-        return statuses
+            for _ in range(min(count, MAX_CONNECTIONS - len(pool.all))):
+                conn = self._open(pool)
+                conn.pending.append(WARM)
+                conn.unsent.append(WARM)
+                expected += 1
+        deadline = time.time() + CONNECT_TIMEOUT_S
+        while len(self._warm) + self._warm_lost < expected and time.time() < deadline:
+            self._poll(BLOCK_S)
+        if self._warm_lost or len(self._warm) < expected:
+            raise OSError(f"{self._warm_lost} of {expected} warm-up connections failed, "
+                          f"{expected - len(self._warm) - self._warm_lost} unanswered")
+        return self._warm
+
+    def _probe(self, pool: _Pool) -> bytes:
+        return encode_request("GET", self._probe_path, f"{pool.host[0]}:{pool.host[1]}", {})
 
     # -- sending ------------------------------------------------------------------------------
 
@@ -140,73 +201,140 @@ class RawReplay:
         for i in indexes:
             wire = self.requests[i]
             pool = self.pools.get(wire.host) or self._pool(wire.host)
+            self.outstanding += 1
             if pool.idle:
                 conn = pool.idle.pop()
-            elif len(pool.all) + pool.opening < MAX_CONNECTIONS:
-                pool.opening += 1
-                self.outstanding += 1
-                gevent.spawn(self._send_on_new, pool, i)
+            elif len(pool.all) < MAX_CONNECTIONS:
+                try:
+                    conn = self._open(pool)
+                except OSError:
+                    self.sent[i] = self.done[i] = now()
+                    self._answer(i, 0, 0)
+                    continue
+                conn.pending.append(i)
+                conn.unsent.append(i)  # stamped and written once connected
                 continue
             else:
                 conn = min(pool.all, key=lambda c: len(c.pending))
-            self.outstanding += 1
             conn.pending.append(i)
+            if conn.connecting:
+                conn.unsent.append(i)
+                continue
             self.sent[i] = now()
-            try:
-                conn.sock.sendall(wire.payload)
-            except OSError:
-                self._lost(conn)
+            self._write(conn, wire.payload)
 
-    def _send_on_new(self, pool: _Pool, i: int) -> None:
-        try:
-            conn = self._open(pool)
-        except OSError:
-            self.sent[i] = self.done[i] = time.time()
-            self._answer(i, 0, 0)
+    def _write(self, conn: _Connection, payload: bytes) -> None:
+        if conn.out:  # earlier bytes are still waiting for room: these go after them
+            conn.out += payload
             return
-        finally:
-            pool.opening -= 1
-        conn.pending.append(i)
-        self.sent[i] = time.time()
         try:
-            conn.sock.sendall(self.requests[i].payload)
+            n = conn.sock.send(payload)
+        except BlockingIOError:
+            n = 0
         except OSError:
             self._lost(conn)
+            return
+        if n < len(payload):
+            conn.out = payload[n:]
+            self._poller.modify(conn.fd, EPOLLIN | EPOLLOUT)
 
-    # -- replies ------------------------------------------------------------------------------
+    def _flush(self, conn: _Connection) -> None:
+        try:
+            n = conn.sock.send(conn.out)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._lost(conn)
+            return
+        conn.out = conn.out[n:]
+        if not conn.out:
+            self._poller.modify(conn.fd, EPOLLIN)
+
+    # -- the loop -----------------------------------------------------------------------------
+
+    def wait_until(self, t: float, spin: bool = False) -> None:
+        """Read replies until ``t`` (epoch seconds); ``spin``: keep the last ``SPIN_S`` without
+        blocking or yielding (a burst's deadline)."""
+        now = time.time
+        while True:
+            remaining = t - now()
+            if remaining <= 0:
+                return
+            if spin and remaining <= SPIN_S:
+                self._poll(0.0, may_yield=False)
+            else:
+                self._poll(min(remaining - SPIN_S if spin else remaining, BLOCK_S))
+
+    def drain(self) -> None:
+        """Read replies until every sent request has its answer."""
+        while self.outstanding:
+            self._poll(BLOCK_S)
+
+    def _poll(self, timeout: float, may_yield: bool = True) -> None:
+        if may_yield and time.monotonic() - self._yielded >= YIELD_S:
+            gevent.sleep(0)  # Locust's greenlets: stats, heartbeats, the stop (which kills this one)
+            self._yielded = time.monotonic()
+        # epoll waits whole milliseconds, rounded up: a single request leaves up to 1 ms late, and
+        # at high rates one wake-up sends every group of that millisecond (a wake-up per group,
+        # waited to the microsecond, cost 30-40% more CPU per request at 4,000-8,000/s)
+        events = self._poller.poll(timeout)
+        if not events:
+            return
+        by_fd = self._by_fd
+        for fd, mask in events:
+            conn = by_fd.get(fd)
+            if conn is None:
+                continue
+            if conn.connecting:
+                self._connected(conn)
+                continue
+            if mask & (EPOLLIN | EPOLLERR | EPOLLHUP):
+                self._read(conn)
+            if mask & EPOLLOUT and conn.out and conn.fd in by_fd:
+                self._flush(conn)
+
+    def _read(self, conn: _Connection) -> None:
+        """Every reply now complete on this connection, in order (HTTP/1.1 answers in order)."""
+        try:
+            data = conn.sock.recv(RECV_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self._lost(conn)
+            return
+        pending = conn.pending
+        if not pending:  # nothing asked on it: a stray byte stream, not a reply of ours
+            return
+        try:
+            replies = conn.parser.feed(data)
+        except ValueError:
+            self._lost(conn)
+            return
+        now = time.time()
+        for status, length in replies:
+            i = pending.popleft()
+            if i == WARM:
+                self._warm.append(status)
+                continue
+            self.done[i] = now
+            self._answer(i, status, length)
+        if conn.parser.closing:
+            self._lost(conn)
+        elif not pending:
+            conn.pool.idle.append(conn)
 
     def _answer(self, i: int, status: int, length: int) -> None:
         self.outstanding -= 1
         self.status[i] = status
         self.on_reply(i, status, length)
 
-    def _read(self, conn: _Connection) -> None:
-        """One per connection: every reply as it completes, in order (HTTP/1.1 answers in order)."""
-        parser = ReplyParser()
-        sock, pending, done = conn.sock, conn.pending, self.done
-        try:
-            while True:
-                data = sock.recv(RECV_BYTES)
-                if not data:
-                    break
-                if not pending:  # a warm-up reply is read by ``warm``; anything else here is stray
-                    continue
-                now = time.time()
-                for status, length in parser.feed(data):
-                    i = pending.popleft()
-                    done[i] = now
-                    self._answer(i, status, length)
-                if not pending and not parser.closing:
-                    conn.pool.idle.append(conn)
-                if parser.closing:
-                    break
-        except (OSError, ValueError):
-            pass
-        self._lost(conn)
-
     def _lost(self, conn: _Connection) -> None:
         """The connection is gone: what it still owed is answered with status 0 (no answer)."""
         pool = conn.pool
+        if self._by_fd.pop(conn.fd, None) is not None:
+            self._poller.unregister(conn.fd)
         if conn in pool.all:
             pool.all.remove(conn)
         if conn in pool.idle:
@@ -214,13 +342,20 @@ class RawReplay:
         now = time.time()
         while conn.pending:
             i = conn.pending.popleft()
+            if i == WARM:
+                self._warm_lost += 1
+                continue
+            if np.isnan(self.sent[i]):
+                self.sent[i] = now
             self.done[i] = now
             self._answer(i, 0, 0)
+        conn.unsent.clear()
         conn.sock.close()
 
     def close(self) -> None:
-        """Close every connection (their readers end)."""
+        """Close every connection and the poller."""
         for pool in self.pools.values():
-            for conn in list(pool.all):
+            for conn in pool.all:
                 conn.sock.close()
-        gevent.killall(self.readers, block=False)
+        self._by_fd.clear()
+        self._poller.close()

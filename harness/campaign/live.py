@@ -49,6 +49,9 @@ class Scale(_Strict):
     """Seconds between starting a run and the plan's t = 0 (Locust start-up, warm-up)."""
     drain_s: float = Field(default=1.5, ge=0)
     """Seconds after the last planned send for replies to arrive."""
+    pin: bool = False
+    """Run the targets and the generator on disjoint halves of the cores (harness/live/cpus.py):
+    on a small machine the scheduler otherwise queues a woken target behind the generator."""
 
 
 class DownstreamSettings(_Strict):

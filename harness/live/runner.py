@@ -68,6 +68,7 @@ from targets.process import HOST, TargetProcess
 from targets.redact import redacted
 from targets.stores.redis.server import RedisServer
 
+from . import cpus
 from .config import node_configs, peer_downstream_config, target_config
 from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
@@ -145,6 +146,9 @@ class LiveRunner:
             "processes": run.processes, "limiters": run.limiters,
         }
         sampler = CpuSampler()
+        cores = cpus.split(cpus.available()) if scale.pin else None
+        if scale.pin:
+            info["cpus"] = cores.as_json() if cores else "not pinned: fewer than 2 cores"
         try:
             nodes = run.nodes
             endpoint = run.spec if isinstance(run.spec, UrlPeer) else None  # the user's endpoint: nothing to start
@@ -161,6 +165,8 @@ class LiveRunner:
             env = {**os.environ, "REDIS_URL": self.redis_url()} if redis else None
             if self.remote:  # their master first: the plan's start is set once every worker has joined
                 locust = self._start_master(run, run_dir, hosts[0])
+                if cores:
+                    cpus.pin(locust.pid, cores.generator)
                 sampler.watch("locust", ROLE_GENERATOR, locust.pid)
                 self._await_workers(locust, run_dir / HANDSHAKE_DIR, run_dir / "logs" / "locust.log")
                 launched = time.time()
@@ -187,6 +193,8 @@ class LiveRunner:
             if not self.remote:
                 launched = time.time()
                 locust = self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S)
+                if cores:
+                    cpus.pin(locust.pid, cores.generator)  # before it forks its workers: they inherit it
                 sampler.watch("locust", ROLE_GENERATOR, locust.pid)
             targets = [] if endpoint else self.processes.start_targets(configs, ports, admin_ports, logs, env)
             if run.peer and not endpoint:  # the suite's target is the peer's downstream; the peer answers the load
@@ -199,6 +207,9 @@ class LiveRunner:
                 targets = [peer, *targets]
             for node, target in zip(nodes, targets):
                 sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)
+            if cores:  # started and ready: their processes (a node's N, nginx's workers) all exist
+                for target in targets:  # a peer's downstream too
+                    cpus.pin(target.pid, cores.targets)
             sampler.start()
             happened = self._wait(locust, targets, end_at, logs / "locust.log", events, counters=run.peer is None)
             self._learn_lead(run_dir / HANDSHAKE_DIR, launched)

@@ -1,8 +1,14 @@
-"""The raw replay engine against a real target process (in this process, on gevent sockets), and
-``PlanUser`` through the campaign runner: the client log holds exactly the plan's requests and
-Locust's stats count the same requests."""
+"""The raw replay engine (in this process) against a real target process and a plain-socket
+server that misbehaves on purpose (huge requests, a close before the answer), and ``PlanUser``
+through the campaign runner: the client log holds exactly the plan's requests and Locust's stats
+count the same requests."""
 
 from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+import time
 
 import gevent
 import pandas as pd
@@ -31,10 +37,9 @@ def _replay(url: str, n: int, groups_of: int) -> tuple[RawReplay, list[tuple[int
     assert engine.warm({reqs[0].host: 4}) == [200] * 4
     for start in range(0, n, groups_of):
         engine.send_group(range(start, min(n, start + groups_of)))
-        gevent.sleep(0.001)
+        engine.wait_until(time.time() + 0.001)
     with gevent.Timeout(10):
-        while engine.outstanding:
-            gevent.sleep(0.005)
+        engine.drain()
     engine.close()
     return engine, answers
 
@@ -81,3 +86,86 @@ def test_plan_user_logs_exactly_the_plan_and_locust_counts_it(tmp_path):
     stats = pd.read_csv(run_dir / "locust" / "stats_stats.csv")
     counted = stats[~stats["Name"].isin(["warm-up", "Aggregated"])]
     assert counted["Request Count"].sum() == len(client) and counted["Failure Count"].sum() == 0
+
+
+TOY_SERVER = r'''
+import socket, threading
+srv = socket.socket()
+srv.bind(("127.0.0.1", 0))
+srv.listen(64)
+print(srv.getsockname()[1], flush=True)
+
+def serve(conn):
+    buf = b""
+    while True:
+        data = conn.recv(1 << 20)
+        if not data:
+            return
+        buf += data
+        while b"\r\n\r\n" in buf:
+            head, buf = buf.split(b"\r\n\r\n", 1)
+            lines = head.split(b"\r\n")
+            if lines[0].startswith(b"GET /close"):
+                conn.close()
+                return
+            fields = dict(line.split(b": ", 1) for line in lines[1:])
+            whole = fields.get(b"x-fill", b"") == b"a" * int(fields.get(b"x-fill-length", b"0"))
+            conn.sendall(b"HTTP/1.1 %d X\r\ncontent-length: 2\r\n\r\nok" % (200 if whole else 400))
+
+while True:
+    threading.Thread(target=serve, args=(srv.accept()[0],), daemon=True).start()
+'''
+
+
+@pytest.fixture()
+def toy():
+    """A plain-socket HTTP server in its own process: 200 when a request's x-fill header holds
+    x-fill-length bytes, and a close without an answer for /close."""
+    proc = subprocess.Popen([sys.executable, "-c", TOY_SERVER], stdout=subprocess.PIPE, text=True)
+    try:
+        yield f"http://127.0.0.1:{proc.stdout.readline().strip()}"
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def _run(engine: RawReplay, indexes: range) -> None:
+    engine.send_group(indexes)
+    with gevent.Timeout(10):
+        engine.drain()
+
+
+def test_a_request_larger_than_the_socket_buffer_is_written_whole(toy):
+    fill = 8 * 1024 * 1024  # far beyond a loopback socket's send buffer: written as room appears
+    reqs = wires([("GET", "/big", {"x-fill-length": str(fill), "x-fill": "a" * fill}),
+                  ("GET", "/small", {"x-fill-length": "1", "x-fill": "a"})], [toy] * 2)
+    engine = RawReplay(reqs, lambda *_: None)
+    engine.warm({reqs[0].host: 1})  # both requests on one connection: the second waits behind the first's bytes
+    _run(engine, range(2))
+    assert engine.status.tolist() == [200, 200]
+    engine.close()
+
+
+def test_a_connection_closed_before_its_reply_answers_no_status_and_is_replaced(toy):
+    answers: list[tuple[int, int, int]] = []
+    reqs = wires([("GET", "/close", {}), ("GET", "/after", {})], [toy] * 2)
+    engine = RawReplay(reqs, lambda i, status, length: answers.append((i, status, length)))
+    engine.warm({reqs[0].host: 1})
+    _run(engine, range(1))
+    assert answers == [(0, 0, 0)] and engine.outstanding == 0 and engine.done[0] >= engine.sent[0]
+    pool = next(iter(engine.pools.values()))
+    assert pool.all == [] and pool.idle == []
+    _run(engine, range(1, 2))  # no idle connection left: a new one is opened for it
+    assert answers[1] == (1, 200, len(b"HTTP/1.1 200 X\r\ncontent-length: 2\r\n\r\nok")) and len(pool.all) == 1
+    engine.close()
+
+
+def test_warming_a_host_nothing_listens_on_raises():
+    with socket.socket() as probe:  # a port that was free a moment ago
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    engine = RawReplay(wires([("GET", "/", {})], [f"http://127.0.0.1:{port}"]), lambda *_: None)
+    with pytest.raises(OSError):
+        engine.warm({("127.0.0.1", port): 2})
+    assert next(iter(engine.pools.values())).all == []
+    engine.close()
