@@ -162,11 +162,13 @@ class RawReplay:
         conn.connecting = False
         self._poller.modify(conn.fd, EPOLLIN)
         now = time.time()
-        for i in conn.unsent:
+        unsent, conn.unsent = conn.unsent, []
+        for i in unsent:
+            if conn.fd not in self._by_fd:  # lost on a write: _lost answered the rest
+                return
             if i >= 0:
                 self.sent[i] = now
             self._write(conn, self.requests[i].payload if i >= 0 else self._probe(conn.pool))
-        conn.unsent.clear()
 
     def warm(self, per_host: dict[tuple[str, int], int], path: str = "/healthz") -> list[int]:
         """Open ``per_host[host]`` connections to each host and send one ``path`` on each (the
@@ -315,6 +317,8 @@ class RawReplay:
             return
         now = time.time()
         for status, length in replies:
+            if not pending:  # more replies than requests: a server's stray bytes, not ours to count
+                break
             i = pending.popleft()
             if i == WARM:
                 self._warm.append(status)

@@ -110,7 +110,8 @@ def serve(conn):
                 return
             fields = dict(line.split(b": ", 1) for line in lines[1:])
             whole = fields.get(b"x-fill", b"") == b"a" * int(fields.get(b"x-fill-length", b"0"))
-            conn.sendall(b"HTTP/1.1 %d X\r\ncontent-length: 2\r\n\r\nok" % (200 if whole else 400))
+            reply = b"HTTP/1.1 %d X\r\ncontent-length: 2\r\n\r\nok" % (200 if whole else 400)
+            conn.sendall(reply * (2 if lines[0].startswith(b"GET /twice") else 1))
 
 while True:
     threading.Thread(target=serve, args=(srv.accept()[0],), daemon=True).start()
@@ -120,7 +121,7 @@ while True:
 @pytest.fixture()
 def toy():
     """A plain-socket HTTP server in its own process: 200 when a request's x-fill header holds
-    x-fill-length bytes, and a close without an answer for /close."""
+    x-fill-length bytes, a close without an answer for /close, two answers for /twice."""
     proc = subprocess.Popen([sys.executable, "-c", TOY_SERVER], stdout=subprocess.PIPE, text=True)
     try:
         yield f"http://127.0.0.1:{proc.stdout.readline().strip()}"
@@ -168,4 +169,15 @@ def test_warming_a_host_nothing_listens_on_raises():
     with pytest.raises(OSError):
         engine.warm({("127.0.0.1", port): 2})
     assert next(iter(engine.pools.values())).all == []
+    engine.close()
+
+
+def test_an_answer_nobody_asked_for_is_dropped(toy):
+    answers: list[tuple[int, int, int]] = []
+    reqs = wires([("GET", "/twice", {})], [toy])
+    engine = RawReplay(reqs, lambda i, status, length: answers.append((i, status, length)))
+    engine.warm({reqs[0].host: 1})
+    _run(engine, range(1))
+    engine.wait_until(time.time() + 0.2)  # the second answer has arrived by now, and is nobody's
+    assert [(i, status) for i, status, _ in answers] == [(0, 200)] and engine.outstanding == 0
     engine.close()
