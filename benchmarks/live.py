@@ -203,10 +203,8 @@ def _bursts(root: Path, cores: CpuSplit | None) -> Table:
     for col in ("burst", "target processes", "cores", "goal: worst within ms", "landed within ms: median (max)",
                 "decided within ms: median (max)", "send lag p50 ms", "send lag max ms"):
         bursts.add_column(col, justify="right")
-    shapes = [(100, 1, False), (1000, 1, False), (1000, 2, False)]
-    if cores:  # the same bursts with each side on its own cores
-        shapes[1:1] = [(100, 1, True)]
-        shapes[3:3] = [(1000, 1, True)]
+    pins = (False, True) if cores else (False,)  # pinned: the same bursts with each side on its own cores
+    shapes = [(100, 1, pin) for pin in pins] + [(1000, 1, pin) for pin in pins] + [(1000, 2, False)]
     for size, processes, pin in shapes:
         # 3 boundaries: 6 bursts a run; the first meets a cold target, the median shows the rest
         burst = {"name": "boundary_burst", "params": {"instant": 1, "boundaries": 3, "size": size, "delta_s": 0.5}}
