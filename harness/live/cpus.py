@@ -4,9 +4,10 @@ On a small machine the load generator and the targets compete for the same cores
 scheduler makes it worse than sharing them: the target that the generator's first packet wakes
 is queued on the generator's own core (the waker's, for cache warmth) and waits there until the
 generator is preempted. Measured on 2 cores, a 1,000-request burst reached the target 3.5 ms
-after its deadline, while the generator wrote it, and landed over 57-62 ms; pinned, the first
-request arrived 0.2-0.3 ms after the deadline and the burst landed over 23-37 ms. Pinned, each
-side has its own cores (one each on 2): run.json's ``cpus`` says which.
+after its deadline, while the generator wrote it, and the median burst landed over 62 ms;
+pinned, the first request arrived 0.2-0.3 ms after the deadline and the median burst landed
+over 25 ms (docs/campaigns.md, the live benchmark). Pinned, each side has its own cores (one
+each on 2): run.json's ``cpus`` says which.
 """
 
 from __future__ import annotations
