@@ -45,6 +45,12 @@ def decided_at(now: Any) -> Any:
     return (now * 1e6 + 0.5) // 1.0 / 1e6
 
 
+def whole_ms(now: float) -> int:
+    """``now`` on a whole-millisecond clock, truncated from the whole µs the suite decides at:
+    the clock of the peers' models (HAProxy's ticks, the ms Redis's scripts in ``limits`` use)."""
+    return int((now * 1e6 + 0.5) // 1000)
+
+
 def derive(params: Any, **values: float) -> None:
     """Set a params object's µs constants once, in its ``__post_init__``: they are attributes
     (declared ``ClassVar``), not dataclass fields, so ``--param`` and run.json see only the

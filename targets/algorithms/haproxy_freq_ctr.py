@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import Algorithm, Decision, derive, new_decision
+from .base import Algorithm, Decision, derive, new_decision, whole_ms
 from .policy import Policy, PolicyError, require_positive
 
 State = tuple[int, int, int]  # (tick ms, current period's count, previous period's count)
@@ -48,13 +48,9 @@ def from_policy(policy: Policy) -> Params:
     return Params(policy.limit, policy.window_s)
 
 
-def _ms(now: float) -> int:
-    """HAProxy's clock: whole ms, truncated (from the suite's whole µs)."""
-    return int((now * 1e6 + 0.5) // 1000)
-
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
-    ms, period, limit = _ms(now), p.period_ms, p.limit
+    ms, period, limit = whole_ms(now), p.period_ms, p.limit
     if state is None:  # HAProxy's new entry (tick 0) rotates at once: a period starting now
         tick, curr, prev = ms & ~1, int(cost), 0
     elif ms - state[0] < period:  # update_freq_ctr_period: counted, admitted or not

@@ -20,7 +20,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from .base import INF, Algorithm, Decision, derive, new_decision
+from .base import INF, Algorithm, Decision, derive, new_decision, whole_ms
 from .policy import Policy, PolicyError, require_positive
 
 State = tuple[int, int, int, int]  # (current count, its expiry ms, previous count, its expiry ms)
@@ -46,13 +46,9 @@ def from_policy(policy: Policy) -> Params:
     return Params(policy.limit, policy.window_s)
 
 
-def _ms(now: float) -> int:
-    """Redis's clock: whole ms, truncated (from the suite's whole µs)."""
-    return int((now * 1e6 + 0.5) // 1000)
-
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
-    ms, w, limit = _ms(now), p.window_ms, p.limit
+    ms, w, limit = whole_ms(now), p.window_ms, p.limit
     cc, ce, pc, pe = state or _ABSENT
     if cost > limit:
         return new_decision(Decision, (False, 0.0, INF, max(0, max(ce, pe) - ms) / 1000, 0.0)), (cc, ce, pc, pe)
