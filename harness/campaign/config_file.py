@@ -109,13 +109,13 @@ class CampaignHeader(StrictModel):
     def _known_algorithms(cls, value: list[str]) -> list[str]:
         if value == ["all"]:
             return list(ALGORITHMS)
-        _check_algorithms(value, all_allowed=True)
+        check_algorithms(value, all_allowed=True)
         return value
 
     @field_validator("params")
     @classmethod
     def _known_param_scopes(cls, value: dict[str, dict[str, ParamValue]]) -> dict[str, dict[str, ParamValue]]:
-        _check_algorithms(list(value), all_allowed=False)
+        check_algorithms(list(value), all_allowed=False)
         return value
 
     @model_validator(mode="after")
@@ -133,7 +133,7 @@ class CampaignHeader(StrictModel):
             seen.add(entry.run_name)
             if entry.algorithms is not None:
                 try:
-                    _check_algorithms(entry.algorithms, all_allowed=False)
+                    check_algorithms(entry.algorithms, all_allowed=False)
                 except ValueError as exc:
                     raise ValueError(f"{entry.where}.algorithms: {exc}") from None
             self.model_for(entry)
@@ -170,7 +170,7 @@ class CampaignHeader(StrictModel):
             raise ValueError(f"{entry.where}.params: {exc}") from None
 
 
-def _check_algorithms(names: list[str], *, all_allowed: bool) -> None:
+def check_algorithms(names: list[str], *, all_allowed: bool) -> None:
     unknown = [a for a in names if a not in ALGORITHMS]
     if unknown:
         choices = ", ".join((["all"] if all_allowed else []) + list(ALGORITHMS))

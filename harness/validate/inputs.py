@@ -17,6 +17,7 @@ from harness.campaign.peers import PEERS, Peer, PeerConfig, PeerError, peer
 from harness.campaign.policy_file import Limit, PolicyFile, PolicyKeys, Response, parse_policy
 
 from .checks import CheckVerdict
+from .lints import lint_verdict
 
 DEFAULT_ROUTE = "GET /api/items"
 """The route a config file's limits cover when no policy file names the service's routes."""
@@ -70,12 +71,11 @@ def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, so
 
 def reject_status(spec: Peer, config: PeerConfig) -> CheckVerdict:
     """A lint of the file itself: a refusal is a 429 (NGINX without limit_req_status sends 503)."""
-    ok = config.reject_status == 429
-    message = "refusals are 429 Too Many Requests" if ok else \
-        f"refusals are {config.reject_status}, not 429: clients, retries and CDNs read them as an outage"
-    fix = None if ok else {"nginx": "limit_req_status 429; (beside limit_req)"}.get(spec.system, "answer refusals with 429")
-    return CheckVerdict("lint: reject_status_429", "lint", None, "reject_status_429", float(not ok),
-                        "ok" if ok else "1 finding", "no findings", ok, message, fix, fix)
+    if config.reject_status == 429:
+        return lint_verdict("reject_status_429", "refusals are 429 Too Many Requests", [])
+    fix = {"nginx": "limit_req_status 429; (beside limit_req)"}.get(spec.system, "answer refusals with 429")
+    return lint_verdict("reject_status_429", "", [
+        (f"refusals are {config.reject_status}, not 429: clients, retries and CDNs read them as an outage", fix)])
 
 
 def check_url(url: str) -> str:

@@ -16,7 +16,7 @@ Finding = tuple[str, str | None] | tuple[str, str | None, str | None]
 """(what is wrong, the suggestion with numbers[, its fix alone: CheckVerdict.fix])."""
 
 
-def _verdict(name: str, summary: str, findings: list[Finding]) -> CheckVerdict:
+def lint_verdict(name: str, summary: str, findings: list[Finding]) -> CheckVerdict:
     fixes = [f[2] if len(f) > 2 else f[1] for f in findings]
     return CheckVerdict(
         name=f"lint: {name}", kind="lint", limit=None, metric=name, value=float(len(findings)),
@@ -203,5 +203,5 @@ LINTS: dict[str, tuple[str, Callable[[PolicyFile], list[Finding]]]] = {
 
 
 def run_lints(policy: PolicyFile) -> list[CheckVerdict]:
-    return [_verdict(name, summary, lint(policy)) for name, (summary, lint) in LINTS.items()]
+    return [lint_verdict(name, summary, lint(policy)) for name, (summary, lint) in LINTS.items()]
 

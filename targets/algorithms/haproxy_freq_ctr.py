@@ -48,7 +48,6 @@ def from_policy(policy: Policy) -> Params:
     return Params(policy.limit, policy.window_s)
 
 
-
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
     ms, period, limit = whole_ms(now), p.period_ms, p.limit
     if state is None:  # HAProxy's new entry (tick 0) rotates at once: a period starting now

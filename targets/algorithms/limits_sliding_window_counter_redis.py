@@ -46,7 +46,6 @@ def from_policy(policy: Policy) -> Params:
     return Params(policy.limit, policy.window_s)
 
 
-
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
     ms, w, limit = whole_ms(now), p.window_ms, p.limit
     cc, ce, pc, pe = state or _ABSENT

@@ -13,9 +13,9 @@ from __future__ import annotations
 import httpx
 from pydantic import Field, field_validator
 
-from targets.algorithms import ALGORITHMS, Policy
+from targets.algorithms import Policy
 
-from ..config_file import StrictModel
+from ..config_file import StrictModel, check_algorithms
 from .base import Peer, PeerError
 
 SYSTEM = "url"
@@ -39,8 +39,7 @@ class Claims(StrictModel):
     @field_validator("algorithm")
     @classmethod
     def _known(cls, value: str) -> str:
-        if value not in ALGORITHMS:
-            raise ValueError(f"unknown algorithm {value!r}; choose from: {', '.join(ALGORITHMS)}")
+        check_algorithms([value], all_allowed=False)
         return value
 
 

@@ -79,7 +79,7 @@ def _text(raw: str) -> str | None:
     return None if raw == "-" else json.loads(f'"{raw}"')
 
 
-def log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.Table:
+def log_decisions(path: Path, *, store: str) -> pa.Table:
     """The request lines of HAProxy's log as DECISION_SCHEMA rows (in decision-time order; alerts
     and lines cut short by a kill are skipped). Denied: terminated by a rule (``PR``) with a 429.
     HAProxy sends no remaining tokens or retry time and times no decision: those are null."""
@@ -92,7 +92,7 @@ def log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.Table:
         f = dict(zip(_FIELDS, parts))
         t = int(f["ms"]) / 1000
         values = {
-            "t": t, "node": node, "algorithm": "haproxy", "store": store, "limit_name": LIMIT_NAME,
+            "t": t, "node": "node-1", "algorithm": "haproxy", "store": store, "limit_name": LIMIT_NAME,
             "key": _text(f["key"]) or f["src"],
             "allowed": not (f["status"] == "429" and f["term"].startswith("PR")),
             "client_class": _text(f["cls"]), "request_id": _text(f["rid"]),

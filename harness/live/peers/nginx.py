@@ -40,13 +40,6 @@ LOG_FORMAT = "\t".join(("$msec", "$request_time", "$status", "$limit_req_status"
 _ADMITTED = {"PASSED", "DELAYED", "DELAYED_DRY_RUN", "REJECTED_DRY_RUN"}
 
 
-def nginx_conf(limit: NginxLimit, *, port: int, downstream_port: int, prefix: Path, logs: Path) -> str:
-    """The whole nginx.conf of one run. Keyed as the suite's targets key by default: the
-    ``X-API-Key`` header, else the client address (``$binary_remote_addr``)."""
-    return server_conf(Lines(*default_lines(limit)), port=port, downstream_port=downstream_port, prefix=prefix,
-                       logs=logs)
-
-
 @dataclass(frozen=True)
 class Lines:
     """The lines that limit, where they go in the generated server: what a variant (or a user's
@@ -60,8 +53,10 @@ class Lines:
     """Named locations a refusal is sent to (each logs to the access log too)."""
 
 
-def default_lines(limit: NginxLimit) -> tuple[str, str]:
-    return (f"""map $http_x_api_key $rb_key {{ "" $binary_remote_addr; default $http_x_api_key; }}
+def default_lines(limit: NginxLimit) -> Lines:
+    """Keyed as the suite's targets key by default: the ``X-API-Key`` header, else the client
+    address (``$binary_remote_addr``)."""
+    return Lines(f"""map $http_x_api_key $rb_key {{ "" $binary_remote_addr; default $http_x_api_key; }}
     limit_req_zone $rb_key zone=rb:10m rate={limit.rate};
     limit_req_status 429;""", f"limit_req zone=rb burst={limit.burst} nodelay;")
 
@@ -104,7 +99,7 @@ def _value(raw: str) -> str | None:
     return None if raw == "-" else raw
 
 
-def access_log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.Table:
+def access_log_decisions(path: Path, *, store: str) -> pa.Table:
     """The access log as DECISION_SCHEMA rows (one per logged request, in decision-time order).
     NGINX knows no remaining tokens, retry time or decision latency: those are null."""
     rows = []
@@ -116,7 +111,7 @@ def access_log_decisions(path: Path, *, store: str, node: str = "node-1") -> pa.
         f = dict(zip(_FIELDS, parts))
         t = round(float(f["msec"]) - float(f["request_time"]), 3)
         values = {
-            "t": t, "node": node, "algorithm": "nginx", "store": store, "limit_name": LIMIT_NAME,
+            "t": t, "node": "node-1", "algorithm": "nginx", "store": store, "limit_name": LIMIT_NAME,
             "key": _value(f["api_key"]) or f["remote_addr"],
             "allowed": f["limit_req_status"] in _ADMITTED or (f["limit_req_status"] == "-" and f["status"] != "429"),
             "client_class": _value(f["client_class"]), "request_id": _value(f["request_id"]),
@@ -163,7 +158,7 @@ class NginxPeer(LivePeer):
 
     def lines(self, policy: Policy, logs: Path) -> Lines:
         """The lines that limit (logging under ``logs``), for a variant to extend."""
-        return Lines(*default_lines(nginx_limit(policy)))
+        return default_lines(nginx_limit(policy))
 
     def config(self, policy: Policy, *, port: int, downstream_port: int, run_dir: Path) -> str:
         return server_conf(self.lines(policy, run_dir / "logs"), port=port, downstream_port=downstream_port,

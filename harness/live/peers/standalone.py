@@ -17,8 +17,8 @@ from . import LivePeer, live_peer
 
 
 @contextmanager
-def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float = 1.0,
-                     env: dict[str, str] | None = None, live: LivePeer | None = None) -> Iterator[tuple[str, Path]]:
+def peer_before_none(name: str, policy: Policy, folder: Path, env: dict[str, str] | None = None,
+                     live: LivePeer | None = None) -> Iterator[tuple[str, Path]]:
     """Peer ``name`` (or ``live``: one running a user's file) limiting by ``policy`` in front of a
     ``none`` target; yields (its URL, the logs folder); both stopped on exit. ``env``: the peer's
     (REDIS_URL for a Redis-backed one)."""
@@ -29,7 +29,7 @@ def peer_before_none(name: str, policy: Policy, folder: Path, service_ms: float 
     config = folder / "downstream.yaml"
     write_text(config, f"algorithm: none\nlimit: {policy.limit}\nwindow_s: {policy.window_s}\n"
                        f"decision_log: {{path: {logs / 'downstream-decisions.parquet'}}}\n"
-                       f"downstream: {{service_time: {{median_ms: {service_ms}, sigma: 0}}}}\n")
+                       "downstream: {service_time: {median_ms: 1.0, sigma: 0}}\n")
     try:
         processes.start_targets([config], [down_port], [down_admin], logs, None)
         yield (live or live_peer(name)).start(processes, policy, port=port, downstream_port=down_port, run_dir=folder,

@@ -12,11 +12,11 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers.url import UrlPeer
 from scenarios.base import Arrivals
 
 from ..measures import pct_ms
+from .base import peer_decisions
 
 UNPLANNED = "unplanned"
 """The key of a follow-up a closed-loop model made up during the run (not in the plan)."""
@@ -32,21 +32,17 @@ def client_decisions(client: pa.Table, arrivals: Arrivals, peer: UrlPeer) -> pa.
     df = df[df["status"] > 0]
     planned = {f"r{i}": r for i, r in enumerate(arrivals.requests())}  # scenarios.live_plan's request ids
     refused = set(peer.entry.reject_status)
-    rows: dict[str, list] = {name: [] for name in DECISION_SCHEMA.names}
+    rows = []
     for rid, sent, status in zip(df["request_id"], df["sent_t"], df["status"]):
         r = planned.get(rid)
         key = UNPLANNED if r is None else r.key or (r.headers or {}).get("x-api-key") or ADDRESS
-        values = {
+        rows.append({
             "t": float(sent), "node": "node-1", "algorithm": peer.name, "store": peer.store, "limit_name": "per-client",
             "key": key, "cost": 1.0 if r is None else float(r.cost), "allowed": int(status) not in refused,
-            "remaining": None, "retry_after_s": None, "decision_us": None,
             "client_class": None if r is None else r.client_class, "request_id": rid,
-            "client_id": None if r is None else r.client_id, "route": None if r is None else r.route, "delay_s": 0.0,
-            "ideal_allowed": None, "source": "client", "adaptive_limit": None, "arrived_t": float(sent),
-        }
-        for name, v in values.items():
-            rows[name].append(v)
-    return pa.table(rows, schema=DECISION_SCHEMA).sort_by("t")
+            "client_id": None if r is None else r.client_id, "route": None if r is None else r.route, "source": "client",
+        })
+    return peer_decisions(rows)
 
 
 def round_trip_ms(client: pa.Table) -> dict[str, Any]:
