@@ -19,7 +19,6 @@ from analysis.answers import answers
 from analysis.metrics import over_admission
 from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from harness.campaign.live import load_campaign
-from harness.cli.main import main
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
 from tests.analysis.render import fits_the_page
@@ -187,13 +186,5 @@ def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
         ({"scale": {"workers": 0}}, "scale.workers: Input should be greater than or equal to 1"),
     ],
 )
-def test_bad_campaign_exits_2_naming_the_field_and_starts_nothing(tmp_path, capsys, change, message):
-    config = yaml.safe_load(SMOKE.read_text())
-    config.update(change)
-    path = tmp_path / "bad.yaml"
-    path.write_text(yaml.safe_dump(config))
-    out = tmp_path / "never"
-    assert main(["run", str(path), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) == 1
-    assert not out.exists()
+def test_bad_campaign_exits_2_naming_the_field_and_starts_nothing(refused_run, change, message):
+    assert message in refused_run({**yaml.safe_load(SMOKE.read_text()), **change})

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -222,22 +221,8 @@ def test_a_campaign_runs_haproxy_beside_the_suite_and_judges_it_by_the_same_metr
     ({"policy": {"limit": 2.5, "window_s": 1}}, "scenarios[boundary_burst]: peer haproxy: limit 2.5 is not a whole number"),
     ({"scenarios": ["cost_mix"]}, "scenarios[cost_mix]: peer haproxy: requests of cost"),
 ])
-def test_a_campaign_haproxy_cannot_run_exits_2_naming_it_and_starts_nothing(tmp_path, capsys, change, message):
-    path, out = tmp_path / "bad.yaml", tmp_path / "never"
-    path.write_text(yaml.safe_dump({**PEER_CAMPAIGN, **change}))
-    assert main(["run", str(path), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) == 1
-    assert not out.exists()
-
-
-def test_a_missing_haproxy_binary_exits_2_before_anything_starts(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("PATH", "")
-    path, out = tmp_path / "peer.yaml", tmp_path / "never"
-    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
-    assert main(["run", str(path), "--out", str(out)]) == 2
-    assert "peer haproxy: the haproxy binary was not found on PATH (install Debian's haproxy package)" in capsys.readouterr().err
-    assert not out.exists()
+def test_a_campaign_haproxy_cannot_run_exits_2_naming_it_and_starts_nothing(refused_run, change, message):
+    assert message in refused_run({**PEER_CAMPAIGN, **change})
 
 
 @needs_haproxy
@@ -252,23 +237,6 @@ def test_a_haproxy_that_cannot_start_fails_with_its_log_and_leaves_nothing(tmp_p
     assert "haproxy did not start" in str(exc.value) and "http_req_rate" in str(exc.value)
     processes.stop_all()
     assert not _ours(tmp_path)
-
-
-@needs_haproxy
-def test_ctrl_c_during_a_peer_run_leaves_no_haproxy_behind(tmp_path):
-    path, out = tmp_path / "peer.yaml", tmp_path / "res"
-    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))  # the suite run first, then haproxy
-    proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    deadline, family = time.monotonic() + 90, []
-    while time.monotonic() < deadline and not family:  # the peer run's haproxy is up
-        family = _ours(out)
-        time.sleep(0.1)
-    assert family
-    proc.send_signal(signal.SIGINT)
-    assert proc.wait(60) == 130
-    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert json.loads((out / "runs" / "boundary_burst__haproxy" / "run.json").read_text())["status"] == "interrupted"
 
 
 HAPROXY_FILE = """

@@ -180,22 +180,8 @@ def test_a_campaign_runs_nginx_beside_the_suite_and_judges_it_by_the_same_metric
     ({"scenarios": ["cost_mix"]}, "scenarios[cost_mix]: peer nginx: requests of cost"),
     ({"peers": ["nginx", "nginx"]}, "peers: nginx is listed more than once"),
 ])
-def test_a_peer_campaign_nginx_cannot_run_exits_2_naming_it_and_starts_nothing(tmp_path, capsys, change, message):
-    path, out = tmp_path / "bad.yaml", tmp_path / "never"
-    path.write_text(yaml.safe_dump({**PEER_CAMPAIGN, **change}))
-    assert main(["run", str(path), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) == 1
-    assert not out.exists()
-
-
-def test_a_missing_nginx_binary_exits_2_before_anything_starts(tmp_path, capsys, monkeypatch):
-    monkeypatch.setenv("PATH", "")
-    path, out = tmp_path / "peer.yaml", tmp_path / "never"
-    path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
-    assert main(["run", str(path), "--out", str(out)]) == 2
-    assert "peer nginx: the nginx binary was not found on PATH (install Debian's nginx package)" in capsys.readouterr().err
-    assert not out.exists()
+def test_a_peer_campaign_nginx_cannot_run_exits_2_naming_it_and_starts_nothing(refused_run, change, message):
+    assert message in refused_run({**PEER_CAMPAIGN, **change})
 
 
 @needs_nginx

@@ -96,3 +96,11 @@ def test_ctrl_c_during_a_peer_run_leaves_no_process_behind(tmp_path, name):
     assert proc.wait(60) == 130
     assert not _alive(family) and not _alive(_ours(out))
     assert json.loads((out / "runs" / f"boundary_burst__{name}" / "run.json").read_text())["status"] == "interrupted"
+
+
+@pytest.mark.parametrize("name", [n for n in ONE_PER_SYSTEM if LIVE_PEERS[n].spec.binary])
+def test_a_missing_peer_binary_exits_2_before_anything_starts(refused_run, monkeypatch, name):
+    binary = LIVE_PEERS[name].spec.binary
+    monkeypatch.setenv("PATH", "")
+    err = refused_run({**CAMPAIGN, "peers": [name]})
+    assert f"peer {name}: the {binary} binary was not found on PATH (install Debian's {binary} package)" in err

@@ -14,7 +14,6 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from harness.cli.main import main
 from harness.live.peers import live_peer
 from harness.live.peers.standalone import peer_before_none
 from targets.algorithms import Policy
@@ -69,14 +68,10 @@ def test_a_campaign_judges_a_running_endpoint_client_side_and_labels_its_rows(tm
     assert "client-side ±" in (out / "report.md").read_text()
 
 
-def test_an_unreachable_url_exits_2_naming_it_and_starts_nothing(tmp_path, capsys):
+def test_an_unreachable_url_exits_2_naming_it_and_starts_nothing(refused_run):
     url = f"http://127.0.0.1:{free_ports(1)[0]}"
-    path, out = tmp_path / "bad.yaml", tmp_path / "never"
-    path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": ["nginx", {"name": "my-gateway", "url": url}]}))
-    assert main(["run", str(path), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert f"peer my-gateway: {url} is unreachable" in err and len(err.splitlines()) == 1
-    assert not out.exists()
+    assert f"peer my-gateway: {url} is unreachable" in refused_run(
+        {**CAMPAIGN, "peers": ["nginx", {"name": "my-gateway", "url": url}]})
 
 
 @pytest.mark.parametrize(("peer", "message"), [
@@ -85,10 +80,5 @@ def test_an_unreachable_url_exits_2_naming_it_and_starts_nothing(tmp_path, capsy
     ({"name": "a__b", "url": "http://127.0.0.1:1"}, "name"),
     ({"name": "gw", "url": "ftp://x"}, "url"),
 ])
-def test_a_bad_url_peer_exits_2_naming_it(tmp_path, capsys, peer, message):
-    path, out = tmp_path / "bad.yaml", tmp_path / "never"
-    path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": [peer]}))
-    assert main(["run", str(path), "--out", str(out)]) == 2
-    err = capsys.readouterr().err.strip()
-    assert message in err and len(err.splitlines()) == 1
-    assert not out.exists()
+def test_a_bad_url_peer_exits_2_naming_it(refused_run, peer, message):
+    assert message in refused_run({**CAMPAIGN, "peers": [peer]})
