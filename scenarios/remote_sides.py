@@ -120,7 +120,6 @@ class WorkerSide:
         self.runner.register_message(STOP, lambda **_: self.runner.stop())  # test_stop sends the log
         self.runner.register_message(END, self._end)
         self.clock = Clock(0.0, 0.0, 0)
-        self.index = -1
 
     def plan(self) -> tuple[LivePlan, int]:
         """The run's plan and this worker's index, from the master (which has the file)."""
@@ -130,8 +129,7 @@ class WorkerSide:
         except Empty:
             raise TimeoutError(f"the master sent no plan within {PLAN_WAIT_S:.0f} s") from None
         Path(JOINED_FILE).write_text(str(data["index"]))  # for `run_bench.py worker`: a master was found
-        self.index = data["index"]
-        return LivePlan(**json.loads(data["plan"])), self.index
+        return LivePlan(**json.loads(data["plan"])), data["index"]
 
     def measure_clock(self, pings: int = PINGS) -> Clock:
         samples = []

@@ -10,7 +10,7 @@ from typing import Any
 
 from contract.errors import BadInput
 from contract.schema import CLIENT_PART_GLOB, CLOCK_GLOB, JOINED_GLOB
-from scenarios.remote import CLOCK_BOUND_S
+from scenarios.remote import Clock
 
 from .supervise import RunFailed
 
@@ -68,5 +68,6 @@ def remote_clocks(handshake: Path, workers: int) -> dict[str, Any]:
         clock = json.loads(path.read_text(encoding="utf-8"))
         rows.append({"index": int(path.stem.split("-")[1]), "client_id": clock["client_id"],
                      "offset_ms": round(clock["offset_s"] * 1000, 4), "bound_ms": round(clock["bound_s"] * 1000, 4),
-                     "pings": clock["pings"], "bounded": clock["bound_s"] < CLOCK_BOUND_S})
+                     "pings": clock["pings"],
+                     "bounded": Clock(clock["offset_s"], clock["bound_s"], clock["pings"]).bounded})
     return {"remote_workers": rows, "clock_unbounded": [r["index"] for r in rows if not r["bounded"]]}

@@ -214,7 +214,7 @@ class LiveRunner:
             happened = self._wait(locust, targets, end_at, logs / "locust.log", events, counters=run.peer is None)
             self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
             if run.peer:  # the load is over: what the peer tells a client it refuses
-                info["response"] = self._response(run, endpoint.url if endpoint else targets[0].url)
+                info["response"] = self._response(run, endpoint, endpoint.url if endpoint else targets[0].url)
             for target in targets:
                 self.processes.stop_target(target)
             if endpoint:  # decided client-side: from the client log, uncertain by each request's round trip
@@ -249,11 +249,10 @@ class LiveRunner:
             write_run_json(run_dir / RUN_FILE, info)
         return info
 
-    def _response(self, run: LiveRun, url: str) -> dict[str, Any]:
+    def _response(self, run: LiveRun, endpoint: UrlPeer | None, url: str) -> dict[str, Any]:
         """run.json's ``response``: the peer's refusal as a client reads it, and the config lines
         that fix what it does not say (the report shows them; a url peer's config is the user's)."""
         assert run.peer is not None
-        endpoint = run.spec if isinstance(run.spec, UrlPeer) else None
         refused = frozenset(endpoint.entry.reject_status) if endpoint else frozenset({429})
         try:
             found = refusal(url, int(2 * run.policy.effective_burst) + REFUSAL_MARGIN, refused=refused)
@@ -294,35 +293,32 @@ class LiveRunner:
             phases.append({"name": RAMP_PHASE, "start_t": start_at + begin, "end_t": start_at + finish})
         return phases
 
-    def _start_locust(self, plan: LivePlan, run_dir: Path, run_time: int) -> subprocess.Popen:
+    def _locust(self, run_dir: Path, run_time: int, host: str, users: str, *role: str) -> subprocess.Popen:
+        """Locust on this run's plan, headless, its stats in the run's locust folder; ``role``: the
+        options of a master or of local worker processes."""
         locust_dir = run_dir / LOCUST_DIR
         locust_dir.mkdir(parents=True, exist_ok=True)
-        cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary",
+        cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary", *role,
                "-u", str(self.workers), "-r", str(self.workers), "-t", f"{run_time}s", "--stop-timeout", "3",
                "--csv", str(locust_dir / "stats"), "--exit-code-on-error", "0", "--plan", str(run_dir / PLAN_FILE),
-               "--host", plan.hosts[0], plan.user_class]
-        if self.workers > 1:
-            cmd += ["--processes", str(self.workers)]
+               "--host", host, users]
         return self.processes.start(cmd, run_dir / "logs" / "locust.log", ROOT)
+
+    def _start_locust(self, plan: LivePlan, run_dir: Path, run_time: int) -> subprocess.Popen:
+        local = ["--processes", str(self.workers)] if self.workers > 1 else []
+        return self._locust(run_dir, run_time, plan.hosts[0], plan.user_class, *local)
 
     def _start_master(self, run: LiveRun, run_dir: Path, host: str) -> subprocess.Popen:
         """A Locust master on the campaign's fixed port for the remote workers; it sends them the
         plan once the harness has written it and writes what they send back into the run folder."""
         assert self.remote is not None
-        locust_dir = run_dir / LOCUST_DIR
-        locust_dir.mkdir(parents=True, exist_ok=True)
         model, scale = run.model, self.campaign.scale
         last_t = max([*model.arrivals().t[-1:], model.horizon_s()])
         run_time = math.ceil(self.remote.timeout_s + self.lead_s + last_t + scale.drain_s) + SAFETY_S
-        cmd = [sys.executable, "-m", "locust", "-f", str(LOCUSTFILE), "--headless", "--only-summary", "--master",
-               "--master-bind-host", self.remote.host, "--master-bind-port", str(self.remote.port),
-               "--expect-workers", str(self.workers), "--expect-workers-max-wait", str(math.ceil(run_time)),
-               "-u", str(self.workers), "-r", str(self.workers), "-t", f"{run_time}s", "--stop-timeout", "3",
-               "--csv", str(locust_dir / "stats"), "--exit-code-on-error", "0", "--plan", str(run_dir / PLAN_FILE),
-               "--remote-dir", str(run_dir / HANDSHAKE_DIR), "--host", host, user_class(model)]
-        if run.name == self.last_run:
-            cmd.append("--campaign-over")
-        return self.processes.start(cmd, run_dir / "logs" / "locust.log", ROOT)
+        master = ["--master", "--master-bind-host", self.remote.host, "--master-bind-port", str(self.remote.port),
+                  "--expect-workers", str(self.workers), "--expect-workers-max-wait", str(math.ceil(run_time)),
+                  "--remote-dir", str(run_dir / HANDSHAKE_DIR), *(["--campaign-over"] if run.name == self.last_run else [])]
+        return self._locust(run_dir, run_time, host, user_class(model), *master)
 
     def _await_workers(self, locust: subprocess.Popen, handshake: Path, log: Path) -> None:
         """Until every remote worker has joined this run's master, or the timeout says how many came."""
