@@ -97,13 +97,18 @@ def _live(root: Path, scenario: dict[str, Any], limit: float, workers: int, down
     return info, root / "runs" / run.name
 
 
+def _per_sample(cpu: pd.DataFrame, role: str) -> tuple[pd.Series, float]:
+    """A role's CPU % per sample (its processes summed) and the sampling interval (s; 0.5 when
+    there is a single sample)."""
+    per_sample = cpu[cpu["role"] == role].groupby("t")["cpu_percent"].sum()
+    return per_sample, float(np.median(np.diff(per_sample.index.to_numpy()))) if len(per_sample) > 1 else 0.5
+
+
 def _cpu(cpu: pd.DataFrame, role: str) -> tuple[float, float]:
     """Median CPU % of a role (its processes summed per sample) and its CPU seconds in the window."""
-    mine = cpu[cpu["role"] == role]
-    if not len(mine):
+    per_sample, interval_s = _per_sample(cpu, role)
+    if not len(per_sample):
         return float("nan"), float("nan")
-    per_sample = mine.groupby("t")["cpu_percent"].sum()
-    interval_s = float(pd.Series(per_sample.index).diff().median()) if len(per_sample) > 1 else 0.5
     return float(per_sample.median()), float(per_sample.sum()) / 100.0 * interval_s
 
 
@@ -111,11 +116,10 @@ def _sending_us(cpu: pd.DataFrame, client: pd.DataFrame, role: str) -> float:
     """CPU microseconds per request over the samples whose whole interval lies between the first
     and the last send (a sample's CPU % covers the interval before it), over the requests sent
     in those intervals: the cost of a request without the fixed costs at a run's edges."""
-    per_sample = cpu[cpu["role"] == role].groupby("t")["cpu_percent"].sum()
+    per_sample, interval = _per_sample(cpu, role)
     if len(per_sample) < 2:
         return math.nan
     ts = per_sample.index.to_numpy()
-    interval = float(np.median(np.diff(ts)))
     inside = (ts - interval >= client["sent_t"].min()) & (ts <= client["sent_t"].max())
     if not inside.any():
         return math.nan
