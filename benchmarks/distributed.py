@@ -32,7 +32,7 @@ from harness.live.remote import RemoteWorkers
 from harness.live.runner import ROOT, LiveRunner
 from targets.ports import free_ports
 
-from .live import NO_DOWNSTREAM, _campaign, _cpu
+from .live import NO_DOWNSTREAM, _campaign, _cpu, steady_scenario
 
 RATES = (500, 1000, 1500)
 GOAL_RATIO = 1.10
@@ -55,8 +55,7 @@ class Cost:
 
 
 def _steady(offered: int, seconds: float, workers: int) -> tuple[Any, Any]:
-    campaign = _campaign({"name": "steady", "params": {"clients": 100, "load": 1.0, "duration_s": seconds}},
-                         offered / 100, workers, NO_DOWNSTREAM)
+    campaign = _campaign(steady_scenario(seconds), offered / 100, workers, NO_DOWNSTREAM)
     return campaign, plan_runs(campaign)[0]
 
 

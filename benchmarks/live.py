@@ -128,9 +128,13 @@ def _sending_us(cpu: pd.DataFrame, client: pd.DataFrame, role: str) -> float:
     return float(per_sample[inside].sum()) / 100.0 * interval / max(1, sent) * 1e6
 
 
+def steady_scenario(seconds: float) -> dict[str, Any]:
+    """The open-model plan every rate is measured with: 100 clients, each at the limit (L = offered / 100)."""
+    return {"name": "steady", "params": {"clients": 100, "load": 1.0, "duration_s": seconds}}
+
+
 def _steady(root: Path, offered: int, workers: int, seconds: float, downstream: dict[str, float], pin: bool) -> Rate:
-    steady = {"name": "steady", "params": {"clients": 100, "load": 1.0, "duration_s": seconds}}
-    info, run_dir = _live(root, steady, offered / 100, workers, downstream, pin=pin)
+    info, run_dir = _live(root, steady_scenario(seconds), offered / 100, workers, downstream, pin=pin)
     client = pd.read_parquet(run_dir / "client.parquet")
     answered = client[client["status"] > 0]
     span = answered["done_t"].max() - answered["sent_t"].min()
