@@ -64,11 +64,22 @@ def start(path: Path) -> None:
 def finish(path: Path) -> None:
     """The parts as one file at ``path`` (atomically: a reader sees the parts or the file)."""
     found = parts(path)  # read part by part: pq.read_table would import pyarrow.dataset into the target
-    table = pa.concat_tables([pq.ParquetFile(p).read() for p in found]) if found else DECISION_SCHEMA.empty_table()
+    _write(path, pa.concat_tables([pq.ParquetFile(p).read() for p in found]) if found else DECISION_SCHEMA.empty_table())
+    shutil.rmtree(parts_dir(path), ignore_errors=True)
+
+
+def _write(path: Path, table: pa.Table) -> None:
     tmp = path.with_name(f".{path.name}.partial")
     pq.write_table(table, tmp)
     os.replace(tmp, path)
-    shutil.rmtree(parts_dir(path), ignore_errors=True)
+
+
+def join(sources: list[Path], path: Path) -> None:
+    """Finished logs as one file at ``path``, sorted by time, atomically; the sources are removed
+    (a node's processes, a run's nodes)."""
+    _write(path, pa.concat_tables([pq.ParquetFile(p).read() for p in sources]).sort_by("t"))
+    for p in sources:
+        p.unlink()
 
 
 def process_path(path: Path, index: int) -> Path:
@@ -99,12 +110,7 @@ def join_processes(path: Path) -> bool:
     for p in found:
         if not p.is_file():
             finish(p)
-    table = pa.concat_tables([pq.ParquetFile(p).read() for p in found]).sort_by("t")
-    tmp = path.with_name(f".{path.name}.partial")
-    pq.write_table(table, tmp)
-    os.replace(tmp, path)
-    for p in found:
-        p.unlink()
+    join(found, path)
     return True
 
 

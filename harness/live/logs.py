@@ -31,10 +31,7 @@ def merge_decisions(run_dir: Path, nodes: list[str], targets: list[TargetProcess
         if not part.exists():
             raise RunFailed(f"the target wrote no decision log:\n{tail(target.stderr_path)}")
     if len(parts) > 1:
-        table = pa.concat_tables([pq.read_table(p) for p in parts])
-        write_parquet(run_dir / DECISIONS_FILE, table.sort_by("t"))
-        for part in parts:
-            part.unlink()
+        decision_file.join(parts, run_dir / DECISIONS_FILE)
 
 
 def slowest_ready(client_dir: Path) -> float | None:
