@@ -31,7 +31,7 @@ from .keys import KeyPolicy
 from .layers import Layer, build_layers, remote_stores
 from .metrics import Metrics
 from .middleware import RateLimitMiddleware
-from .siblings import fetch_all, merge_counters
+from .siblings import Siblings, merge_counters
 
 JSON = "application/json"
 ASGIApp = Callable[[MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
@@ -123,7 +123,7 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
     app.state.admin = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    app.state.admin.include_router(_admin(target, siblings or []))
+    app.state.admin.include_router(_admin(target, Siblings(siblings or [])))
     keys = KeyPolicy(config.keys)
     app.add_middleware(IdempotencyMiddleware, keys=keys)  # inside the limiter: every retry is counted, executed once
     app.add_middleware(RateLimitMiddleware, routes=routes, keys=keys, log=log, metrics=metrics,
@@ -175,7 +175,7 @@ async def _unless_gone(work: Awaitable[None], receive: Callable[[], Awaitable[An
     return True
 
 
-def _admin(target: Target, siblings: list[str]) -> APIRouter:
+def _admin(target: Target, siblings: Siblings) -> APIRouter:
     router = APIRouter(prefix="/_bench")
 
     @router.get("/counters")
@@ -183,7 +183,7 @@ def _admin(target: Target, siblings: list[str]) -> APIRouter:
         own = local_counters()
         if not siblings:
             return own
-        others = [r.json() for r in await fetch_all("GET", siblings, "/_bench/counters")]
+        others = [r.json() for r in await siblings.fetch_all("GET", "/_bench/counters")]
         return {**merge_counters([own, *others]), "processes": [own, *others]}
 
     def local_counters() -> dict[str, Any]:
@@ -216,7 +216,7 @@ def _admin(target: Target, siblings: list[str]) -> APIRouter:
             raise HTTPException(status_code=404, detail=f"no process {process} (the node has {len(siblings) + 1})")
         if process > 0:
             params = {"limit": limit, "key": key, **({"tier": tier} if tier is not None else {})}
-            (answer,) = await fetch_all("GET", [siblings[process - 1]], "/_bench/state", params=params)
+            (answer,) = await siblings.fetch_all("GET", "/_bench/state", [siblings.urls[process - 1]], params=params)
             return Response(answer.content, status_code=answer.status_code, media_type=JSON)
         try:
             variant = target.layer(limit).variant(tier)
@@ -233,7 +233,7 @@ def _admin(target: Target, siblings: list[str]) -> APIRouter:
         else:
             target.downstream.set_health(update.health, update.factor)
         if siblings:  # every process serves its share of the connections: all see the override
-            await fetch_all("POST", siblings, "/_bench/health", json=update.model_dump())
+            await siblings.fetch_all("POST", "/_bench/health", json=update.model_dump())
         health, factor = target.downstream.health()
         return {"health": health, "factor": factor}
 

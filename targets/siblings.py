@@ -9,6 +9,7 @@ kernel gave process 0 would see it), and ``/_bench/state?process=i`` reads proce
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import httpx
@@ -32,7 +33,20 @@ def merge_counters(parts: list[Any], key: str | None = None) -> Any:
     return first
 
 
-async def fetch_all(method: str, urls: list[str], path: str, **kwargs: Any) -> list[httpx.Response]:
-    """The same admin request to every other process, in order."""
-    async with httpx.AsyncClient(timeout=TIMEOUT_S) as client:
-        return [await client.request(method, f"{url}{path}", **kwargs) for url in urls]
+class Siblings:
+    """The other processes' admin ports, over one kept-alive client: the runner reads the counters
+    twice a second while the load runs, and a client per read opened N-1 new connections each
+    time on the event loop that serves the load."""
+
+    def __init__(self, urls: list[str]) -> None:
+        self.urls = urls
+        self._client = httpx.AsyncClient(timeout=TIMEOUT_S) if urls else None
+
+    def __len__(self) -> int:
+        return len(self.urls)
+
+    async def fetch_all(self, method: str, path: str, urls: list[str] | None = None, **kwargs: Any) -> list[httpx.Response]:
+        """The same admin request to every other process (or to ``urls``) at once; answers in order."""
+        assert self._client is not None
+        return list(await asyncio.gather(*(self._client.request(method, f"{url}{path}", **kwargs)
+                                           for url in (self.urls if urls is None else urls))))
