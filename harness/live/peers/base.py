@@ -45,8 +45,13 @@ class LivePeer(ABC):
     """Its campaign side: name, binary, the policy it can express, its model."""
     config_file: str
     """Its config, written in the run folder beside the downstream's target.yaml."""
-    error_log: str
-    """The file under logs/ whose tail says why it did not start."""
+    error_log: str | None = None
+    """The file under logs/ whose tail says why it did not start; None: its output (``output``)."""
+
+    @property
+    def output(self) -> str:
+        """The file under logs/ its stdout and stderr go to."""
+        return f"{self.spec.name}.stderr"
 
     @abstractmethod
     def config(self, policy: Policy, *, port: int, downstream_port: int, run_dir: Path) -> str:
@@ -79,4 +84,4 @@ class LivePeer(ABC):
         write_text(conf, self.config(policy, port=port, downstream_port=downstream_port, run_dir=run_dir))
         logs = run_dir / "logs"
         return processes.start_peer(self.spec.name, self.command(self.spec.executable(), conf, run_dir), port,
-                                    logs / f"{self.spec.name}.stderr", logs / self.error_log, env)
+                                    logs / self.output, logs / (self.error_log or self.output), env)

@@ -27,8 +27,6 @@ from .base import LivePeer, peer_decisions
 
 HAPROXY_CFG = "haproxy.cfg"
 """Beside target.yaml (the downstream's config) in the run folder."""
-LOG = "haproxy.stderr"
-"""HAProxy's stdout and stderr (the runner's file for a peer's output): request lines and alerts."""
 LIMIT_NAME = "per-client"
 TAGS = {"rid": "x-request-id", "cid": "x-client-id", "cls": "x-client-class", "key": "x-api-key"}
 _FIELDS = ("ms", "rate", "status", "term", "method", "path", *TAGS, "src")
@@ -105,7 +103,6 @@ def log_decisions(path: Path, *, store: str) -> pa.Table:
 class HaproxyPeer(LivePeer):
     spec = PEERS["haproxy"]
     config_file = HAPROXY_CFG
-    error_log = LOG
 
     def config(self, policy: Policy, *, port: int, downstream_port: int, run_dir: Path) -> str:
         return haproxy_cfg(haproxy_limit(policy), port=port, downstream_port=downstream_port)
@@ -115,4 +112,4 @@ class HaproxyPeer(LivePeer):
         return [str(executable), "-db", "-f", str(conf)]
 
     def decisions(self, logs: Path, *, store: str) -> pa.Table:
-        return log_decisions(logs / LOG, store=store)
+        return log_decisions(logs / self.output, store=store)  # its output: request lines and alerts

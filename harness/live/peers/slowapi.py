@@ -29,7 +29,6 @@ class SlowapiPeer(LivePeer):
 
     def __init__(self, spec: Slowapi) -> None:
         self.spec = spec
-        self.error_log = f"{spec.name}.stderr"
 
     def config(self, policy: Policy, *, port: int, downstream_port: int, run_dir: Path) -> str:
         """Its keys under a prefix of the run's own: runs on one Redis never see each other's counters."""

@@ -26,7 +26,7 @@ from harness.campaign.peers import PEERS, PeerError, model_policy
 from harness.campaign.peers.haproxy import haproxy_limit
 from harness.cli.main import main
 from harness.live.peers import live_peer
-from harness.live.peers.haproxy import LOG, haproxy_cfg, log_decisions
+from harness.live.peers.haproxy import haproxy_cfg, log_decisions
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from harness.live.supervise import Processes, RunFailed
 from targets.algorithms import Policy, build_params, get_algorithm
@@ -178,7 +178,7 @@ def test_haproxy_decides_a_hand_computed_schedule_and_its_model_agrees(haproxy):
 
 
 def test_log_lines_cut_short_or_alerts_are_not_decisions(tmp_path):
-    path = tmp_path / LOG
+    path = tmp_path / live_peer("haproxy").output
     path.write_text("[NOTICE]   (1) : haproxy version is 2.6\n"
                     "1000\t1\t200\t--\tGET\t\\/a\tr1\t-\t-\t-\t10.0.0.1\n"
                     "1001\t3\t429\tPR\tGET\t\\/a\tr2\t-\t-\t-\t10.0.0.1\n"
@@ -233,7 +233,8 @@ def test_a_haproxy_that_cannot_start_fails_with_its_log_and_leaves_nothing(tmp_p
     processes = Processes()
     with pytest.raises(RunFailed) as exc:
         cmd = live_peer("haproxy").command(PEERS["haproxy"].executable(), conf, tmp_path)
-        processes.start_peer("haproxy", cmd, free_ports(1)[0], tmp_path / "logs" / LOG, tmp_path / "logs" / LOG)
+        log = tmp_path / "logs" / live_peer("haproxy").output
+        processes.start_peer("haproxy", cmd, free_ports(1)[0], log, log)
     assert "haproxy did not start" in str(exc.value) and "http_req_rate" in str(exc.value)
     processes.stop_all()
     assert not _ours(tmp_path)
