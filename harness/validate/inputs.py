@@ -14,6 +14,7 @@ import httpx
 
 from harness.campaign.config_file import CampaignError
 from harness.campaign.peers import PEERS, Peer, PeerConfig, PeerError, peer
+from harness.campaign.peers.url import URL_PATTERN, reach
 from harness.campaign.policy_file import Limit, PolicyFile, PolicyKeys, Response, parse_policy
 
 from .checks import CheckVerdict
@@ -81,11 +82,10 @@ def reject_status(spec: Peer, config: PeerConfig) -> CheckVerdict:
 def check_url(url: str) -> str:
     """The URL without a trailing slash, once it answers HTTP (any status); a BadInput naming it
     when it does not, before anything starts."""
-    if not re.match(r"^https?://[^/\s]+", url):
+    if not re.match(URL_PATTERN, url):
         raise CampaignError(f"--url {url!r}: not an http:// or https:// URL")
     try:
-        with httpx.Client(timeout=3.0) as http:
-            http.get(url)
+        reach(url)
     except httpx.HTTPError as exc:
         raise CampaignError(f"--url {url}: unreachable ({exc.__class__.__name__}: {exc})") from None
     return url.rstrip("/")

@@ -22,6 +22,7 @@ SYSTEM = "url"
 STORE = "external"
 """The store its runs name: its state is wherever the user's endpoint keeps it."""
 REACH_TIMEOUT_S = 3.0
+URL_PATTERN = r"^https?://[^/\s]+"
 URL_ITEM = "{name: ..., url: ...}"
 URL_SUMMARY = ("any HTTP endpoint you already run (reject_status: [429], optional claims: {algorithm, limit, window_s, "
                "burst}); nothing started, judged client-side from the client log")
@@ -48,7 +49,7 @@ class UrlPeerEntry(StrictModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$", max_length=64)
     """Its runs are ``<scenario>__<name>``: letters, digits, dots and dashes."""
-    url: str = Field(pattern=r"^https?://[^/\s]+", max_length=2000)
+    url: str = Field(pattern=URL_PATTERN, max_length=2000)
     reject_status: list[int] = Field(default_factory=lambda: [429], min_length=1)
     """The statuses that mean "refused by the limiter"."""
     claims: Claims | None = None
@@ -84,6 +85,11 @@ class UrlPeer(Peer):
     def reachable(self) -> None:
         """Any HTTP answer will do; no answer is a PeerError naming the URL."""
         try:
-            httpx.get(self.url, timeout=REACH_TIMEOUT_S)
+            reach(self.url)
         except httpx.HTTPError as exc:
             raise PeerError(f"peer {self.name}: {self.url} is unreachable ({type(exc).__name__}: {exc})") from None
+
+
+def reach(url: str) -> None:
+    """One GET of ``url``: any HTTP answer will do; no answer raises httpx's error."""
+    httpx.get(url, timeout=REACH_TIMEOUT_S)
