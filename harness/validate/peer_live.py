@@ -63,7 +63,7 @@ def _row(metric: str, shown: str, threshold: str, passed: bool, message: str, fi
 def shape_verdicts(found: Refusal, refused: frozenset[int], fix: str) -> list[CheckVerdict]:
     if found.status is None:
         return [_row("live_refusal", "none", "a refusal", False, found.findings(refused)[0], None)]
-    kind = (found.content_type or "none").split(";")[0].strip()
+    kind = found.body_type or "none"
     rows = [
         _row("live_refusal_status", str(found.status), "429", found.status == 429,
              f"refused with {found.status} after {len(found.statuses) - 1} admitted requests at one key", fix),
@@ -72,7 +72,7 @@ def shape_verdicts(found: Refusal, refused: frozenset[int], fix: str) -> list[Ch
         _row("live_retry_after", found.retry_after or "none", "sent", found.retry_after_s is not None,
              f"Retry-After: {found.retry_after}" if found.retry_after else "no Retry-After: a client cannot tell when to retry",
              fix),
-        _row("live_no_store", found.cache_control or "none", "no-store", "no-store" in (found.cache_control or ""),
+        _row("live_no_store", found.cache_control or "none", "no-store", found.no_store,
              f"Cache-Control: {found.cache_control}" if found.cache_control else
              "no Cache-Control: a shared cache may serve one client's refusal to others", fix),
     ]

@@ -47,6 +47,15 @@ class Refusal:
     retry_status: int | None = None
     """The status of the one retry sent at Retry-After (None: not sent)."""
 
+    @property
+    def body_type(self) -> str | None:
+        """The refusal's media type, without parameters (None: no Content-Type)."""
+        return self.content_type.split(";")[0].strip() if self.content_type else None
+
+    @property
+    def no_store(self) -> bool:
+        return "no-store" in (self.cache_control or "")
+
     def findings(self, refused: frozenset[int] = frozenset({429})) -> list[str]:
         """What a client is not told, one phrase each; empty when the refusal says it all."""
         if self.status is None:
@@ -54,7 +63,7 @@ class Refusal:
         out = []
         if self.status != 429:
             out.append(f"it refuses with {self.status}, not 429: clients and CDNs read it as an outage")
-        kind = (self.content_type or "no Content-Type").split(";")[0].strip()
+        kind = self.body_type or "no Content-Type"
         if not kind.endswith("json"):
             out.append(f"its {self.status} is {kind}, not application/problem+json: a client cannot read why")
         if self.retry_after is None:
@@ -64,7 +73,7 @@ class Refusal:
         elif self.retry_status in refused:
             out.append(f"Retry-After {self.retry_after} lied: the retry sent {self.retry_after_s:g} s later was "
                        f"refused again ({self.retry_status})")
-        if "no-store" not in (self.cache_control or ""):
+        if not self.no_store:
             out.append("no Cache-Control: no-store: a shared cache may serve one client's refusal to others")
         return out
 
