@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .config_file import StrictModel, validate_model
+from .config_file import CampaignError, StrictModel, validate_model
 from .live import DownstreamSettings
 
 MAX_VIRTUAL_REQUESTS = 12_000_000
@@ -38,7 +38,10 @@ def settings_from_pairs(pairs: list[tuple[str, str]]) -> tuple[SystemSettings, D
     system's; an unknown key or a bad value raises CampaignError naming it."""
     system: dict[str, str] = {}
     downstream: dict[str, str] = {}
+    valid = (*SystemSettings.model_fields, *DOWNSTREAM_KEYS)
     for key, value in pairs:
+        if key not in valid:
+            raise CampaignError(f"--system {key}: unknown key; valid: {', '.join(valid)}")
         (downstream if key in DOWNSTREAM_KEYS else system)[key] = value
     return (validate_model(SystemSettings, system, "--system"),
             validate_model(DownstreamSettings, downstream, "--system"))

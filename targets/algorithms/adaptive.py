@@ -50,7 +50,7 @@ class Params:
     timeout_s: float = 0.25
     increase: float = 1.0
     hold_s: float = 0.1
-    """Retry-After hint, and how long the simulator holds a slot (it has no real latency)."""
+    """Retry-After hint (the simulator holds a slot until the simulated completion: harness/sim/system.py)."""
 
     def __post_init__(self) -> None:
         require_positive(self, "max_limit", "initial_limit", "min_limit", "smoothing", "tolerance",
