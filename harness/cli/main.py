@@ -140,11 +140,20 @@ SIM_COLUMNS = (
     Column("over-admission", "over-\nadm.", _over),
     Column("false admits", "false\nadm.", lambda r: f"{r['false_admits']:,}"),
     Column("false rejects", "false\nrej.", lambda r: f"{r['false_rejects']:,}"),
+    Column("P99 ms", "P99\nms", lambda r: _maybe(r.get("latency_p99_intended_ms"), "{:,.1f}")),
+    Column("sustained /s", "sust.\n/s", lambda r: _maybe(r.get("ramp_sustained_rps"), "{:,.0f}")),
+    Column("target cores", "target\ncores", lambda r: _maybe(r.get("target_cores"), "{:.2f}")),
+    Column("downstream util.", "down.\nutil.", lambda r: _maybe(r.get("downstream_utilisation"), "{:.0%}")),
 )
 
 
+def _maybe(value: float | None, form: str) -> str:
+    return "-" if value is None else form.format(value)
+
+
 def summary_table(rows: list[dict], out: Console, wide: bool = False) -> Table:
-    return fit_table("simulation summary (virtual time, memory store)", rows, SIM_COLUMNS, out, wide=wide)
+    return fit_table("simulation summary (virtual time, memory store; latency and CPU from the system model)",
+                     rows, SIM_COLUMNS, out, wide=wide)
 
 
 def main(argv: list[str] | None = None) -> int:

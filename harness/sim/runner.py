@@ -13,13 +13,14 @@ import pandas as pd
 import pyarrow as pa
 import yaml
 
+from analysis import ramp
 from analysis.latency import admitted_latency, latency_percentiles
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
 from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
-from contract.run_info import write_run_json
+from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
@@ -225,13 +226,20 @@ def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
             "phases": phases, "processes": served.spec.processes if served is not None else 1}
 
 
-def _system_row(result: Replay) -> dict[str, Any]:
-    """The summary's latency fields from the client log (the analysis's own functions), and the
-    system's: target cores used, downstream utilisation."""
+def _system_row(run: SimRun, result: Replay) -> dict[str, Any]:
+    """The summary's latency fields from the client log (the analysis's own functions: a ramp's
+    sustained rate too), and the system's: target cores used, downstream utilisation."""
     if result.served is None:
         return {}
     client = attempt_log(result)
-    return {**latency_percentiles(admitted_latency(client)), **result.served.measures()}
+    row = {**latency_percentiles(admitted_latency(client)), **result.served.measures()}
+    if run.scenario.split("-", 1)[0] == ramp.RAMP_SCENARIO:
+        info = _run_info(run, result)
+        row.update(ramp.measures(RunInfo(
+            status=RUN_OK, scenario=run.scenario, algorithm=run.algorithm, store=STORE,
+            policy=RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst),
+            scenario_params=info["scenario_params"], phases=tuple(Phase(**p) for p in info["phases"])), client)[0])
+    return row
 
 
 def _write_run(folder: ResultsFolder, run: SimRun, table: pa.Table, result: Replay) -> None:
@@ -277,7 +285,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         row.update(summarize(table.to_pandas(), run.policy.limit, run.policy.window_s))
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))
-        row.update(_system_row(result))
+        row.update(_system_row(run, result))
         row["kind"] = KIND_VIRTUAL
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
