@@ -226,7 +226,7 @@ def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
             "phases": phases, "processes": served.spec.processes if served is not None else 1}
 
 
-def _system_row(run: SimRun, result: Replay) -> dict[str, Any]:
+def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
     """The summary's latency fields from the client log (the analysis's own functions: a ramp's
     sustained rate too), and the system's: target cores used, downstream utilisation."""
     if result.served is None:
@@ -285,7 +285,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         row.update(summarize(table.to_pandas(), run.policy.limit, run.policy.window_s))
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))
-        row.update(_system_row(run, result))
+        row.update(system_row(run, result))
         row["kind"] = KIND_VIRTUAL
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
