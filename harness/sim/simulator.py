@@ -215,6 +215,8 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
     limit_of = getattr(store, "state", None) if algorithm.observe is not None else None
     finish = _finisher(store)
     path = Path(spec)
+    serve = path.serve
+    reactive = model is not None and model.reactive
     follow_ups: list[tuple[float, int, Request]] = []
     completions: list[tuple[float, int, str, float, float]] = []
     seq = 0
@@ -237,17 +239,17 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
         start = clock()
         d = store.decide(key, t, req.cost)
         micros.append((clock() - start) / 1000.0)
-        out = path.serve(t, req.client_id, d[0], d[4])
+        status, client_done, completed, rtt = serve(t, req.client_id, d[0], d[4])
         if d[0] and holds:
-            heapq.heappush(completions, (out.completed, seq, key, req.cost, out.rtt_s))
+            heapq.heappush(completions, (completed, seq, key, req.cost, rtt))
             seq += 1
         if limit_of is not None:
             limits.append(float(adaptive.current_limit(limit_of(key), store.params)))
         done.append(req)
         decisions.append(d)
-        if model is not None and model.reactive:
-            answer: Decision | Answer = d if out.status != UNAVAILABLE_STATUS else Answer(False, float(reset_seconds(d.reset_s)))
-            for follow in model.react(req._replace(t=out.client_done + spec.one_way_s), answer):
+        if reactive:
+            answer: Decision | Answer = d if status != UNAVAILABLE_STATUS else Answer(False, float(reset_seconds(d.reset_s)))
+            for follow in model.react(req._replace(t=client_done + spec.one_way_s), answer):
                 if key_of is not None and follow.headers is not None and follow.headers is not req.headers:
                     follow = follow._replace(key=key_of(follow.headers))
                 heapq.heappush(follow_ups, (follow.t, seq, follow))

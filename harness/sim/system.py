@@ -118,15 +118,9 @@ def serve_open(spec: SystemSpec, t: np.ndarray, client_id: list[str], allowed: n
     return Served(t - spec.one_way_s, answered + spec.one_way_s, status, process, cpu_done, downstream, spec)
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """One request through ``Path.serve``: its status, when its answer reaches the client, and
-    for an admitted one when the limiter hears of its completion and the latency it observes."""
-
-    status: int
-    client_done: float
-    completed: float
-    rtt_s: float
+Outcome = tuple[int, float, float, float]
+"""One request through ``Path.serve``: (status, when its answer reaches the client, when the
+limiter hears of its completion, the latency it observes). A plain tuple: built per request."""
 
 
 class Path:
@@ -145,22 +139,24 @@ class Path:
 
     def serve(self, t: float, client_id: str, allowed: bool, delay_s: float) -> Outcome:
         spec = self.spec
-        process = self._process_of.setdefault(client_id, len(self._process_of) % spec.processes)
+        process = self._process_of.get(client_id)
+        if process is None:
+            process = self._process_of[client_id] = len(self._process_of) % spec.processes
         cpu_done = self.target.serve(process, t)
         ready = cpu_done + spec.store_rtt_s
-        if not allowed:
-            outcome = Outcome(TOO_MANY, ready + spec.one_way_s, ready, 0.0)
-        else:
-            arrive = ready + delay_s
-            finished = self.downstream.serve(arrive)
-            status, end = (UNAVAILABLE_STATUS, arrive) if finished == UNAVAILABLE else (OK, finished)
-            outcome = Outcome(status, end + spec.one_way_s, end, end - (t + delay_s))
         self.sent.append(t - spec.one_way_s)
-        self.done.append(outcome.client_done)
-        self.status.append(outcome.status)
         self.process.append(process)
         self.cpu_done.append(cpu_done)
-        return outcome
+        if not allowed:
+            self.status.append(TOO_MANY)
+            self.done.append(ready + spec.one_way_s)
+            return (TOO_MANY, ready + spec.one_way_s, ready, 0.0)
+        arrive = ready + delay_s
+        finished = self.downstream.serve(arrive)
+        status, end = (UNAVAILABLE_STATUS, arrive) if finished == UNAVAILABLE else (OK, finished)
+        self.status.append(status)
+        self.done.append(end + spec.one_way_s)
+        return (status, end + spec.one_way_s, end, end - (t + delay_s))
 
     def served(self) -> Served:
         return Served(np.asarray(self.sent), np.asarray(self.done), np.asarray(self.status, dtype=np.int32),
