@@ -31,6 +31,7 @@ from .keys import KeyPolicy
 from .layers import Layer, build_layers, remote_stores
 from .metrics import Metrics
 from .middleware import RateLimitMiddleware
+from .readings import sampling
 from .siblings import Siblings, merge_counters
 
 JSON = "application/json"
@@ -81,7 +82,8 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
         if log is not None:
             log.start()
         try:
-            yield
+            async with sampling(layers):
+                yield
         finally:
             for _, store in remote_stores(layers):
                 await store.aclose()

@@ -70,6 +70,11 @@ def _read(limit: float, memo: Memo, now: float, reading: Reading, p: Params) -> 
     return limit, (memo[0], reading.cpu, reading.load)
 
 
+def _read_cpu(limit: float, memo: Memo, now: float, reading: Reading, p: Params) -> tuple[float, Memo]:
+    """The shown limit follows the reading at once: 0 while over the threshold."""
+    return (0.0 if reading.cpu > p.cpu_threshold else p.max_limit), (memo[0], reading.cpu, reading.load)
+
+
 def _check_load(p: Params) -> None:
     if not (math.isfinite(p.sentinel_load_threshold) and p.sentinel_load_threshold >= 0):
         raise refuse("sentinel_bbr", "sentinel_load_threshold", p.sentinel_load_threshold, ">= 0")
@@ -83,4 +88,4 @@ def _check_cpu(p: Params) -> None:
 SENTINEL_BBR = Rule("sentinel_bbr", "Alibaba Sentinel SystemRuleManager.java (checkBbr)", _fresh, _sample,
                     _check_load, admit=_admit_bbr, read=_read, reads=True)
 SENTINEL_CPU = Rule("sentinel_cpu", "Alibaba Sentinel SystemRuleManager.java (CPU usage)", _fresh, _sample,
-                    _check_cpu, admit=_admit_cpu, read=_read, reads=True)
+                    _check_cpu, admit=_admit_cpu, read=_read_cpu, reads=True)
