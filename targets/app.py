@@ -23,7 +23,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from .config import Factor, Health, TargetConfig
+from .config import Factor, OverrideHealth, TargetConfig
 from .decision_log import DecisionLog
 from .downstream import GONE, Downstream
 from .idempotency import IdempotencyMiddleware
@@ -57,7 +57,7 @@ class Target:
 
 class HealthUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    health: Health | None
+    health: OverrideHealth | None
     """None: back to the configured schedule."""
     factor: Factor = 1.0
 

@@ -26,6 +26,8 @@ from .algorithms.policy import Policy
 Scope = Literal["client", "ip", "user", "api_key", "tenant", "account", "global"]
 """Which identity a limit counts by. ``client`` is API key > authenticated user > client IP."""
 AdmittedHeaders = Literal["full", "draft", "none"]
+OverrideHealth = Literal["healthy", "degraded", "recovered", "outage"]
+"""What ``/_bench/health`` can switch to at run time (a phase with no parameters but a factor)."""
 Health = Literal["healthy", "degraded", "recovered", "outage", "stuck", "paused"]
 """Downstream phases: ``degraded`` multiplies the service time by its factor; during an
 ``outage`` every admitted request is answered 503 at once; ``stuck`` holds every call exactly
