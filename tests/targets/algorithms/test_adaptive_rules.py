@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.algorithms.adaptive import Params, current_limit, decide, observe, observe_reading, release
 from targets.algorithms.adaptive_rules import RULES, Reading
-from targets.algorithms.adaptive_rules.envoy import EPOCH, MIN_RTT, NEXT_MIN_RTT
+from targets.algorithms.adaptive_rules.envoy import EPOCH, MIN_RTT, NEXT_MIN_RTT, SAMPLES
 
 approx = pytest.approx
 
@@ -49,15 +49,16 @@ def test_gradient2_creeps_up_under_mild_overload():
 
 
 def test_aimd_halves_at_its_cap_then_climbs_back_one_by_one():
-    # backoff 0.5 at the cap 20: a slow sample -> floor(20 * 0.5) = 10, then +1 per fast sample
-    # (in flight 20 >= limit / 2) back to 20 after 10 samples; the next slow one halves again.
-    p = Params(max_limit=20, initial_limit=20, rule="aimd", backoff_ratio=0.5, timeout_s=0.2)
-    s = (20.0, 20.0, ())
+    # backoff 0.5 at the cap 21: a slow sample -> floor(21 * 0.5) = 10 (the source's integer
+    # limit), then +1 per fast sample (in flight 21 >= limit / 2) back to 21 after 11 samples;
+    # the next slow one halves again.
+    p = Params(max_limit=21, initial_limit=21, rule="aimd", backoff_ratio=0.5, timeout_s=0.2)
+    s = (21.0, 21.0, ())
     trace = []
-    for rtt in [0.3] + [0.1] * 10 + [0.3]:
-        s = observe((s[0], 20.0, s[2]), 0.0, rtt, p)
+    for rtt in [0.3] + [0.1] * 11 + [0.3]:
+        s = observe((s[0], 21.0, s[2]), 0.0, rtt, p)
         trace.append(s[0])
-    assert trace == [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 10]
+    assert trace == [10, 11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21, 10]
 
 
 def test_vegas_hand_computed_sequence():
@@ -75,6 +76,8 @@ def test_vegas_hand_computed_sequence():
     assert s[0] == 25
     s = saturated(s, 0.0, 0.0105, p)  # ceil(25 * (1 - 10/10.5)) = ceil(1.19) = 2 < 3: + 1 -> 26
     assert s[0] == 26
+    s = saturated(s, 0.0, 0.0102, p)  # ceil(26 * (1 - 10/10.2)) = ceil(0.51) = 1 <= 1: + 6 -> 32
+    assert s[0] == 32
     s = observe((26.0, 12.0, s[2]), 0.0, 0.05, p)  # 12 * 2 < 26: app-limited, no change
     assert s[0] == 26
 
@@ -121,6 +124,7 @@ def test_envoy_gradient_controller_trace_and_its_minrtt_remeasurement_after_a_st
     _, s = decide(s, 1.03, 0, p)       # minRTT timer (1.02): pinned at 3, 4 kept aside
     assert s[0] == 3 and s[2][EPOCH] == approx(1.02)
     s = observe(s, 1.04, 0.030, p)     # started at 1.01, before the measurement: ignored
+    assert s[2][SAMPLES] == ()
     s = observe(s, 1.06, 0.020, p)
     s = observe(s, 1.08, 0.020, p)     # min_rtt = 20 ms (the new normal), limit 4 again
     assert s[2][MIN_RTT] == 0.020 and s[0] == 4
@@ -186,6 +190,8 @@ def test_gozero_sheds_over_max_flight_while_hot_and_during_its_cool_off():
     d, s = decide(hot, 0.25, 1, p)
     assert not d.allowed and s[0] == approx(1.05) and s[2][3] == 0.25 and s[2][4] is True
     assert decide((100.0, 1.0, hot[2]), 0.25, 1, p)[0].allowed        # 1 in flight <= 1.05
+    calm = (100.0, 2.0, (buckets, 1.0, 0.95, -math.inf, False))
+    assert decide(calm, 0.25, 1, p)[0].allowed                        # average flying 1.0 <= 1.05
     cooling = observe_reading(s, 0.3, Reading(cpu=0.5), p)           # CPU back down ...
     # ... but dropped 0.55 s ago (< 1 s cool-off): still hot; factor clamp(5, 0.1, 1) = 1: 2.1
     assert decide((100.0, 2.0, cooling[2]), 0.8, 1, p)[0].allowed    # 2 > 2.1 is false
