@@ -45,8 +45,8 @@ class Params(ModelParams):
     timeout_ms: float = 1000.0
     period_s: float = 1.0
     pause_ms: float = 200.0
-    factor: float = 3.0
-    """kind=step: the new normal's service-time multiplier."""
+    factor: float = 1.5
+    """kind=step: the new normal's service-time multiplier (1.5 at load 0.5: still under capacity)."""
 
     def check(self) -> None:
         if self.kind not in KINDS:
