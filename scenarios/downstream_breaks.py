@@ -22,7 +22,8 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .base import LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+from .base import Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+from .unhealthy_downstream import legit_items
 
 Kind = Literal["timeout", "overload", "gc_pauses", "step", "errors"]
 KINDS = ("timeout", "overload", "gc_pauses", "step", "errors")
@@ -101,7 +102,4 @@ class DownstreamBreaks(TrafficModel):
             spans = [(0.0, p.break_at_s, base), (p.break_at_s, p.recover_at_s, p.overload * p.capacity_rps),
                      (p.recover_at_s, p.duration_s, base)]
         times = np.sort(np.concatenate([rng.uniform(a, b, rng.poisson(rate * (b - a))) for a, b, rate in spans]))
-        count = len(times)
-        ids = np.array([f"client-{i}" for i in rng.integers(0, p.clients, count)], dtype=object)
-        return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
-                                     np.full(count, "GET /api/items", dtype=object), np.ones(count))
+        return legit_items(times, rng, p.clients)
