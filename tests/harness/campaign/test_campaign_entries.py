@@ -97,7 +97,7 @@ def test_one_scenario_twice_on_the_command_line_exits_2(capsys):
      "scenarios[retry_storm].params: backoff must be one of none, fixed, exponential"),
     ("run", [{"name": "steady", "stores": ["memroy"]}], {}, "scenarios[steady].stores[memroy]: Input should be 'memory', 'redis',"),
     ("run", [{"name": "steady", "colour": "red"}], {},
-     "scenarios[steady].colour: unknown field; valid: name, label, params, policy, algorithms, stores, target"),
+     "scenarios[steady].colour: unknown field; valid: name, label, params, policy, algorithms, algorithm_params, stores, target"),
     ("simulate", [{"name": "steady", "stores": ["memory"]}], {}, "scenarios[steady].stores: only live campaigns"),
     ("simulate", ["steady"], {"params": {"token_bucket": {"size": 3}}},
      "params.token_bucket: unknown parameter 'size' for token_bucket; valid: capacity, rate"),
