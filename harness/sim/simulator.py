@@ -27,6 +27,7 @@ from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
 from scenarios.fleet import Fleet, assign_nodes, fleet_of
 from targets.algorithms import Algorithm, Decision, Policy, adaptive, build_params, get_algorithm
+from targets.algorithms.adaptive_rules import Reading
 from targets.algorithms.base import decided_at
 from targets.config import DownstreamConfig, KeyConfig
 from targets.downstream import OUTAGE
@@ -40,6 +41,8 @@ from .cluster_store import ClusterStore
 from .system import UNAVAILABLE_STATUS, Path, Served, SystemSpec, serve_open, system_for
 
 NODE, STORE = "sim", "memory"
+READING_S = 0.25
+"""Model seconds between CPU/load readings (the live target's sampler: targets/readings.py)."""
 GLOBAL_KEY = "global"
 """The one key of a limiter that guards the downstream as a whole (adaptive: scope ``global`` live)."""
 LIVE_PEER = "127.0.0.1"
@@ -209,13 +212,10 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
     limit's scope is ``global``)."""
     model = None if isinstance(traffic, Arrivals) else traffic
     planned, key_of = _requests(traffic)
-    algorithm = store.algorithm
-    holds = algorithm.release is not None or algorithm.observe is not None
-    scope_key = GLOBAL_KEY if algorithm.observe is not None else None
-    limit_of = getattr(store, "state", None) if algorithm.observe is not None else None
-    finish = _finisher(store)
-    path = Path(spec)
-    serve = path.serve
+    observes, holds = store.algorithm.observe is not None, store.algorithm.release is not None
+    scope_key, limit_of = (GLOBAL_KEY, getattr(store, "state", None)) if observes else (None, None)
+    finish, path = _finisher(store), Path(spec)
+    readings, serve = _Readings(store, path), path.serve
     reactive = model is not None and model.reactive
     follow_ups: list[tuple[float, int, Request]] = []
     completions: list[tuple[float, int, str, float, float]] = []
@@ -235,12 +235,14 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
         while completions and completions[0][0] <= t:
             end, _, key, cost, rtt = heapq.heappop(completions)
             finish(key, end, cost, rtt)
+        if readings.due <= t:
+            readings.until(t)
         key = scope_key or req.key
         start = clock()
         d = store.decide(key, t, req.cost)
         micros.append((clock() - start) / 1000.0)
         status, client_done, completed, rtt = serve(t, req.client_id, d[0], d[4])
-        if d[0] and holds:
+        if d[0] and (holds or observes):
             heapq.heappush(completions, (completed, seq, key, req.cost, rtt))
             seq += 1
         if limit_of is not None:
@@ -258,6 +260,28 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
     failed = served.status == UNAVAILABLE_STATUS
     return Replay(_decided(Arrivals.from_requests(done)), decisions, micros, store.evictions,
                   failed.tolist() if failed.any() or spec.downstream.schedule else None, served, limits or None)
+
+
+class _Readings:
+    """CPU/load readings for the rules that read them (``adaptive.reads``), every READING_S of
+    model time as the live target samples its process: ``cpu`` the target processes' mean busy
+    share over the last interval, ``load`` the cores they kept busy (the host's run queue)."""
+
+    def __init__(self, store: ReplayStore, path: Path) -> None:
+        observe = getattr(store, "observe_reading", None)
+        reads = store.algorithm.observe_reading is not None and observe is not None and adaptive.reads(store.params)
+        self.observe = observe
+        self.path = path
+        self.due = READING_S if reads else math.inf
+        self.busy = 0.0
+
+    def until(self, now: float) -> None:
+        processes = self.path.spec.processes
+        while self.due <= now:
+            cores = (self.path.busy_s - self.busy) / READING_S
+            self.busy = self.path.busy_s
+            self.observe(self.due, Reading(cpu=cores / processes, load=cores))
+            self.due += READING_S
 
 
 def _finisher(store: ReplayStore) -> Callable[[str, float, float, float], None]:
