@@ -13,9 +13,10 @@ from pydantic import Field
 from .config_file import CampaignError, StrictModel, validate_model
 from .live import DownstreamSettings
 
-MAX_VIRTUAL_REQUESTS = 12_000_000
-"""Requests one simulated run may hold: about 300 bytes each across the arrivals, decisions and
-logs keeps the largest run under 4 GiB (the 1,000,000/s campaign runs 10 million)."""
+MAX_VIRTUAL_REQUESTS = 2_000_000
+"""Requests one simulated run may hold: a run keeps its arrivals, decisions and both logs in
+memory, ~1.7 KB a request at its peak (campaigns/throughput-50k.yaml: 2.9 GB resident for 1.65
+million), so 2 million stay under 4 GiB. Beyond it the logs would have to be written in parts."""
 
 
 class SystemSettings(StrictModel):
