@@ -186,3 +186,16 @@ def test_a_closed_loop_retry_is_sent_after_its_answer_arrives():
     assert same.sum() > 100  # retries there are
     assert (gap[same] >= -1e-9).all()
     assert (client["done_t"] - client["sent_t"]).min() >= 0.005 + 2 * 0.001 - 1e-9
+
+
+def test_a_queueing_leaky_bucket_delays_the_request_before_the_downstream():
+    """Capacity 1, 10 per second, queue mode: three requests at t = 0 are admitted with delays
+    0, 100 and 200 ms (as live, the target sleeps them), then served 10 ms each by a free slot:
+    answers at 10, 110 and 210 ms (no CPU, no network)."""
+    policy = Policy(10, 1, 1)
+    params = build_params("leaky_bucket", policy, {"mode": "queue", "max_delay_s": "1"})
+    t = np.zeros(3)
+    traffic = Arrivals.from_columns(t, ["c"] * 3, ["legit"] * 3, ["GET /api/items"] * 3, np.ones(3))
+    result = replay_on(MemoryStore(get_algorithm("leaky_bucket"), params), traffic, SystemSpec(fixed(4, 10)))
+    assert [round(d.delay_s, 6) for d in result.decisions] == [0.0, 0.1, 0.2]
+    assert np.round(result.served.done_t, 6).tolist() == [0.01, 0.11, 0.21]
