@@ -140,10 +140,12 @@ SIM_COLUMNS = (
     Column("over-admission", "over-\nadm.", _over),
     Column("false admits", "false\nadm.", lambda r: f"{r['false_admits']:,}"),
     Column("false rejects", "false\nrej.", lambda r: f"{r['false_rejects']:,}"),
-    Column("P99 ms", "P99\nms", lambda r: _maybe(r.get("latency_p99_intended_ms"), "{:,.1f}")),
-    Column("sustained /s", "sust.\n/s", lambda r: _maybe(r.get("ramp_sustained_rps"), "{:,.0f}")),
-    Column("target cores", "target\ncores", lambda r: _maybe(r.get("target_cores"), "{:.2f}")),
-    Column("downstream util.", "down.\nutil.", lambda r: _maybe(r.get("downstream_utilisation"), "{:.0%}")),
+)
+SYSTEM_COLUMNS = (
+    Column("P99 ms", "P99\nms", lambda r: _maybe(r.get("latency_p99_intended_ms"), "{:,.0f}")),
+    Column("sust./s", "sust.\n/s", lambda r: _maybe(r.get("ramp_sustained_rps"), "{:,.0f}")),
+    Column("cores", "target\ncores", lambda r: _maybe(r.get("target_cores"), "{:.1f}")),
+    Column("util.", "down.\nutil.", lambda r: _maybe(r.get("downstream_utilisation"), "{:.0%}")),
 )
 
 
@@ -152,8 +154,11 @@ def _maybe(value: float | None, form: str) -> str:
 
 
 def summary_table(rows: list[dict], out: Console, wide: bool = False) -> Table:
-    return fit_table("simulation summary (virtual time, memory store; latency and CPU from the system model)",
-                     rows, SIM_COLUMNS, out, wide=wide)
+    """The system model's columns (P99, a ramp's sustained rate, target cores, downstream
+    utilisation) when the rows have them."""
+    system = any(r.get("target_cores") is not None for r in rows)
+    return fit_table("simulation summary (virtual time, memory store" + ("; latency and CPU from the system model)" if system else ")"),
+                     rows, SIM_COLUMNS + (SYSTEM_COLUMNS if system else ()), out, wide=wide)
 
 
 def main(argv: list[str] | None = None) -> int:
