@@ -47,3 +47,15 @@ def test_promises_are_never_checked_across_requests_in_flight():
     a = Answer("k", 0.0, 0.5, 200, LimitFields(remaining=1, form="x-ratelimit"))
     b = Answer("k", 0.1, 0.2, 429)  # sent before a was answered: it may have been decided first
     assert header_truth([a, b]).remaining.text() == "n/a (never checkable)"
+
+
+def test_the_worst_case_counts_only_runs_proven_inside_one_window():
+    from analysis.worst_case import worst_case
+    # key k: 3 admitted in [0, 0.51], a refusal, 2 more at 0.95 and 1.2 (answered 0.01 s later)
+    answers = [ans(0.0, 200), ans(0.25, 200), ans(0.5, 200), ans(0.6, 429), ans(0.95, 200), ans(1.2, 200)]
+    assert worst_case(answers, 1.0).admitted == 4  # 0.25 .. 1.21: 0.96 s; 0.0 .. 0.96 is 0.96 s too
+    assert worst_case(answers, 0.9).admitted == 3  # every run of 4 spans 0.96 s
+    edge = worst_case(answers, 1.0)
+    assert (edge.key, edge.first_sent, round(edge.last_done, 9)) == ("k", 0.0, 0.96)  # the evidence: the first run
+    other = Answer("other", 0.0, 0.01, 200)
+    assert worst_case([*answers, other], 0.5).key == "k"
