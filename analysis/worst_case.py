@@ -24,7 +24,8 @@ class WorstCase:
 
 def worst_case(answers: Iterable[Answer], window_s: float) -> WorstCase:
     """Max over keys and runs of admitted answers with last ``done`` - first ``sent`` < ``window_s``
-    (two pointers over each key's admitted answers, in order sent)."""
+    (two pointers over each key's admitted answers, in order sent); of equal runs the shortest,
+    the most convincing evidence."""
     best = WorstCase(0)
     for key, keyed in by_key(answers).items():
         admitted = [a for a in keyed if a.allowed]
@@ -33,6 +34,7 @@ def worst_case(answers: Iterable[Answer], window_s: float) -> WorstCase:
             j = max(j, i)
             while j + 1 < len(admitted) and admitted[j + 1].done - first.sent < window_s:
                 j += 1
-            if admitted[j].done - first.sent < window_s and j - i + 1 > best.admitted:
-                best = WorstCase(j - i + 1, key, first.sent, admitted[j].done)
+            found = WorstCase(j - i + 1, key, first.sent, admitted[j].done)
+            if found.span_s < window_s and (found.admitted, -found.span_s) > (best.admitted, -best.span_s):
+                best = found
     return best

@@ -55,6 +55,7 @@ class Hunt:
     def __init__(self, endpoint: Endpoint, max_wait_s: float = 30.0, first_burst: int = 400) -> None:
         self.endpoint, self.max_wait_s, self.first_burst = endpoint, max_wait_s, first_burst
         self.keys = 0
+        self.refusal: Answer | None = None
 
     def fresh(self) -> int:
         self.keys += 1
@@ -96,7 +97,7 @@ class Hunt:
         first = self.burst(key, "learn", self.first_burst)
         if first[-1].allowed:
             raise NoLimit(f"no limit found within {len(first)} requests of one key")
-        t0 = first[0].sent
+        self.refusal, t0 = first[-1], first[0].sent
         refused_at, back = self.probe_back(key, t0, fine)
         again = self.burst(key, "learn", max(2, len(first) // 2))
         if sum(a.allowed for a in again) < len(first) // 2:
@@ -117,8 +118,27 @@ class Hunt:
 
     def learn(self) -> Learned:
         limit, back, pace = self.learn_key(None)
+        if self.refusal is not None:
+            self.check_fields(self.refusal)
         _, fine, _ = self.learn_key(back)
         return Learned(limit, (max(back[0], fine[0]), min(back[1], fine[1])) if fine[0] < back[1] else back, pace)
+
+    def check_fields(self, refusal: Answer) -> None:
+        """Test what a refusal promises on fresh keys, each saturated and then sent one request
+        exactly when its own refusal promised: at its Retry-After (admitted?) and, when the reset
+        says another time, at the reset (admitted with the whole quota?). The header truth reads them."""
+        f = refusal.fields
+        kinds = [k for k in ("retry_after_s", "reset_s") if getattr(f, k) is not None]
+        if f.retry_after_s is not None and f.reset_s == f.retry_after_s:
+            kinds = ["retry_after_s"]
+        for kind in kinds:
+            key = self.fresh()
+            first = self.burst(key, "check-fields", self.first_burst)
+            wait = getattr(first[-1].fields, kind)
+            if first[-1].allowed or wait is None or wait > self.max_wait_s:
+                continue
+            self.endpoint.sleep_until(first[-1].done + wait)
+            self.endpoint.send(key, "check-fields")
 
     def aligned_edge(self, limit: int, window_s: float, pace: float) -> None:
         """``limit`` just before the next multiple of W since the epoch, ``limit`` just after."""
@@ -152,12 +172,3 @@ def fingerprint_of(answers: list[Answer]) -> list[Fit]:
     windows = [a.fields.window_s for a in answers if a.fields.window_s]
     return fingerprint(seen(answers), limits[-1] if limits else None, windows[-1:])
 
-
-def judge_session(endpoint: Endpoint, max_wait_s: float = 30.0) -> list[Fit]:
-    """Learn, fingerprint, hunt both edges at the fitted L and W; the fingerprint of everything."""
-    hunt = Hunt(endpoint, max_wait_s)
-    learned = hunt.learn()
-    best = fingerprint_of([s.answer for s in endpoint.log])[0]
-    limit = max(1, round(best.policy.limit))
-    hunt.first_hit_edge(limit, best.policy.window_s, learned.per_request_s, meanwhile=best.policy.window_s)
-    return fingerprint_of([s.answer for s in endpoint.log])
