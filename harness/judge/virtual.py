@@ -46,7 +46,7 @@ class VirtualEndpoint:
                                                              self._params)
         self._clock = done = sent + self.service_s
         fields = LimitFields()
-        if self.headers:
+        if self.headers and math.isfinite(decision.remaining):  # ``none`` has nothing to tell
             fields = LimitFields(None if decision.allowed else max(1.0, math.ceil(decision.retry_after_s)),
                                  self.policy.limit, self.policy.window_s, math.floor(decision.remaining),
                                  math.ceil(decision.reset_s), "ietf-list")
