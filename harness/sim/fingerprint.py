@@ -166,10 +166,16 @@ def limit_seeds(seen: Sequence[Seen], hinted: Iterable[float]) -> list[float]:
     return list(dict.fromkeys(seeds)) or [1.0]
 
 
+TOLD_SLACK = 1
+"""How many more decisions the numbers an endpoint states may miss than the best fit and still be
+the fit: a client's timing can flip one decision on a token's or a window's very edge."""
+
+
 def fit_model(model: str, seen: Sequence[Seen], limits: Sequence[float], windows: Sequence[float],
-              misses: int) -> Fit | None:
-    """The best (L, W) of one model on the grid, then W refined in 0.2% steps around it; None when
-    no candidate misses ``misses`` decisions or fewer."""
+              misses: int, told: tuple[float, float] | None = None) -> Fit | None:
+    """The best (L, W) of one model on the grid, then W refined in 0.2% steps around it; the L and
+    W the endpoint ``told`` instead when they miss at most ``TOLD_SLACK`` more. None when no
+    candidate misses ``misses`` decisions or fewer."""
     def policy(limit: float, window: float) -> Policy:
         return Policy(limit, window, limit) if model not in IN_FLIGHT else Policy(limit, 1.0, limit)
 
@@ -189,6 +195,10 @@ def fit_model(model: str, seen: Sequence[Seen], limits: Sequence[float], windows
             agreed = agreement(model, policy(L, w), seen, misses - 1)
             if agreed > best[0]:
                 best, misses = (agreed, L, w), len(seen) - agreed
+        if told is not None and (best[1], best[2]) != told:
+            agreed = agreement(model, policy(*told), seen, misses + TOLD_SLACK)
+            if agreed >= best[0] - TOLD_SLACK:
+                best = (agreed, *told)
     return Fit(model, policy(best[1], best[2]), best[0], len(seen))
 
 
@@ -206,7 +216,8 @@ def fingerprint(seen: Iterable[Seen], limit_hint: float | None = None, window_hi
     fits: list[Fit] = []
     bound = len(ordered)
     for model in models:
-        fit = fit_model(model, ordered, limits, refills if model in BUCKETED else windows, bound)
+        told = (limit_hint, window_hints[0]) if limit_hint and window_hints else None
+        fit = fit_model(model, ordered, limits, refills if model in BUCKETED else windows, bound, told)
         if fit is not None:
             fits.append(fit)
             bound = min(bound, fit.decisions - fit.agreed + math.ceil(slack * len(ordered)))

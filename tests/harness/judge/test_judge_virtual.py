@@ -31,7 +31,7 @@ def test_the_fingerprint_names_each_model_without_headers_and_the_hunt_finds_its
         assert v.ratio >= 1.9
     if v.bound is not None:
         assert v.ratio <= v.bound
-    assert len({s.answer.key for s in endpoint.log}) == 4  # two learning keys and each hunt on keys of their own
+    assert 4 <= len({s.answer.key for s in endpoint.log}) <= 5  # learning, each hunt (and one more try) on keys of their own
 
 
 def test_header_truth_is_measured_on_answers_that_carry_fields():
