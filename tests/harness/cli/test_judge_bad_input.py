@@ -18,7 +18,7 @@ class Misbehaving(BaseHTTPRequestHandler):
 
     hits = 0
 
-    def do_GET(self) -> None:  # noqa: N802 -- http.server's name
+    def do_GET(self) -> None:
         type(self).hits += 1
         if self.path == "/slow":
             time.sleep(1.0)
