@@ -117,8 +117,9 @@ def check_reset(answers: Sequence[Answer], truth: HeaderTruth) -> None:
         due = a.done + a.fields.reset_s
         later = answers[i + 1:]
         early = next((b for b in later if b.allowed), None)
-        if early is not None and early.done < due:
-            truth.reset_early_s = max(truth.reset_early_s, due - early.done)
+        if early is not None and early.sent < due:  # admitted before the reset: it spent the quota
+            if early.done < due:
+                truth.reset_early_s = max(truth.reset_early_s, due - early.done)
             continue
         first = next((b for b in later if b.sent >= due), None)
         if first is None:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from analysis.header_truth import Answer
+from analysis.header_truth import Answer, header_truth
 from harness.sim.fingerprint import Fit, Seen, fingerprint
 
 from .endpoint import Endpoint, JudgeError
@@ -128,19 +128,23 @@ class Hunt:
         start = self.endpoint.now()
         limit, back, pace = self.learn_key(None)
         if self.refusal is not None:
-            self.check_fields(self.refusal)
-        self.endpoint.sleep_until(start + 1.5 * back[1])
+            self.check_fields(self.refusal, [s.answer for s in self.endpoint.log])
+        half = start + 0.5 * back[1]
+        self.endpoint.sleep_until(half + math.ceil((self.endpoint.now() - half) / back[1]) * back[1])
         _, fine, _ = self.learn_key(back)
         return Learned(limit, (max(back[0], fine[0]), min(back[1], fine[1])) if fine[0] < back[1] else back, pace)
 
-    def check_fields(self, refusal: Answer) -> None:
+    def check_fields(self, refusal: Answer, so_far: list[Answer]) -> None:
         """Test what a refusal promises on fresh keys, each saturated and then sent one request
         exactly when its own refusal promised: at its Retry-After (admitted?) and, when the reset
-        says another time, at the reset (admitted with the whole quota?). The header truth reads them."""
-        f = refusal.fields
-        kinds = [k for k in ("retry_after_s", "reset_s") if getattr(f, k) is not None]
+        says another time, at the reset (admitted with the whole quota?); a promise the first
+        key's probes already tested (``so_far``) is not tested again. The header truth reads them."""
+        f, truth = refusal.fields, header_truth(so_far)
+        tested = {"retry_after_s": truth.retry_after.kept + truth.retry_after.broken,
+                  "reset_s": truth.reset.kept + truth.reset.broken}
+        kinds = [k for k in ("retry_after_s", "reset_s") if getattr(f, k) is not None and not tested[k]]
         if f.retry_after_s is not None and f.reset_s == f.retry_after_s:
-            kinds = ["retry_after_s"]
+            kinds = kinds[:1]
         for kind in kinds:
             key = self.fresh()
             first = self.burst(key, "check-fields", self.first_burst)
@@ -153,7 +157,7 @@ class Hunt:
     def aligned_edge(self, limit: int, window_s: float, pace: float) -> None:
         """``limit`` just before the next multiple of W since the epoch, ``limit`` just after."""
         e, key, m = self.endpoint, self.fresh(), MARGIN * window_s
-        edge = math.ceil((e.now() + 2 * limit * pace + 2 * m) / window_s) * window_s
+        edge = next_edge(e.now(), limit, window_s, pace)
         e.sleep_until(edge - m - 2 * limit * pace)  # early is harmless, late spills past the edge
         self.burst(key, "hunt-clock-edge", limit)
         e.sleep_until(edge + m)
@@ -176,7 +180,7 @@ class Hunt:
         e, key, m = self.endpoint, self.fresh(), MARGIN * window_s
         opened = e.send(key, "hunt-first-edge")
         before = opened.sent + window_s - m - 2 * (limit - 1) * pace
-        if meanwhile and e.now() + 2 * limit * pace + meanwhile * (1 + 4 * MARGIN) < before:
+        if meanwhile and next_edge(e.now(), limit, meanwhile, pace) + (MARGIN * meanwhile + 4 * limit * pace) < before:
             self.aligned_edge(limit, meanwhile, pace)
             meanwhile = 0.0
         e.sleep_until(before)
@@ -185,6 +189,11 @@ class Hunt:
         self.after_edge(key, "hunt-first-edge", limit, window_s, pace)
         if meanwhile:
             self.aligned_edge(limit, meanwhile, pace)
+
+
+def next_edge(now: float, limit: int, window_s: float, pace: float) -> float:
+    """The first multiple of W since the epoch far enough ahead for ``limit`` requests before it."""
+    return math.ceil((now + 2 * limit * pace + 2 * MARGIN * window_s) / window_s) * window_s
 
 
 def fingerprint_of(answers: list[Answer]) -> list[Fit]:

@@ -59,3 +59,10 @@ def test_the_worst_case_counts_only_runs_proven_inside_one_window():
     assert (edge.key, edge.first_sent, round(edge.last_done, 9)) == ("k", 0.0, 0.96)  # the evidence: the first run
     other = Answer("other", 0.0, 0.01, 200)
     assert worst_case([*answers, other], 0.5).key == "k"
+
+
+def test_a_request_admitted_across_the_reset_leaves_the_reset_unchecked():
+    # reset due at 1.01; a request sent at 1.0 and answered at 1.02 spent quota: the next is not judged
+    answers = [ans(0.0, 429, reset_s=1.0), Answer("k", 1.0, 1.02, 200), ans(1.05, 200, remaining=8, limit=10)]
+    truth = header_truth(answers)
+    assert truth.reset.kept + truth.reset.broken == 0 and truth.reset_early_s == 0
