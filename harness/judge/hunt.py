@@ -15,7 +15,6 @@ both are always tried (the hunt does not trust one fingerprint), each on its own
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from analysis.header_truth import Answer, header_truth
 from harness.sim.fingerprint import Fit, Seen, fingerprint
@@ -32,16 +31,6 @@ MARGIN = 0.04
 
 class NoLimit(JudgeError):
     """No refusal within the requests the cap allows."""
-
-
-@dataclass
-class Learned:
-    limit: int
-    """The most a fresh key was admitted before its first refusal."""
-    back_s: tuple[float, float]
-    """A key's quota came back between these delays after its first request."""
-    per_request_s: float
-    """How long one request took, sequentially: the pace of a burst."""
 
 
 def seen(answers: list[Answer]) -> list[Seen]:
@@ -95,8 +84,9 @@ class Hunt:
                 return refused_at, answer
             refused_at = answer.done
 
-    def learn_key(self, fine: tuple[float, float] | None) -> tuple[int, tuple[float, float], float]:
-        """One key saturated, probed until admitted, saturated again: (first run, back between, pace)."""
+    def learn_key(self, fine: tuple[float, float] | None) -> tuple[tuple[float, float], float]:
+        """One key saturated, probed until admitted, saturated again: (when its quota came back,
+        between two delays after its first request; how long one request took, a burst's pace)."""
         key = self.fresh()
         first = self.burst(key, "learn", self.first_burst)
         if first[-1].allowed:
@@ -108,7 +98,7 @@ class Hunt:
             gap = back.done - first[-1].done
             self.refill(key, gap, max(back.done - t0, 1.0))
         pace = (first[-1].done - t0) / len(first)
-        return len(first) - 1, (refused_at - t0, back.done - t0), pace
+        return (refused_at - t0, back.done - t0), pace
 
     def refill(self, key: int, gap: float, longest: float) -> None:
         """The quota came back a little (about a token per ``gap``): let the key rest 3 gaps, then
@@ -121,18 +111,19 @@ class Hunt:
             e.sleep_until(e.now() + rest)
             self.burst(key, "learn", self.first_burst)
 
-    def learn(self) -> Learned:
+    def learn(self) -> float:
         """Two keys, the second started half a window after the first came back: windows opened by
         a first request bring each back a whole W after its start, clock-aligned ones bring them
-        back at edges a whole W apart. (Started one W apart, both kinds would look alike.)"""
+        back at edges a whole W apart. (Started one W apart, both kinds would look alike.) Returns
+        a burst's pace: how long one request took."""
         start = self.endpoint.now()
-        limit, back, pace = self.learn_key(None)
+        back, pace = self.learn_key(None)
         if self.refusal is not None:
             self.check_fields(self.refusal, [s.answer for s in self.endpoint.log])
         half = start + 0.5 * back[1]
         self.endpoint.sleep_until(half + math.ceil((self.endpoint.now() - half) / back[1]) * back[1])
-        _, fine, _ = self.learn_key(back)
-        return Learned(limit, (max(back[0], fine[0]), min(back[1], fine[1])) if fine[0] < back[1] else back, pace)
+        self.learn_key(back)
+        return pace
 
     def check_fields(self, refusal: Answer, so_far: list[Answer]) -> None:
         """Test what a refusal promises on fresh keys, each saturated and then sent one request

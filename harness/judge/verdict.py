@@ -54,14 +54,14 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
     hunt = Hunt(endpoint, max_wait_s)
     start = endpoint.now()
     try:
-        learned = hunt.learn()
+        pace = hunt.learn()
     except CapReached:
         if all(s.answer.allowed for s in endpoint.log):
             raise NoLimit(f"no limit found within {len(endpoint.log)} requests (--max-requests)") from None
         raise JudgeError(f"the request cap ({len(endpoint.log)}) was reached before the window was learned; "
                          "raise --max-requests") from None
     first = fingerprint_of([s.answer for s in endpoint.log])[0]
-    pace, capped = learned.per_request_s, False
+    capped = False
     try:
         hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
                             meanwhile=first.policy.window_s)
