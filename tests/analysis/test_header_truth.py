@@ -66,3 +66,10 @@ def test_a_request_admitted_across_the_reset_leaves_the_reset_unchecked():
     answers = [ans(0.0, 429, reset_s=1.0), Answer("k", 1.0, 1.02, 200), ans(1.05, 200, remaining=8, limit=10)]
     truth = header_truth(answers)
     assert truth.reset.kept + truth.reset.broken == 0 and truth.reset_early_s == 0
+
+
+def test_a_retry_is_not_judged_when_an_admission_before_it_spent_the_quota():
+    # Retry-After 0.5 overstated: admitted at 0.2 spends the one slot, the retry at 0.6 refused
+    answers = [ans(0.0, 429, retry_after_s=0.5), ans(0.2, 200), ans(0.6, 429)]
+    tally = header_truth(answers).retry_after
+    assert tally.kept + tally.broken == 0
