@@ -110,7 +110,7 @@ def layout(fmt: str) -> Layout | None:
 
 def compile_format(fmt: str) -> tuple[re.Pattern[str], list[str | None], str]:
     """One regex for the whole line (a variable matches up to the next literal character; inside
-    quotes, escaped quotes included; the last one, to the end of its word),
+    quotes, escaped quotes included; the last one, to the end of the line),
     alternated with ``(.*)`` so a line that does not match is kept, and counted, in place."""
     time_variable = check_variables(fmt, "log_format")
     parts, fields, pos = [], [], 0
@@ -119,7 +119,7 @@ def compile_format(fmt: str) -> tuple[re.Pattern[str], list[str | None], str]:
         parts.append(re.escape(fmt[pos:m.start()]))
         following = fmt[m.end():matches[i + 1].start()] if i + 1 < len(matches) else fmt[m.end():]
         stop = following[:1]
-        parts.append(_QUOTED if stop == '"' else f"([^{re.escape(stop)}\\n]*)" if stop else r"(\S*)")
+        parts.append(_QUOTED if stop == '"' else f"([^{re.escape(stop)}\\n]*)" if stop else "(.*)")
         fields.append(field_of(m.group(1) or m.group(2)))
         pos = m.end()
     parts.append(re.escape(fmt[pos:]))

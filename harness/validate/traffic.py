@@ -1,0 +1,212 @@
+"""`validate --traffic LOG`: whom each candidate policy would have refused, had it been live
+when the log was written.
+
+Every policy's limits are replayed on the log's requests in time order through the simulator's
+stores (``sim.deployment``: the policy's store, nodes and divisions), limit after limit: a request
+refused by one limit is not offered to the next, and a request admitted by one has spent its
+quota there even if a later one refuses it (the Redis layers' order; memory layers peek first,
+so for several memory limits the refusals here are an upper bound).
+
+A log with whole-second times cannot order the requests of one second: each policy is then
+judged twice, with each second's requests spread evenly over it and packed at its start, and
+the two answers are the bounds.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from analysis.metrics import max_window_cost
+from harness.campaign.key_classes import OTHER, KeyClass
+from harness.campaign.log_traffic import LogTraffic
+from harness.campaign.policy_file import Limit, PolicyFile
+from harness.sim.cluster_store import ClusterStore
+from targets.algorithms import get_algorithm
+
+from .sim import deployment
+
+REPLAY_BLOCK = 1 << 16
+TOP_KEYS = 10
+TIME_BINS = (1, 10, 60, 300, 900, 3600, 21600, 86400)
+"""Chart bin widths (s): the smallest that gives at most ~120 bins over the log's span."""
+
+
+@dataclass(frozen=True)
+class RouteRow:
+    route: str
+    requests: int
+    refused: int
+
+
+@dataclass(frozen=True)
+class KeyRow:
+    key: str
+    requests: int
+    refused: int
+    worst_burst: float
+    """The most requests (cost) this key sent in any window of its first limit, / that limit."""
+    limit: str
+
+
+@dataclass(frozen=True)
+class ClassRow:
+    name: str
+    requests: int
+    refused: int
+    max_refused: float | None
+
+    @property
+    def share(self) -> float:
+        return self.refused / self.requests if self.requests else 0.0
+
+    @property
+    def passed(self) -> bool:
+        return self.max_refused is None or self.share <= self.max_refused
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """One policy judged on the log under one timing (``exact``, or the bounds ``spread`` and ``packed``)."""
+
+    policy: str
+    timing: str
+    requests: int
+    refused: int
+    keys: int
+    keys_refused: int
+    by_route: list[RouteRow]
+    bin_s: int
+    bin_start: float
+    requests_per_bin: list[int]
+    refused_per_bin: list[int]
+    top_keys: list[KeyRow]
+    classes: list[ClassRow] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(c.passed for c in self.classes)
+
+
+class _Keys:
+    """The log's keys under one limit kind: a code per request and the key text per code."""
+
+    def __init__(self, traffic: LogTraffic, policy: PolicyFile, limit: Limit) -> None:
+        by_identity = traffic.keys(limit.key, policy.keys.trusted_proxies or 0, policy.keys.ipv6_prefix or 128)
+        self.names, codes = np.unique(by_identity.astype(str), return_inverse=True)
+        self.code = codes[traffic.identity]
+
+
+def replay_allowed(store: ClusterStore, keys: np.ndarray, t: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """The store's decisions on requests in time order, kept as one bool each (not the decision
+    tuples: a block at a time, so memory stays flat). Keys are the keys' integer codes: a store
+    only hashes them, and five million key strings would cost more than the whole log's columns."""
+    allowed = np.empty(len(t), dtype=bool)
+    for first in range(0, len(t), REPLAY_BLOCK):
+        last = first + REPLAY_BLOCK
+        block = store.decide_many(keys[first:last].tolist(), t[first:last].tolist(), cost[first:last].tolist())
+        allowed[first:last] = [d[0] for d in block]
+    return allowed
+
+
+def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:
+    """Each request's cost: its route's in the policy, 1 for a route the policy does not list."""
+    listed = {r.name: r.cost for r in policy.routes}
+    return np.array([listed.get(r, 1.0) for r in traffic.routes], dtype=np.float64)[traffic.route]
+
+
+def refusals(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: list[_Keys]) -> np.ndarray:
+    """Per request: refused by one of the policy's limits (see the module's docstring)."""
+    cost = route_costs(traffic, policy)
+    admitted = np.ones(len(t), dtype=bool)
+    for limit, keyed in zip(policy.limits, keys):
+        covered = np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route]
+        idx = np.flatnonzero(covered & admitted)
+        dep = deployment(policy, limit)
+        store = ClusterStore(get_algorithm(dep.algorithm), dep.params, max(1, dep.nodes))
+        allowed = replay_allowed(store, keyed.code[idx], t[idx], cost[idx])
+        admitted[idx[~allowed]] = False
+    return ~admitted
+
+
+def timings(traffic: LogTraffic) -> list[tuple[str, np.ndarray]]:
+    if traffic.whole_second:
+        return [("spread", traffic.spread_t), ("packed", traffic.t)]
+    return [("exact", traffic.t)]
+
+
+def judge(traffic: LogTraffic, policies: list[PolicyFile],
+          classes: list[tuple[KeyClass, re.Pattern[str]]] | None = None) -> list[Outcome]:
+    """Every policy under every timing the log allows."""
+    out = []
+    for policy in policies:
+        keys = [_Keys(traffic, policy, limit) for limit in policy.limits]
+        klass = classify(traffic, keys[0], classes or [])
+        for timing, t in timings(traffic):
+            refused = refusals(traffic, policy, t, keys)
+            out.append(outcome(traffic, policy, timing, t, refused, keys[0], klass, classes or []))
+    return out
+
+
+def classify(traffic: LogTraffic, keys: _Keys, classes: list[tuple[KeyClass, re.Pattern[str]]]) -> np.ndarray:
+    """Per request, the index of the first class whose regex its key (or user agent) matches;
+    len(classes) = ``other``."""
+    index = np.full(len(traffic.t), len(classes), dtype=np.int32)
+    for i in reversed(range(len(classes))):
+        spec, pattern = classes[i]
+        if spec.key is not None:
+            hit = np.array([pattern.search(k) is not None for k in keys.names], dtype=bool)[keys.code]
+        else:
+            hit = np.array([pattern.search(a) is not None for a in traffic.agents], dtype=bool)[traffic.agent]
+        index[hit] = i
+    return index
+
+
+def outcome(traffic: LogTraffic, policy: PolicyFile, timing: str, t: np.ndarray, refused: np.ndarray,
+            keys: _Keys, klass: np.ndarray, classes: list[tuple[KeyClass, re.Pattern[str]]]) -> Outcome:
+    nkeys = len(keys.names)
+    per_key = np.bincount(keys.code, minlength=nkeys)
+    refused_per_key = np.bincount(keys.code[refused], minlength=nkeys)
+    per_route = np.bincount(traffic.route, minlength=len(traffic.routes))
+    refused_route = np.bincount(traffic.route[refused], minlength=len(traffic.routes))
+    by_route = sorted((RouteRow(r, int(n), int(x)) for r, n, x in zip(traffic.routes, per_route, refused_route)),
+                      key=lambda row: (-row.refused, -row.requests, row.route))
+    bin_s, start, requests_bins, refused_bins = over_time(t, refused)
+    names = [c.name for c, _ in classes] + [OTHER]
+    limits = [c.max_refused for c, _ in classes] + [None]
+    per_class = np.bincount(klass, minlength=len(names))
+    refused_class = np.bincount(klass[refused], minlength=len(names))
+    class_rows = [ClassRow(n, int(r), int(x), m) for n, r, x, m in zip(names, per_class, refused_class, limits) if r]
+    return Outcome(policy.name, timing, len(t), int(refused.sum()), nkeys, int((refused_per_key > 0).sum()),
+                   by_route, bin_s, start, requests_bins, refused_bins,
+                   top_keys(traffic, policy, t, keys, per_key, refused_per_key), class_rows if classes else [])
+
+
+def over_time(t: np.ndarray, refused: np.ndarray) -> tuple[int, float, list[int], list[int]]:
+    if not len(t):
+        return 1, 0.0, [], []
+    span = float(t[-1] - t[0])
+    bin_s = next((b for b in TIME_BINS if span / b <= 120), TIME_BINS[-1])
+    start = float(np.floor(t[0] / bin_s) * bin_s)
+    index = ((t - start) // bin_s).astype(np.int64)
+    n = int(index[-1]) + 1
+    return bin_s, start, np.bincount(index, minlength=n).tolist(), np.bincount(index[refused], minlength=n).tolist()
+
+
+def top_keys(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: _Keys, per_key: np.ndarray,
+             refused_per_key: np.ndarray) -> list[KeyRow]:
+    """The keys with the most refused requests, each with its own worst burst against the policy's
+    first limit: why it was refused."""
+    limit = policy.limits[0]
+    cost = route_costs(traffic, policy)
+    order = np.lexsort((-per_key, -refused_per_key))
+    rows = []
+    for code in order[:TOP_KEYS]:
+        if refused_per_key[code] == 0:
+            break
+        mine = keys.code == code
+        burst = max_window_cost(t[mine], cost[mine], limit.window_s) / limit.limit
+        rows.append(KeyRow(str(keys.names[code]), int(per_key[code]), int(refused_per_key[code]), burst, limit.name))
+    return rows
