@@ -22,8 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from scenarios import Arrivals, TrafficModel
 from scenarios.access_log import LogBatch, LogReader, open_log
 from scenarios.access_log.source import BadLines
+from scenarios.base import LEGIT
+from scenarios.trace_file import TraceFile
 from targets.config import KeyConfig
 from targets.ip_keys import client_key, forwarded_ip, ip_key_function
 
@@ -155,3 +158,39 @@ def load_traffic(path: Path, fmt: str | None = None, log_format: str | None = No
                  fields: list[str] | None = None) -> LogTraffic:
     """Read ``path`` (format given or detected) into a LogTraffic; bad input raises LogError."""
     return read_traffic(open_log(path, fmt, log_format, fields))
+
+
+DAY_S = 86_400.0
+
+
+class LogTrace(TrafficModel):
+    """`simulate --trace LOG`: an access log replayed as recorded, each request keyed by the
+    target's client key under the default key config (API key > user > address, no trusted
+    proxy, IPv6 by /64), its route ``METHOD /path`` at cost 1. Times are shifted by whole days to
+    start near 0, so every window that divides a day keeps its calendar alignment."""
+
+    summary = "an access log (--trace LOG: NGINX/Apache, JSON lines, ALB, CloudFront; plain or gzipped)"
+
+    def __init__(self, traffic: LogTraffic) -> None:
+        self.traffic = traffic
+        self.name = f"trace-{traffic.path.name.split('.')[0]}"
+        self._arrivals = self.generate()
+
+    def generate(self) -> Arrivals:
+        tr = self.traffic
+        config = tr.keys_config
+        keys = tr.keys("api_key", config.trusted_proxies, config.ipv6_prefix)[tr.identity]
+        t = tr.t - np.floor(tr.t[0] / DAY_S) * DAY_S if len(tr.t) else tr.t
+        routes = np.array(tr.routes, dtype=object)[tr.route]
+        return Arrivals(t.tolist(), keys.tolist(), [LEGIT] * len(t), keys.tolist(), routes.tolist(), [1.0] * len(t))
+
+
+TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
+
+
+def trace_model(path: str | Path, log_format: str | None = None) -> TrafficModel:
+    """``--trace FILE``: a CSV or Parquet trace (t, key columns) by its suffix, else an access log."""
+    path = Path(path)
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        return TraceFile(path)
+    return LogTrace(load_traffic(path, log_format=log_format))
