@@ -22,6 +22,7 @@ from .times import parse_times
 
 MAPPABLE = ("t", *FIELDS, "request")
 BLOCK_LINES = 65_536
+CHECKED_RECORDS = 20
 
 
 def parse_mapping(pairs: list[str], source: str = "--field") -> dict[str, str]:
@@ -62,19 +63,20 @@ class JsonLinesReader(LogReader):
         self._check_first()
 
     def _check_first(self) -> None:
-        """A mapped field absent from the first record is a wrong mapping, not a bad line."""
-        head = head_lines(self.path, 1)
+        """A mapped field absent from every one of the first records is a wrong mapping, not
+        a bad line (an optional field, X-Forwarded-For say, may be absent from some)."""
+        head = head_lines(self.path, CHECKED_RECORDS)
         if not head:
             raise LogError(f"{self.path}: empty file")
         try:
-            first = json.loads(head[0])
+            first = [json.loads(line) for line in head[:1]] + [json.loads(line) for line in head[1:] if line.startswith("{")]
         except ValueError:
             raise LogError(f"{self.path}: the first line is not JSON") from None
         for name, path in self.paths.items():
-            if _get(first, path) is None:
-                have = ", ".join(first) if isinstance(first, dict) else type(first).__name__
-                raise LogError(f"{self.path}: --field {name}={self.mapping[name]}: no such field in the first record; "
-                               f"it has: {have}")
+            if all(_get(record, path) is None for record in first):
+                have = ", ".join(first[0]) if isinstance(first[0], dict) else type(first[0]).__name__
+                raise LogError(f"{self.path}: --field {name}={self.mapping[name]}: no such field in the first "
+                               f"{len(first)} records; the first has: {have}")
 
     def batches(self) -> Iterator[LogBatch]:
         with open_bytes(self.path) as raw:

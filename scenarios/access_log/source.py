@@ -70,11 +70,15 @@ class BadLines:
 
     count: int = 0
     shown: list[tuple[int | None, str]] = field(default_factory=list)
+    fragments: set[str] = field(default_factory=set)
+    """Shown texts that are a part of their line (a time that did not parse), not the line."""
 
-    def add(self, number: int | None, text: str) -> None:
+    def add(self, number: int | None, text: str, fragment: bool = False) -> None:
         self.count += 1
         if len(self.shown) < SHOWN_BAD:
             self.shown.append((number, text[:200]))
+            if fragment:
+                self.fragments.add(text[:200])
 
     def located(self, path: Path) -> list[tuple[int | None, str]]:
         """The shown lines with their line numbers; a reader that only kept the text (the
@@ -85,8 +89,9 @@ class BadLines:
         found: dict[str, int] = {}
         with open_bytes(path) as raw:
             for number, line in enumerate(io.TextIOWrapper(raw, encoding="latin-1", newline=""), start=1):
+                line = line.rstrip("\r\n")[:200]
                 for text in missing:
-                    if text not in found and text in line:
+                    if text not in found and (line == text or (text in self.fragments and text in line)):
                         found[text] = number
                 if len(found) == len(missing):
                     break
@@ -144,7 +149,7 @@ def batch_of(t: np.ndarray, columns: dict[str, pa.Array], texts: pa.Array | None
         return LogBatch(t, columns)
     for i in np.flatnonzero(~ok)[:SHOWN_BAD + 1]:
         text = texts[int(i)].as_py() if texts is not None else ""
-        bad.add(None if numbers is None else int(numbers[i]), text or "")
+        bad.add(None if numbers is None else int(numbers[i]), text or "", fragment=True)
     bad.count += int((~ok).sum()) - min(int((~ok).sum()), SHOWN_BAD + 1)
     mask = pa.array(ok)
     return LogBatch(t[ok], {k: pc.filter(v, mask) for k, v in columns.items()})
