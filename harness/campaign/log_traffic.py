@@ -75,12 +75,10 @@ class LogTraffic:
     bad: BadLines
     out_of_order: int
     """Lines dated earlier than a line before them (sorted, not refused)."""
+    whole_second: bool
+    """The log cannot order requests inside a second: its format logs whole seconds (a JSON
+    log: every time it holds is a whole second)."""
     keys_config: KeyConfig = field(default_factory=KeyConfig)
-
-    @property
-    def whole_second(self) -> bool:
-        """Every time on a whole second: the log cannot order requests inside a second."""
-        return bool(len(self.t)) and bool(np.all(self.t == np.floor(self.t)))
 
     @cached_property
     def spread_t(self) -> np.ndarray:
@@ -145,6 +143,7 @@ def read_traffic(reader: LogReader, config: KeyConfig | None = None) -> LogTraff
         agent=np.concatenate(agents)[order] if agents else np.empty(0, np.int32),
         identities=[tuple(None if p == "\x00" else p for p in v.split(_SEP)) for v in identity.values],
         routes=route.values, agents=agent.values, lines=reader.lines, bad=reader.bad, out_of_order=out_of_order,
+        whole_second=reader.whole_second if reader.whole_second is not None else bool(np.all(t == np.floor(t))),
         keys_config=config,
     )
 

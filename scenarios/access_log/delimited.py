@@ -13,7 +13,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as csv
 
 from .source import LogBatch, LogReader, batch_of, canonical, open_bytes
-from .times import parse_times
+from .times import WHOLE_SECOND, parse_times
 
 BLOCK_BYTES = 1 << 22
 
@@ -38,6 +38,7 @@ class DelimitedReader(LogReader):
         super().__init__(path)
         self.name = name
         self.layout = shape
+        self.whole_second = shape.time_variable in WHOLE_SECOND
 
     def _invalid(self, row: csv.InvalidRow) -> str:
         self.bad.add(row.number, row.text)

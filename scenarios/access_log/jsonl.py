@@ -23,6 +23,7 @@ from .times import parse_times
 MAPPABLE = ("t", *FIELDS, "request")
 BLOCK_LINES = 65_536
 CHECKED_RECORDS = 20
+REQUIRED = ("t", "key", "addr")
 
 
 def parse_mapping(pairs: list[str], source: str = "--field") -> dict[str, str]:
@@ -63,8 +64,9 @@ class JsonLinesReader(LogReader):
         self._check_first()
 
     def _check_first(self) -> None:
-        """A mapped field absent from every one of the first records is a wrong mapping, not
-        a bad line (an optional field, X-Forwarded-For say, may be absent from some)."""
+        """A time, key or address field absent from every one of the first records is a wrong
+        mapping, not a bad line (the others, an API key or X-Forwarded-For, are optional: a record
+        without them is keyed further down the chain)."""
         head = head_lines(self.path, CHECKED_RECORDS)
         if not head:
             raise LogError(f"{self.path}: empty file")
@@ -73,7 +75,7 @@ class JsonLinesReader(LogReader):
         except ValueError:
             raise LogError(f"{self.path}: the first line is not JSON") from None
         for name, path in self.paths.items():
-            if all(_get(record, path) is None for record in first):
+            if name in REQUIRED and all(_get(record, path) is None for record in first):
                 have = ", ".join(first[0]) if isinstance(first[0], dict) else type(first[0]).__name__
                 raise LogError(f"{self.path}: --field {name}={self.mapping[name]}: no such field in the first "
                                f"{len(first)} records; the first has: {have}")

@@ -24,7 +24,7 @@ import pyarrow as pa
 
 from .delimited import DelimitedReader, Layout
 from .source import LogBatch, LogError, LogReader, batch_of, canonical, open_bytes
-from .times import TIME_VARIABLES, parse_times
+from .times import TIME_VARIABLES, WHOLE_SECOND, parse_times
 
 COMBINED = '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"'
 COMMON = '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent'
@@ -152,6 +152,7 @@ class RegexReader(LogReader):
         super().__init__(path)
         self.name = name
         self.pattern, self.fields, self.time_variable = compile_format(fmt)
+        self.whole_second = self.time_variable in WHOLE_SECOND
 
     def _blocks(self) -> Iterator[_Block]:
         line, rest = 1, b""

@@ -102,6 +102,8 @@ class LogReader:
     """A format's reader: ``batches()`` streams the rows; ``lines`` and ``bad`` are final after it."""
 
     name = "log"
+    whole_second: bool | None = None
+    """The format's times are whole seconds (True), finer (False), or it depends on the data (None)."""
 
     def __init__(self, path: Path) -> None:
         self.path = path

@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 
 TIME_VARIABLES = ("msec", "time_iso8601", "time_local")
 """The NGINX variables that date a request; ``$msec`` is the only one finer than a second."""
+WHOLE_SECOND = ("time_local", "time_iso8601", "cloudfront")
 
 
 def _epoch(stamps: pa.Array) -> np.ndarray:
