@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from harness.campaign.policy_file import Limit, PolicyFile
 from harness.sim.cluster_store import ClusterStore
 from targets.algorithms import get_algorithm
 
-from .sim import deployment
+from .sim import Deployment, deployment
 
 REPLAY_BLOCK = 1 << 16
 TOP_KEYS = 10
@@ -99,16 +100,37 @@ class _Keys:
         self.code = codes[traffic.identity]
 
 
-def replay_allowed(store: ClusterStore, keys: np.ndarray, t: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """The store's decisions on requests in time order, kept as one bool each (not the decision
-    tuples: a block at a time, so memory stays flat). Keys are the keys' integer codes: a store
-    only hashes them, and five million key strings would cost more than the whole log's columns."""
-    allowed = np.empty(len(t), dtype=bool)
-    for first in range(0, len(t), REPLAY_BLOCK):
-        last = first + REPLAY_BLOCK
-        block = store.decide_many(keys[first:last].tolist(), t[first:last].tolist(), cost[first:last].tolist())
-        allowed[first:last] = [d[0] for d in block]
-    return allowed
+def replay_allowed(dep: Deployment, keys: np.ndarray, t: np.ndarray, cost: np.ndarray) -> np.ndarray:
+    """The deployment's decisions on requests in time order, kept as one bool each (not the
+    decision tuples: memory stays flat). Keys are the keys' integer codes: a store only hashes
+    them, and five million key strings would cost more than the whole log's columns.
+
+    One node: the algorithm's transitions on a dict of states, as the memory store keeps them
+    (a state idle for its TTL starts afresh) without its lock, LRU order and sweeps, which cost
+    as much again as the decision and change nothing here: no key is evicted. Several nodes:
+    the simulator's cluster store (requests dealt round-robin)."""
+    algorithm = get_algorithm(dep.algorithm)
+    if dep.nodes > 1:
+        store = ClusterStore(algorithm, dep.params, dep.nodes)
+        allowed = np.empty(len(t), dtype=bool)
+        for first in range(0, len(t), REPLAY_BLOCK):
+            last = first + REPLAY_BLOCK
+            block = store.decide_many(keys[first:last].tolist(), t[first:last].tolist(), cost[first:last].tolist())
+            allowed[first:last] = [d[0] for d in block]
+        return allowed
+    transition, params, ttl = algorithm.decide, dep.params, algorithm.state_ttl(dep.params)
+    keep = ttl > 0
+    states: dict[int, tuple[Any, float]] = {}
+    get = states.get
+    out: list[bool] = []
+    append = out.append
+    for key, now, c in zip(keys.tolist(), t.tolist(), cost.tolist()):
+        entry = get(key)
+        decision, state = transition(entry[0] if entry is not None and now - entry[1] < ttl else None, now, c, params)
+        if keep:
+            states[key] = (state, now)
+        append(decision[0])
+    return np.array(out, dtype=bool)
 
 
 def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:
@@ -124,9 +146,7 @@ def refusals(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: list[
     for limit, keyed in zip(policy.limits, keys):
         covered = np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route]
         idx = np.flatnonzero(covered & admitted)
-        dep = deployment(policy, limit)
-        store = ClusterStore(get_algorithm(dep.algorithm), dep.params, max(1, dep.nodes))
-        allowed = replay_allowed(store, keyed.code[idx], t[idx], cost[idx])
+        allowed = replay_allowed(deployment(policy, limit), keyed.code[idx], t[idx], cost[idx])
         admitted[idx[~allowed]] = False
     return ~admitted
 
