@@ -47,9 +47,16 @@ class KeyRow:
     key: str
     requests: int
     refused: int
-    worst_burst: float
-    """The most requests (cost) this key sent in any window of its first limit, / that limit."""
+    worst: float
+    """The most cost this key sent in any ``span_s`` to the routes of ``limit`` (the limit that
+    refused it most), against ``allowance``, what the limit admits in that span."""
+    span_s: float
+    allowance: float
     limit: str
+
+    @property
+    def burst(self) -> str:
+        return f"{self.worst:,.0f} in {self.span_s:g} s vs {self.allowance:,.0f} ({self.limit})"
 
 
 @dataclass(frozen=True)
@@ -140,15 +147,15 @@ def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:
 
 
 def refusals(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: list[_Keys]) -> np.ndarray:
-    """Per request: refused by one of the policy's limits (see the module's docstring)."""
+    """Per request: the index of the limit that refused it, -1 if admitted (see the module's docstring)."""
     cost = route_costs(traffic, policy)
-    admitted = np.ones(len(t), dtype=bool)
-    for limit, keyed in zip(policy.limits, keys):
+    refused_by = np.full(len(t), -1, dtype=np.int8)
+    for i, (limit, keyed) in enumerate(zip(policy.limits, keys)):
         covered = np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route]
-        idx = np.flatnonzero(covered & admitted)
+        idx = np.flatnonzero(covered & (refused_by < 0))
         allowed = replay_allowed(deployment(policy, limit), keyed.code[idx], t[idx], cost[idx])
-        admitted[idx[~allowed]] = False
-    return ~admitted
+        refused_by[idx[~allowed]] = i
+    return refused_by
 
 
 def timings(traffic: LogTraffic) -> list[tuple[str, np.ndarray]]:
@@ -165,8 +172,8 @@ def judge(traffic: LogTraffic, policies: list[PolicyFile],
         keys = [_Keys(traffic, policy, limit) for limit in policy.limits]
         klass = classify(traffic, keys[0], classes or [])
         for timing, t in timings(traffic):
-            refused = refusals(traffic, policy, t, keys)
-            out.append(outcome(traffic, policy, timing, t, refused, keys[0], klass, classes or []))
+            refused_by = refusals(traffic, policy, t, keys)
+            out.append(outcome(traffic, policy, timing, t, refused_by, keys[0], klass, classes or []))
     return out
 
 
@@ -184,8 +191,9 @@ def classify(traffic: LogTraffic, keys: _Keys, classes: list[tuple[KeyClass, re.
     return index
 
 
-def outcome(traffic: LogTraffic, policy: PolicyFile, timing: str, t: np.ndarray, refused: np.ndarray,
+def outcome(traffic: LogTraffic, policy: PolicyFile, timing: str, t: np.ndarray, refused_by: np.ndarray,
             keys: _Keys, klass: np.ndarray, classes: list[tuple[KeyClass, re.Pattern[str]]]) -> Outcome:
+    refused = refused_by >= 0
     nkeys = len(keys.names)
     per_key = np.bincount(keys.code, minlength=nkeys)
     refused_per_key = np.bincount(keys.code[refused], minlength=nkeys)
@@ -201,7 +209,7 @@ def outcome(traffic: LogTraffic, policy: PolicyFile, timing: str, t: np.ndarray,
     class_rows = [ClassRow(n, int(r), int(x), m) for n, r, x, m in zip(names, per_class, refused_class, limits) if r]
     return Outcome(policy.name, timing, len(t), int(refused.sum()), nkeys, int((refused_per_key > 0).sum()),
                    by_route, bin_s, start, requests_bins, refused_bins,
-                   top_keys(traffic, policy, t, keys, per_key, refused_per_key), class_rows if classes else [])
+                   top_keys(traffic, policy, t, refused_by, keys, per_key, refused_per_key), class_rows if classes else [])
 
 
 def over_time(t: np.ndarray, refused: np.ndarray) -> tuple[int, float, list[int], list[int]]:
@@ -215,11 +223,10 @@ def over_time(t: np.ndarray, refused: np.ndarray) -> tuple[int, float, list[int]
     return bin_s, start, np.bincount(index, minlength=n).tolist(), np.bincount(index[refused], minlength=n).tolist()
 
 
-def top_keys(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: _Keys, per_key: np.ndarray,
-             refused_per_key: np.ndarray) -> list[KeyRow]:
-    """The keys with the most refused requests, each with its own worst burst against the policy's
-    first limit: why it was refused."""
-    limit = policy.limits[0]
+def top_keys(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, refused_by: np.ndarray, keys: _Keys,
+             per_key: np.ndarray, refused_per_key: np.ndarray) -> list[KeyRow]:
+    """The keys with the most refused requests, each with its worst burst against the limit that
+    refused it most: why it was refused."""
     cost = route_costs(traffic, policy)
     order = np.lexsort((-per_key, -refused_per_key))
     rows = []
@@ -227,6 +234,19 @@ def top_keys(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: _Keys
         if refused_per_key[code] == 0:
             break
         mine = keys.code == code
-        burst = max_window_cost(t[mine], cost[mine], limit.window_s) / limit.limit
-        rows.append(KeyRow(str(keys.names[code]), int(per_key[code]), int(refused_per_key[code]), burst, limit.name))
+        limit = policy.limits[int(np.bincount(refused_by[mine & (refused_by >= 0)]).argmax())]
+        span, allowance = burst_span(limit)
+        covered = mine & np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route]
+        worst = max_window_cost(t[covered], cost[covered], span)
+        rows.append(KeyRow(str(keys.names[code]), int(per_key[code]), int(refused_per_key[code]),
+                           float(worst), span, allowance, limit.name))
     return rows
+
+
+def burst_span(limit: Limit) -> tuple[float, float]:
+    """The interval a key's burst is measured over and what the limit allows in it: the time
+    the burst allowance takes to refill at the limit's rate (capped at its window), or the window
+    and L for a limit without one."""
+    if limit.burst is None or limit.burst >= limit.limit:
+        return limit.window_s, limit.limit
+    return limit.burst * limit.window_s / limit.limit, limit.burst

@@ -87,7 +87,7 @@ def detail_tables(o: Outcome, routes: int = 6) -> Group:
     for col in ("key", "requests", "refused", "worst burst"):
         keys.add_column(col, justify="left" if col == "key" else "right")
     for k in o.top_keys:
-        keys.add_row(k.key, f"{k.requests:,}", f"{k.refused:,}", f"{k.worst_burst:.1f}x {k.limit}")
+        keys.add_row(k.key, f"{k.requests:,}", f"{k.refused:,}", k.burst)
     return Group(by_route, keys)
 
 
@@ -144,7 +144,7 @@ def _html_policy(o: Outcome) -> str:
     esc = html.escape
     routes = "".join(f"<tr><td>{esc(r.route)}</td><td>{r.requests:,}</td><td>{r.refused:,}</td></tr>" for r in o.by_route)
     keys = "".join(f"<tr><td>{esc(k.key)}</td><td>{k.requests:,}</td><td>{k.refused:,}</td>"
-                   f"<td>{k.worst_burst:.1f}x {esc(k.limit)}</td></tr>" for k in o.top_keys)
+                   f"<td>{esc(k.burst)}</td></tr>" for k in o.top_keys)
     classes = "".join(f"<tr><td>{esc(c.name)}</td><td>{c.requests:,}</td><td>{c.refused:,}</td><td>{c.share:.2%}</td>"
                       f"<td>{'' if c.max_refused is None else f'{c.max_refused:.2%}'}</td></tr>" for c in o.classes)
     class_table = (f"<table><tr><th>class</th><th>requests</th><th>refused</th><th>share</th><th>max</th></tr>"
