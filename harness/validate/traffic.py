@@ -129,15 +129,19 @@ def replay_allowed(dep: Deployment, keys: np.ndarray, t: np.ndarray, cost: np.nd
     keep = ttl > 0
     states: dict[int, tuple[Any, float]] = {}
     get = states.get
-    out: list[bool] = []
-    append = out.append
-    for key, now, c in zip(keys.tolist(), t.tolist(), cost.tolist()):
-        entry = get(key)
-        decision, state = transition(entry[0] if entry is not None and now - entry[1] < ttl else None, now, c, params)
-        if keep:
-            states[key] = (state, now)
-        append(decision[0])
-    return np.array(out, dtype=bool)
+    allowed = np.empty(len(t), dtype=bool)
+    for first in range(0, len(t), REPLAY_BLOCK):  # Python lists of one block at a time: flat memory
+        last = first + REPLAY_BLOCK
+        out: list[bool] = []
+        append = out.append
+        for key, now, c in zip(keys[first:last].tolist(), t[first:last].tolist(), cost[first:last].tolist()):
+            entry = get(key)
+            decision, state = transition(entry[0] if entry is not None and now - entry[1] < ttl else None, now, c, params)
+            if keep:
+                states[key] = (state, now)
+            append(decision[0])
+        allowed[first:last] = out
+    return allowed
 
 
 def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:

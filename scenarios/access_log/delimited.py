@@ -12,10 +12,21 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as csv
 
-from .source import LogBatch, LogReader, batch_of, canonical, open_bytes
+from .source import GZIP_MAGIC, LogBatch, LogError, LogReader, batch_of, canonical
 from .times import WHOLE_SECOND, parse_times
 
 BLOCK_BYTES = 1 << 22
+
+
+def arrow_stream(path: Path) -> pa.NativeFile:
+    """The file as arrow reads it natively, gunzipped when it starts with the gzip magic: a
+    Python file object would have the parser's read-ahead buffer tens of MB of Python bytes."""
+    if not path.is_file():
+        raise LogError(f"{path}: no such file")
+    with path.open("rb") as probe:
+        gz = probe.read(2) == GZIP_MAGIC
+    raw = pa.OSFile(str(path))
+    return pa.CompressedInputStream(raw, "gzip") if gz else raw
 
 
 @dataclass(frozen=True)
@@ -50,7 +61,7 @@ class DelimitedReader(LogReader):
         names = [f"c{i}" for i in range(shape.count)]
         wanted = sorted({*shape.names, *shape.time})
         reader = csv.open_csv(
-            open_bytes(self.path),
+            arrow_stream(self.path),
             read_options=csv.ReadOptions(column_names=names, block_size=BLOCK_BYTES, skip_rows=shape.skip_rows),
             parse_options=csv.ParseOptions(delimiter=shape.delimiter, quote_char='"' if shape.delimiter == " " else False,
                                            escape_char="\\" if shape.delimiter == " " else False,
