@@ -124,12 +124,13 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     return policy, str(args.config), given
 
 
-def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, LogTraffic]:
-    """The candidate policies, the classes and the log, all read (bad input) before anything is written."""
+def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, LogTraffic] | None:
+    """The candidate policies, the classes and the log, all read (bad input) before anything is
+    written; None without --traffic."""
     if args.traffic is None:
         if args.more_policies or args.log_name or args.log_format or args.field or args.classes or args.html:
             raise CampaignError("--policy/--format/--log-format/--field/--classes/--html: only with --traffic LOG")
-        return [], [], None  # type: ignore[return-value]
+        return None
     if args.live or args.config is not None or args.url is not None:
         raise CampaignError("--traffic: judges policy files on a log; not with --live, --config or --url")
     if args.policy is None:
@@ -166,9 +167,9 @@ def cmd_traffic(args: argparse.Namespace, policies: list[PolicyFile], classes: l
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
-    policies, classes, traffic = _traffic_inputs(args)
-    if policies:
-        return cmd_traffic(args, policies, classes, traffic)
+    judged = _traffic_inputs(args)
+    if judged is not None:
+        return cmd_traffic(args, *judged)
     policy, source, given = _inputs(args)
     to_stdout = args.json == "-"
     console = term_table.console(stderr=to_stdout)
