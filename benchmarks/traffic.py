@@ -114,18 +114,26 @@ def parse_rates(root: Path, n: int, repeat: int) -> dict[str, tuple[float, float
     return {name: (statistics.median(w for w, _ in r), statistics.median(c for _, c in r)) for name, r in rates.items()}
 
 
-def scale(root: Path, lines: int) -> tuple[float, float, float, int, list]:
-    """(generation s, read + judge wall s and CPU s, peak RSS bytes, outcomes) for ``lines``
-    combined lines. The CPU time says what the wall time would be on an idle core."""
+def scale(root: Path, lines: int) -> tuple[float, float, float, tuple[int, int], list]:
+    """(generation s, read + judge wall s and CPU s, peak RSS bytes of this process and of the
+    largest replay worker, outcomes) for ``lines`` combined lines. The CPU time adds the
+    workers': the wall time on an idle machine would be about it over the cores."""
     path = root / "big.combined.log"
     start = time.perf_counter()
     generate_combined(path, lines, rate=lines / 86_400 * 4, clients=20_000)
     generated = time.perf_counter() - start
-    start, cpu = time.perf_counter(), time.process_time()
+    start, cpu = time.perf_counter(), _cpu()
     traffic = load_traffic(path)
     outcomes = judge(traffic, [parse_policy(p, p["name"]) for p in POLICIES])
-    wall, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return generated, wall, cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, outcomes
+    wall, cpu = time.perf_counter() - start, _cpu() - cpu
+    rss = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)
+    return generated, wall, cpu, rss, outcomes
+
+
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (the replay workers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
 
 
 def main(argv: list[str]) -> int:
@@ -156,11 +164,18 @@ def main(argv: list[str]) -> int:
     for col in ("figure", "measured", "goal", ""):
         big.add_column(col, justify="left" if col == "figure" else "right")
     big.add_row("read + judge wall time", f"{wall:.1f} s", f"< {WALL_GOAL_S:.0f} s", "met" if wall < WALL_GOAL_S else "MISSED")
-    big.add_row("read + judge CPU time (this process)", f"{cpu:.1f} s", f"< {WALL_GOAL_S:.0f} s",
-                "met" if cpu < WALL_GOAL_S else "MISSED")
-    big.add_row("peak RSS", f"{rss / 2**30:.2f} GiB", f"< {RSS_GOAL / 2**30:.0f} GiB", "met" if rss < RSS_GOAL else "MISSED")
+    cores = min(os.cpu_count() or 1, 2 * len(POLICIES))
+    big.add_row("read + judge CPU time (with the workers')", f"{cpu:.1f} s", "", "")
+    big.add_row(f"  / {cores} cores: the wall time on an idle machine, about", f"{cpu / cores:.1f} s", f"< {WALL_GOAL_S:.0f} s",
+                "met" if cpu / cores < WALL_GOAL_S else "MISSED")
+    total = rss[0] + rss[1] * cores
+    big.add_row("peak RSS: this process; the largest worker", f"{rss[0] / 2**30:.2f}; {rss[1] / 2**30:.2f} GiB", "", "")
+    big.add_row(f"  this process + {cores} x the largest worker (shared pages counted each time)",
+                f"{total / 2**30:.2f} GiB", f"< {RSS_GOAL / 2**30:.0f} GiB", "met" if total < RSS_GOAL else "MISSED")
     big.add_row("(generating the log, not counted)", f"{generated:.1f} s", "", "")
     console.print(big)
+    console.print(f"load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores: the wall times are a shared "
+                  "machine's", highlight=False)
     for o in outcomes:
         console.print(f"  {o.policy} ({o.timing}): {o.refused:,} of {o.requests:,} refused, {o.keys_refused:,} of "
                       f"{o.keys:,} keys", highlight=False)

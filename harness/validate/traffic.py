@@ -14,7 +14,10 @@ the two answers are the bounds.
 
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import re
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -104,7 +107,7 @@ class _Keys:
     def __init__(self, traffic: LogTraffic, policy: PolicyFile, limit: Limit) -> None:
         by_identity = traffic.keys(limit.key, policy.keys.trusted_proxies or 0, policy.keys.ipv6_prefix or 128)
         self.names, codes = np.unique(by_identity.astype(str), return_inverse=True)
-        self.code = codes[traffic.identity]
+        self.code = codes.astype(np.int32)[traffic.identity]
 
 
 def replay_allowed(dep: Deployment, keys: np.ndarray, t: np.ndarray, cost: np.ndarray) -> np.ndarray:
@@ -171,14 +174,39 @@ def timings(traffic: LogTraffic) -> list[tuple[str, np.ndarray]]:
 def judge(traffic: LogTraffic, policies: list[PolicyFile],
           classes: list[tuple[KeyClass, re.Pattern[str]]] | None = None) -> list[Outcome]:
     """Every policy under every timing the log allows."""
-    out = []
-    for policy in policies:
-        keys = [_Keys(traffic, policy, limit) for limit in policy.limits]
-        klass = classify(traffic, keys[0], classes or [])
-        for timing, t in timings(traffic):
-            refused_by = refusals(traffic, policy, t, keys)
-            out.append(outcome(traffic, policy, timing, t, refused_by, keys[0], klass, classes or []))
-    return out
+    keys = {policy.name: [_Keys(traffic, policy, limit) for limit in policy.limits] for policy in policies}
+    jobs = [(policy, timing, t) for policy in policies for timing, t in timings(traffic)]
+    refused = all_refusals(traffic, [(policy, t, keys[policy.name]) for policy, _, t in jobs])
+    klass = {policy.name: classify(traffic, keys[policy.name][0], classes or []) for policy in policies}
+    return [outcome(traffic, policy, timing, t, refused_by, keys[policy.name][0], klass[policy.name], classes or [])
+            for (policy, timing, t), refused_by in zip(jobs, refused)]
+
+
+PARALLEL_FROM = 200_000
+"""Requests from which the replays run in worker processes, one per core (each replay is one
+Python loop: a core each is the only way to more than one core's decisions per second)."""
+_SHARED: tuple[LogTraffic, list[tuple[PolicyFile, np.ndarray, list[_Keys]]]] | None = None
+"""What forked workers read (inherited copy-on-write: the log's columns are not pickled)."""
+
+
+def _replay_job(index: int) -> np.ndarray:
+    assert _SHARED is not None
+    traffic, jobs = _SHARED
+    return refusals(traffic, *jobs[index])
+
+
+def all_refusals(traffic: LogTraffic, jobs: list[tuple[PolicyFile, np.ndarray, list[_Keys]]]) -> list[np.ndarray]:
+    """``refusals`` of every (policy, times, keys), in worker processes for a big log."""
+    global _SHARED
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers < 2 or len(traffic.t) < PARALLEL_FROM or "fork" not in mp.get_all_start_methods():
+        return [refusals(traffic, *job) for job in jobs]
+    _SHARED = (traffic, jobs)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+            return list(pool.map(_replay_job, range(len(jobs))))
+    finally:
+        _SHARED = None
 
 
 def classify(traffic: LogTraffic, keys: _Keys, classes: list[tuple[KeyClass, re.Pattern[str]]]) -> np.ndarray:

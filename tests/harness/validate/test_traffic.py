@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from harness.campaign.log_traffic import load_traffic
 from harness.campaign.policy_file import parse_policy
 from harness.cli.main import main
+from harness.validate import traffic as traffic_module
 from harness.validate.sim import deployment, run
 from harness.validate.traffic import _Keys, judge, refusals
 from scenarios.access_log.render import CUSTOM, JSON_FIELDS, PIPED, LoggedRequest, render
@@ -182,3 +183,17 @@ def test_simulate_reads_an_access_log_as_a_trace(tmp_path: Path, capsys: pytest.
                  "--json", "-"])
     [row] = json.loads(capsys.readouterr().out)["runs"]
     assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == ("trace-main", 12, 4)
+
+
+def test_worker_processes_judge_as_one_process_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A big log's replays run one per core in forked workers: the same answers."""
+    rng = random.Random(3)
+    rows = sorted((LoggedRequest(T0 + rng.uniform(0, 120), f"5.5.5.{rng.randrange(5)}") for _ in range(400)),
+                  key=lambda r: r.t)
+    traffic = load_traffic(write(tmp_path, "combined", rows))
+    policies = [parse_policy({**POLICY, "name": f"p{n}", "limits": [{**POLICY["limits"][0], "limit": n}]}, "p")
+                for n in (10, 30)]
+    serial = judge(traffic, policies)
+    monkeypatch.setattr(traffic_module, "PARALLEL_FROM", 0)
+    monkeypatch.setattr(traffic_module.os, "cpu_count", lambda: 2)
+    assert judge(traffic, policies) == serial and serial[0].refused > 0
