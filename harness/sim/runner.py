@@ -244,11 +244,19 @@ def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
     return row
 
 
-def _write_run(folder: ResultsFolder, run: SimRun, table: pa.Table, result: Replay) -> None:
-    """A virtual run's folder: the decision log, and with the system model the client log, the
-    target's CPU samples and run.json, as a live run's."""
+SUMMARY_COLUMNS = ("t", "key", "cost", "allowed", "client_class", "client_id", "delay_s", "ideal_allowed")
+"""What ``summarize`` reads of a decision log (the rest would cost a Python object a request)."""
+
+
+def _summary_frame(table: pa.Table) -> pd.DataFrame:
+    """The decision log's columns the summary reads, strings as categoricals (codes, not objects)."""
+    return table.select([c for c in SUMMARY_COLUMNS if c in table.column_names]).to_pandas(strings_to_categorical=True)
+
+
+def _write_system(folder: ResultsFolder, run: SimRun, result: Replay) -> None:
+    """The rest of a virtual run's folder with the system model (its decision log is written
+    first): the client log, the target's CPU samples and run.json, as a live run's."""
     run_dir = folder.run_dir(run.name)
-    write_parquet(run_dir / DECISIONS_FILE, table)
     if result.served is None:
         return
     write_parquet(run_dir / CLIENT_FILE, client_table(result))
@@ -284,7 +292,10 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         }
         if hasattr(run.model, "p"):
             row["scenario_params"] = asdict(run.model.p)
-        row.update(summarize(table.to_pandas(), run.policy.limit, run.policy.window_s))
+        row.update(summarize(_summary_frame(table), run.policy.limit, run.policy.window_s))
+        if folder is not None:
+            write_parquet(folder.run_dir(run.name) / DECISIONS_FILE, table)
+        del table  # the decision log is on disk: its memory goes before the client log's comes
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))
         row.update(system_row(run, result))
@@ -292,7 +303,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
         if folder is not None:
-            _write_run(folder, run, table, result)
+            _write_system(folder, run, result)
         rows.append(row)
         if events is not None:
             events.done(i, len(plan.runs), run, row)

@@ -14,7 +14,8 @@ import heapq
 import math
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from array import array
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -38,6 +39,7 @@ from targets.stores.protocol import ReplayStore
 from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
+from .decision_columns import DecisionColumns
 from .system import UNAVAILABLE_STATUS, Path, Served, SystemSpec, serve_open, system_for
 
 NODE, STORE = "sim", "memory"
@@ -59,19 +61,21 @@ class Replay:
     """The realized arrivals (closed-loop models add follow-ups) and the decision on each."""
 
     arrivals: Arrivals
-    decisions: list[Decision]
-    decision_us: list[float]
+    decisions: list[Decision] | DecisionColumns
+    decision_us: Sequence[float]
     evictions: int
     unavailable: list[bool] | None = None
     """Per request: admitted, but answered 503 by the downstream (an outage phase of the
     model's schedule); None: no outage was scheduled."""
     served: Served | None = None
     """What the system model did with each request (client times, status, target work)."""
-    limits: list[float] | None = None
+    limits: Sequence[float] | None = None
     """An observing limiter's limit after each decision (the log's ``adaptive_limit``)."""
 
     @property
     def allowed(self) -> list[bool]:
+        if isinstance(self.decisions, DecisionColumns):
+            return self.decisions.column("allowed").tolist()
         return [d[0] for d in self.decisions]
 
 
@@ -161,8 +165,10 @@ def replay_on(store: ReplayStore, traffic: TrafficModel | Arrivals, system: Syst
         return result
 
 
-def _columns(decisions: list[Decision]) -> tuple[np.ndarray, np.ndarray]:
+def _columns(decisions: list[Decision] | DecisionColumns) -> tuple[np.ndarray, np.ndarray]:
     """(allowed, delay_s) of the decisions as numpy columns."""
+    if isinstance(decisions, DecisionColumns):
+        return decisions.column("allowed"), decisions.column("delay_s")
     if not decisions:
         return np.zeros(0, dtype=bool), np.zeros(0)
     allowed, _, _, _, delay = zip(*decisions)
@@ -186,8 +192,8 @@ def _replay_open(arrivals: Arrivals, store: ReplayStore) -> Replay:
     """Hot path for open-loop traffic: blocks of decisions through the store's batch call."""
     decide_many, clock = store.decide_many, time.perf_counter_ns
     ts, keys, costs = arrivals.t, arrivals.key, arrivals.cost
-    decisions: list[Decision] = []
-    micros: list[float] = []
+    decisions = DecisionColumns()
+    micros = array("d")
     for first in range(0, len(ts), TIMING_BLOCK):
         last = first + TIMING_BLOCK
         start = clock()
@@ -195,6 +201,11 @@ def _replay_open(arrivals: Arrivals, store: ReplayStore) -> Replay:
         micros.extend([(clock() - start) / 1000.0 / len(block)] * len(block))
         decisions.extend(block)
     return Replay(arrivals, decisions, micros, store.evictions)
+
+
+def _planned(traffic: TrafficModel | Arrivals) -> Arrivals:
+    """The arrivals ``_requests`` yields, as columns."""
+    return traffic if isinstance(traffic, Arrivals) else virtual_arrivals(traffic)
 
 
 def _requests(traffic: TrafficModel | Arrivals) -> tuple[Iterator[Request], KeyOf | None]:
@@ -220,10 +231,9 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
     follow_ups: list[tuple[float, int, Request]] = []
     completions: list[tuple[float, int, str, float, float]] = []
     seq = 0
-    done: list[Request] = []
-    decisions: list[Decision] = []
-    micros: list[float] = []
-    limits: list[float] = []
+    done: list[Request] = []  # closed-loop models only: the others' requests are the planned ones
+    decisions = DecisionColumns()
+    micros, limits = array("d"), array("d")
     clock = time.perf_counter_ns
     nxt = next(planned, None)
     while nxt is not None or follow_ups:
@@ -247,7 +257,8 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
             seq += 1
         if limit_of is not None:
             limits.append(float(adaptive.current_limit(limit_of(key), store.params)))
-        done.append(req)
+        if reactive:
+            done.append(req)
         decisions.append(d)
         if reactive:
             answer: Decision | Answer = d if status != UNAVAILABLE_STATUS else Answer(False, float(reset_seconds(d.reset_s)))
@@ -258,7 +269,8 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
                 seq += 1
     served = path.served()
     failed = served.status == UNAVAILABLE_STATUS
-    return Replay(_decided(Arrivals.from_requests(done)), decisions, micros, store.evictions,
+    arrivals = Arrivals.from_requests(done) if reactive else _planned(traffic)
+    return Replay(_decided(arrivals), decisions, micros, store.evictions,
                   failed.tolist() if failed.any() or spec.downstream.schedule else None, served, limits or None)
 
 
@@ -316,7 +328,11 @@ def decision_table(result: Replay, algorithm: str, ideal: list[bool], limit_name
     """The decision log (contract.schema.DECISION_SCHEMA) of one simulated run."""
     a = result.arrivals
     n = len(a)
-    allowed, remaining, retry_after, _reset, delay = zip(*result.decisions) if n else ((),) * 5
+    decisions = result.decisions
+    if not isinstance(decisions, DecisionColumns):
+        decisions = DecisionColumns()
+        decisions.extend(result.decisions)
+    allowed, remaining, retry_after, _reset, delay = decisions.columns()
 
     def constant(value: str) -> pa.Array:
         return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
@@ -332,29 +348,29 @@ def decision_table(result: Replay, algorithm: str, ideal: list[bool], limit_name
         "allowed": pa.array(allowed, pa.bool_()),
         "remaining": pa.array(remaining, pa.float64()),
         "retry_after_s": pa.array(retry_after, pa.float64()),
-        "decision_us": pa.array(result.decision_us, pa.float64()),
+        "decision_us": pa.array(np.asarray(result.decision_us, dtype=np.float64)),
         "client_class": pa.array(a.client_class, pa.string()),
-        "request_id": pa.array(request_ids(a), pa.string()),
+        "request_id": request_ids(a),
         "client_id": pa.array(a.client_id, pa.string()),
         "route": pa.array(a.route, pa.string()),
         "delay_s": pa.array(delay, pa.float64()),
         "ideal_allowed": pa.array(ideal, pa.bool_()),
         "source": constant(STORE),
-        "adaptive_limit": pa.array(result.limits, pa.float64()) if result.limits else pa.nulls(n, pa.float64()),
+        "adaptive_limit": pa.array(np.asarray(result.limits), pa.float64()) if result.limits else pa.nulls(n, pa.float64()),
         "arrived_t": pa.array(a.t, pa.float64()),
     }
     return pa.Table.from_pydict(columns, schema=DECISION_SCHEMA)
 
 
-def request_ids(arrivals: Arrivals) -> list[str]:
+def request_ids(arrivals: Arrivals) -> pa.Array:
     """The id a client gives each request, shared by both logs: with attempts, a client's
     attempt 1 starts a new logical request (``<client>#<n>``) and its retries follow; else
-    the request's index."""
+    the request's index (cast by Arrow: no Python string per request)."""
     if arrivals.attempt is None:
-        return np.arange(len(arrivals)).astype(str).tolist()
+        return pa.array(np.arange(len(arrivals), dtype=np.int64)).cast(pa.string())
     frame = pd.DataFrame({"client_id": arrivals.client_id, "attempt": arrivals.attempt})
     seq = (frame["attempt"] == 1).groupby(frame["client_id"]).cumsum()
-    return (frame["client_id"] + "#" + seq.astype(str)).tolist()
+    return pa.array(frame["client_id"] + "#" + seq.astype(str), pa.string())
 
 
 def client_table(result: Replay) -> pa.Table:
@@ -364,7 +380,7 @@ def client_table(result: Replay) -> pa.Table:
     assert served is not None
     attempt = np.ones(len(a), dtype=np.int32) if a.attempt is None else np.asarray(a.attempt, dtype=np.int32)
     return pa.Table.from_pydict({
-        "request_id": pa.array(request_ids(a), pa.string()), "intended_t": pa.array(served.sent_t),
+        "request_id": request_ids(a), "intended_t": pa.array(served.sent_t),
         "sent_t": pa.array(served.sent_t), "done_t": pa.array(served.done_t),
         "status": pa.array(served.status, pa.int32()), "attempt": pa.array(attempt, pa.int32()),
     }, schema=CLIENT_SCHEMA)

@@ -17,6 +17,7 @@ each simulated latency, closed-loop clients react when their answer arrives.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -131,11 +132,9 @@ class Path:
         self.target = TargetProcesses(spec.processes, spec.cpu_s)
         self.downstream = DownstreamModel(spec.downstream, spec.seed)
         self._process_of: dict[str, int] = {}
-        self.sent: list[float] = []
-        self.done: list[float] = []
-        self.status: list[int] = []
-        self.process: list[int] = []
-        self.cpu_done: list[float] = []
+        # typed arrays, not lists: 8 bytes a value instead of a float object's 32
+        self.sent, self.done, self.cpu_done = array("d"), array("d"), array("d")
+        self.status, self.process = array("i"), array("q")
         self.busy_s = 0.0
         """Target CPU seconds spent so far (each request's counted when it is served)."""
 
