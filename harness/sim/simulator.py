@@ -55,6 +55,10 @@ TIMING_BLOCK = 64
 """Decisions are timed in blocks of this many and each gets its block's mean: two clock reads
 per decision would cost more than most decisions. Live targets time every decision."""
 
+PART_ROWS = 250_000
+"""Rows of a log built (and written) at a time: a whole decision log at once would hold ~200
+bytes a request in Arrow buffers beside the replay."""
+
 
 @dataclass
 class Replay:
@@ -320,44 +324,58 @@ def ideal_decisions(arrivals: Arrivals, policy: Policy) -> list[bool]:
     """sliding_log (the exact reference) on the same arrivals."""
     algorithm = get_algorithm("sliding_log")
     store = MemoryStore(algorithm, build_params("sliding_log", policy), max_keys=max(1, len(arrivals)))
-    with _no_gc():
-        return [d[0] for d in store.decide_many(arrivals.key, arrivals.t, arrivals.cost)]
+    keys, ts, costs = arrivals.key, arrivals.t, arrivals.cost
+    allowed: list[bool] = []
+    with _no_gc():  # in blocks: the decisions of a whole large run at once would be its peak
+        for first in range(0, len(ts), PART_ROWS):
+            part = slice(first, first + PART_ROWS)
+            allowed.extend([d[0] for d in store.decide_many(keys[part], ts[part], costs[part])])
+    return allowed
 
 
 def decision_table(result: Replay, algorithm: str, ideal: list[bool], limit_name: str = "default") -> pa.Table:
     """The decision log (contract.schema.DECISION_SCHEMA) of one simulated run."""
-    a = result.arrivals
-    n = len(a)
+    parts = list(decision_parts(result, algorithm, ideal, limit_name))
+    return pa.concat_tables(parts) if parts else DECISION_SCHEMA.empty_table()
+
+
+def decision_parts(result: Replay, algorithm: str, ideal: list[bool], limit_name: str = "default",
+                   rows: int = PART_ROWS) -> Iterator[pa.Table]:
+    """The decision log in parts of ``rows`` requests, in time order (a writer streams them)."""
     decisions = result.decisions
     if not isinstance(decisions, DecisionColumns):
         decisions = DecisionColumns()
         decisions.extend(result.decisions)
-    allowed, remaining, retry_after, _reset, delay = decisions.columns()
+    cols = decisions.columns()
+    ids = request_ids(result.arrivals)
+    micros = np.asarray(result.decision_us, dtype=np.float64)
+    limits = np.asarray(result.limits, dtype=np.float64) if result.limits else None
+    for first in range(0, len(result.arrivals), rows):
+        part = slice(first, first + rows)
+        yield _decision_part(result.arrivals, part, [c[part] for c in cols], ids[part], micros[part],
+                             ideal[part], None if limits is None else limits[part], algorithm, limit_name)
+
+
+def _decision_part(a: Arrivals, rows: slice, decision: list[np.ndarray], ids: pa.Array, micros: np.ndarray,
+                   ideal: list[bool], limits: np.ndarray | None, algorithm: str, limit_name: str) -> pa.Table:
+    allowed, remaining, retry_after, _reset, delay = decision
+    n = len(allowed)
 
     def constant(value: str) -> pa.Array:
         return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
 
+    t = pa.array(a.t[rows], pa.float64())
     columns = {
-        "t": pa.array(a.t, pa.float64()),
-        "node": constant(NODE),
-        "algorithm": constant(algorithm),
-        "store": constant(STORE),
-        "limit_name": constant(limit_name),
-        "key": pa.array(a.key, pa.string()),
-        "cost": pa.array(a.cost, pa.float64()),
-        "allowed": pa.array(allowed, pa.bool_()),
-        "remaining": pa.array(remaining, pa.float64()),
-        "retry_after_s": pa.array(retry_after, pa.float64()),
-        "decision_us": pa.array(np.asarray(result.decision_us, dtype=np.float64)),
-        "client_class": pa.array(a.client_class, pa.string()),
-        "request_id": request_ids(a),
-        "client_id": pa.array(a.client_id, pa.string()),
-        "route": pa.array(a.route, pa.string()),
-        "delay_s": pa.array(delay, pa.float64()),
-        "ideal_allowed": pa.array(ideal, pa.bool_()),
-        "source": constant(STORE),
-        "adaptive_limit": pa.array(np.asarray(result.limits), pa.float64()) if result.limits else pa.nulls(n, pa.float64()),
-        "arrived_t": pa.array(a.t, pa.float64()),
+        "t": t, "node": constant(NODE), "algorithm": constant(algorithm), "store": constant(STORE),
+        "limit_name": constant(limit_name), "key": pa.array(a.key[rows], pa.string()),
+        "cost": pa.array(a.cost[rows], pa.float64()), "allowed": pa.array(allowed, pa.bool_()),
+        "remaining": pa.array(remaining, pa.float64()), "retry_after_s": pa.array(retry_after, pa.float64()),
+        "decision_us": pa.array(micros), "client_class": pa.array(a.client_class[rows], pa.string()),
+        "request_id": ids, "client_id": pa.array(a.client_id[rows], pa.string()),
+        "route": pa.array(a.route[rows], pa.string()), "delay_s": pa.array(delay, pa.float64()),
+        "ideal_allowed": pa.array(ideal, pa.bool_()), "source": constant(STORE),
+        "adaptive_limit": pa.array(limits, pa.float64()) if limits is not None else pa.nulls(n, pa.float64()),
+        "arrived_t": t,
     }
     return pa.Table.from_pydict(columns, schema=DECISION_SCHEMA)
 
@@ -376,14 +394,23 @@ def request_ids(arrivals: Arrivals) -> pa.Array:
 def client_table(result: Replay) -> pa.Table:
     """The client log (contract.schema.CLIENT_SCHEMA) the system model gives: every request was
     sent when planned (intended = sent: a virtual client is never late)."""
+    parts = list(client_parts(result, max(1, len(result.arrivals))))
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def client_parts(result: Replay, rows: int = PART_ROWS) -> Iterator[pa.Table]:
+    """``client_table`` in parts of ``rows`` requests (a writer streams them)."""
     served, a = result.served, result.arrivals
     assert served is not None
     attempt = np.ones(len(a), dtype=np.int32) if a.attempt is None else np.asarray(a.attempt, dtype=np.int32)
-    return pa.Table.from_pydict({
-        "request_id": request_ids(a), "intended_t": pa.array(served.sent_t),
-        "sent_t": pa.array(served.sent_t), "done_t": pa.array(served.done_t),
-        "status": pa.array(served.status, pa.int32()), "attempt": pa.array(attempt, pa.int32()),
-    }, schema=CLIENT_SCHEMA)
+    ids = request_ids(a)
+    for first in range(0, max(1, len(a)), rows):
+        part = slice(first, first + rows)
+        yield pa.Table.from_pydict({
+            "request_id": ids[part], "intended_t": pa.array(served.sent_t[part]),
+            "sent_t": pa.array(served.sent_t[part]), "done_t": pa.array(served.done_t[part]),
+            "status": pa.array(served.status[part], pa.int32()), "attempt": pa.array(attempt[part], pa.int32()),
+        }, schema=CLIENT_SCHEMA)
 
 
 def simulate(model: TrafficModel, algorithm_name: str, policy: Policy, params: Any,
@@ -392,9 +419,19 @@ def simulate(model: TrafficModel, algorithm_name: str, policy: Policy, params: A
     """One run: replay (through ``system``, the path around the limiter, when given), the ideal
     replay (unless given: for an open-loop model it is the same for every algorithm), and the
     decision log."""
+    result, ideal = simulated(model, algorithm_name, policy, params, max_keys=max_keys, ideal=ideal,
+                              fleet=fleet, system=system)
+    return decision_table(result, algorithm_name, ideal), result
+
+
+def simulated(model: TrafficModel, algorithm_name: str, policy: Policy, params: Any,
+              *, max_keys: int = 1_000_000, ideal: list[bool] | None = None,
+              fleet: Fleet | None = None, system: SystemSpec | None = None) -> tuple[Replay, list[bool]]:
+    """``simulate`` without building the decision log: the replay and its ideal decisions (a
+    large run streams its log with ``decision_parts``)."""
     algorithm = get_algorithm(algorithm_name)
     result = replay(model, algorithm, params, max_keys=max_keys, fleet=fleet, system=system)
     if ideal is None:
         is_reference = algorithm_name == "sliding_log" and params == build_params("sliding_log", policy)
         ideal = result.allowed if is_reference else ideal_decisions(result.arrivals, policy)
-    return decision_table(result, algorithm_name, ideal), result
+    return result, ideal
