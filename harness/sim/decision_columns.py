@@ -20,35 +20,33 @@ FIELDS = Decision._fields
 
 
 class DecisionColumns:
-    """``append``/``extend`` decisions, then read them as columns (``column``) or tuples."""
+    """Add decisions (``extend``; a hot loop appends to ``pending`` and calls ``pack`` when it
+    holds BLOCK), then read them as columns (``columns``, ``column``) or tuples."""
 
     def __init__(self) -> None:
-        self._pending: list[Decision] = []
+        self.pending: list[Decision] = []
         self._packed: list[tuple[np.ndarray, ...]] = []
         self._columns: tuple[np.ndarray, ...] | None = None
 
     def extend(self, decisions: Iterable[Decision]) -> None:
-        self._pending.extend(decisions)
-        if len(self._pending) >= BLOCK:
-            self._pack()
+        self.pending.extend(decisions)
+        if len(self.pending) >= BLOCK:
+            self.pack()
 
-    def append(self, decision: Decision) -> None:
-        self._pending.append(decision)
-        if len(self._pending) >= BLOCK:
-            self._pack()
-
-    def _pack(self) -> None:
-        pending, self._pending = self._pending, []
+    def pack(self) -> None:
+        """The pending decisions into the columns (``pending`` stays the same list, emptied)."""
+        pending = self.pending
         if pending:
             cols = tuple(zip(*pending))
             self._packed.append((np.fromiter(cols[0], dtype=bool, count=len(pending)),
                                  *(np.fromiter(c, dtype=np.float64, count=len(pending)) for c in cols[1:])))
+            pending.clear()
         self._columns = None
 
     def columns(self) -> tuple[np.ndarray, ...]:
         """(allowed, remaining, retry_after_s, reset_s, delay_s) over every decision so far."""
-        if self._pending or self._columns is None:
-            self._pack()
+        if self.pending or self._columns is None:
+            self.pack()
             if not self._packed:
                 return (np.zeros(0, dtype=bool), *(np.zeros(0) for _ in FIELDS[1:]))
             self._columns = tuple(np.concatenate(c) for c in zip(*self._packed))
@@ -59,7 +57,7 @@ class DecisionColumns:
         return self.columns()[FIELDS.index(name)]
 
     def __len__(self) -> int:
-        return sum(len(p[0]) for p in self._packed) + len(self._pending)
+        return sum(len(p[0]) for p in self._packed) + len(self.pending)
 
     def __getitem__(self, i: int) -> Decision:
         cols = self.columns()

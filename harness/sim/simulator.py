@@ -39,7 +39,7 @@ from targets.stores.protocol import ReplayStore
 from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
-from .decision_columns import DecisionColumns
+from .decision_columns import BLOCK, DecisionColumns
 from .system import UNAVAILABLE_STATUS, Path, Served, SystemSpec, serve_open, system_for
 
 NODE, STORE = "sim", "memory"
@@ -214,9 +214,10 @@ def _planned(traffic: TrafficModel | Arrivals) -> Arrivals:
 
 def _requests(traffic: TrafficModel | Arrivals) -> tuple[Iterator[Request], KeyOf | None]:
     """The planned requests in time order, and how a follow-up's headers give its key."""
+    planned = _decided(_planned(traffic)).requests()  # at the decided µs, as the open path: the same client log
     if isinstance(traffic, Arrivals):
-        return traffic.requests(), None
-    return virtual_arrivals(traffic).requests(), header_keys(traffic) if traffic.arrivals().headers is not None else None
+        return planned, None
+    return planned, header_keys(traffic) if traffic.arrivals().headers is not None else None
 
 
 def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: SystemSpec) -> Replay:
@@ -237,7 +238,7 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
     seq = 0
     done: list[Request] = []  # closed-loop models only: the others' requests are the planned ones
     decisions = DecisionColumns()
-    micros, limits = array("d"), array("d")
+    pending, micros, limits = decisions.pending, array("d"), array("d")
     clock = time.perf_counter_ns
     nxt = next(planned, None)
     while nxt is not None or follow_ups:
@@ -263,7 +264,9 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
             limits.append(float(adaptive.current_limit(limit_of(key), store.params)))
         if reactive:
             done.append(req)
-        decisions.append(d)
+        pending.append(d)
+        if len(pending) >= BLOCK:
+            decisions.pack()
         if reactive:
             answer: Decision | Answer = d if status != UNAVAILABLE_STATUS else Answer(False, float(reset_seconds(d.reset_s)))
             for follow in model.react(req._replace(t=client_done + spec.one_way_s), answer):

@@ -108,9 +108,8 @@ def serve_open(spec: SystemSpec, t: np.ndarray, client_id: list[str], allowed: n
     arrive = ready[admitted] + np.asarray(delay_s, dtype=np.float64)[admitted]
     order = np.argsort(arrive, kind="stable")
     downstream = DownstreamModel(spec.downstream, spec.seed)
-    serve = downstream.serve
     finished = np.empty(len(admitted))
-    finished[order] = [serve(a) for a in arrive[order].tolist()]
+    finished[order] = downstream.serve_many(arrive[order].tolist())
     served = finished != UNAVAILABLE
     status = np.full(len(t), TOO_MANY, dtype=np.int32)
     status[admitted] = np.where(served, OK, UNAVAILABLE_STATUS)
