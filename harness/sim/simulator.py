@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from contract.schema import DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
-from scenarios.fleet import Fleet, assign_nodes, fleet_of
+from scenarios.fleet import Fleet, assign_nodes
 from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
 from targets.algorithms.base import decided_at
 from targets.config import DownstreamConfig, KeyConfig
@@ -134,7 +134,7 @@ def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: 
            fleet: Fleet | None = None) -> Replay:
     """``fleet`` (default: the model's own, if any) with a local virtual store: the requests are
     dealt over N independent memory stores as the balancer would (local limits on N nodes)."""
-    fleet = fleet or fleet_of(model)
+    fleet = fleet or model.fleet()
     if fleet is not None and fleet.virtual_store != "shared":
         arrivals = virtual_arrivals(model)
         per_node = local_params(params, fleet.nodes) if fleet.virtual_store == "local_split" else params

@@ -136,4 +136,5 @@ ALGORITHM = Algorithm(
     max_cost=lambda p: p.max_limit,
     release=release,
     observe=observe,
+    current_limit=current_limit,
 )

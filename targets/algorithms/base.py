@@ -107,3 +107,6 @@ class Algorithm:
     """Latency-driven algorithms: ``observe(state, now, rtt_s, params) -> state`` folds one
     completed request's latency into the state (the live target calls it; the simulator has
     no real latency and does not)."""
+    current_limit: Callable[[Any, Any], float] | None = None
+    """Algorithms whose limit moves (latency-driven): ``current_limit(state, params)``, the limit
+    a key's state stands at (None: a fresh key), shown in headers and metrics."""
