@@ -20,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 from contract import decision_file
 from contract.errors import BadInput
 
-from .cli_args import EXIT_BAD_INPUT, Parser, key_value
-from .ports import HOST
+from .cli_args import EXIT_BAD_INPUT, HOST, Parser, key_value
 
 if TYPE_CHECKING:
     from .config import TargetConfig

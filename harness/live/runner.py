@@ -57,13 +57,13 @@ from contract.schema import (
 from harness.campaign.config_file import str_params
 from harness.campaign.live import Campaign
 from harness.events import RunnerEvents
+from harness.processes.redis_server import RedisServer, RedisServerError
+from harness.processes.target import TargetProcess
 from harness.sim.simulator import simulate
 from scenarios import SCENARIOS
 from scenarios.fleet import Fleet
 from scenarios.live_plan import LivePlan, aligned_start, user_class
-from targets.process import TargetProcess
 from targets.redact import redacted
-from targets.stores.redis.server import RedisServer, RedisServerError
 
 from . import cpus
 from .cpu_sampler import CpuSampler, cpu_csv

@@ -25,10 +25,10 @@ from contract.atomic import write_text
 from contract.folder import write_parquet
 from contract.schema import DECISION_SCHEMA, DECISIONS_FILE
 from harness.campaign.peers import Peer, PeerError
+from harness.processes.ports import free_ports
+from harness.processes.target import TargetProcess
 from scenarios.live_plan import LivePlan
 from targets.algorithms import Policy
-from targets.ports import free_ports
-from targets.process import TargetProcess
 
 from ..config import node_configs, peer_downstream_config
 from ..logs import gather_client

@@ -9,8 +9,8 @@ from pathlib import Path
 
 from contract.atomic import write_text
 from harness.campaign.peers import model_policy
+from harness.processes.ports import free_ports
 from targets.algorithms import Policy, build_params, get_algorithm
-from targets.ports import free_ports
 
 from ..supervise import Processes
 from . import ProcessPeer, process_peer

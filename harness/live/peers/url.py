@@ -17,9 +17,9 @@ import pyarrow.parquet as pq
 from contract.folder import write_parquet
 from contract.schema import CLIENT_FILE, DECIDED_BY_CLIENT, DECISIONS_FILE
 from harness.campaign.peers.url import UrlPeer
+from harness.processes.target import TargetProcess
 from scenarios.base import Arrivals
 from scenarios.live_plan import LivePlan
-from targets.process import TargetProcess
 
 from ..logs import gather_client
 from ..measures import pct_ms

@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from harness.campaign.live import Campaign
+from harness.processes.target import TargetProcess
 from scenarios.live_plan import LivePlan
-from targets.process import TargetProcess
 
 from ..plan import LiveRun
 from ..supervise import Processes

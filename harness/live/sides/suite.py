@@ -7,9 +7,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+from harness.processes.ports import free_ports
+from harness.processes.target import HOST, TargetProcess
 from scenarios.live_plan import LivePlan
-from targets.ports import free_ports
-from targets.process import HOST, TargetProcess
 
 from ..config import node_configs, target_config
 from ..logs import gather_client, merge_decisions
