@@ -110,3 +110,7 @@ class Algorithm:
     current_limit: Callable[[Any, Any], float] | None = None
     """Algorithms whose limit moves (latency-driven): ``current_limit(state, params)``, the limit
     a key's state stands at (None: a fresh key), shown in headers and metrics."""
+    observe_reading: Callable[[Any, float, Any, Any], Any] | None = None
+    """Load-driven algorithms: ``observe_reading(state, now, reading, params) -> state`` folds one
+    CPU/load reading (``adaptive_rules.Reading``) into the state, pushed in from outside: the
+    live target samples its process off the hot path, the simulator passes its model's CPU."""
