@@ -72,7 +72,7 @@ from . import cpus
 from .config import node_configs, peer_downstream_config, target_config
 from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
-from .measures import fleet_measures, measured_window, store_failure_measures
+from .measures import fleet_measures, measured_window, store_degradation, store_failure_measures
 from .peers import live_peer
 from .peers.response import refusal, without_probe
 from .peers.url import client_decisions, round_trip_ms
@@ -263,8 +263,8 @@ class LiveRunner:
     def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],
                   info: dict[str, Any]) -> dict[str, Any]:
         """Fleet measures for a multi-node run, outage measures (and phase) for a store failure."""
-        out: dict[str, Any] = {}
         decisions = pq.read_table(run_dir / DECISIONS_FILE).to_pandas()
+        out: dict[str, Any] = {"degraded": store_degradation(decisions)}
         if len(run.joins_s) > 1:
             out["fleet"] = fleet_measures(decisions, run.policy.limit, run.policy.window_s,
                                           [info["start_at"] + j for j in run.joins_s], run.routing)
