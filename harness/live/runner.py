@@ -78,7 +78,7 @@ from .peers.response import refusal, without_probe
 from .peers.url import client_decisions, round_trip_ms
 from .plan import LiveRun
 from .remote import RemoteWorkers, remote_clocks
-from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
+from .supervise import Interrupted, Processes, RunFailed, interrupts_deferred, signals_interrupt, tail
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUSTFILE = ROOT / "scenarios" / "locustfile.py"
@@ -242,11 +242,12 @@ class LiveRunner:
             info["status"] = RUN_INTERRUPTED
             raise
         finally:
-            self.processes.stop_all()
-            rows = measured_window(sampler.stop(), info, sampler.interval_s)
-            write_text(run_dir / CPU_FILE, cpu_csv(rows))
-            info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
-            write_run_json(run_dir / RUN_FILE, info)
+            with interrupts_deferred():  # the run is recorded whatever signal comes meanwhile
+                self.processes.stop_all()
+                rows = measured_window(sampler.stop(), info, sampler.interval_s)
+                write_text(run_dir / CPU_FILE, cpu_csv(rows))
+                info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
+                write_run_json(run_dir / RUN_FILE, info)
         return info
 
     def _response(self, run: LiveRun, endpoint: UrlPeer | None, url: str) -> dict[str, Any]:
