@@ -92,3 +92,20 @@ def test_a_connection_past_the_per_address_cap_gets_the_503_and_another_address_
 def test_caps_out_of_bounds_are_refused_in_one_line(start):
     from targets.__main__ import main
     assert main(["--port", "1", "--max-conns-per-address", "0"]) == 2
+
+
+def test_head_and_unrouted_requests_are_counted_on_the_key(module_start):
+    """NGINX's ``location /`` counts every request: a flood of HEADs or 404s used to cost the target
+    without ever touching a key (limit 3 per day: the fourth request of any kind is refused).
+    A HEAD of a GET route counts as that route."""
+    target = module_start("--algorithm", "fixed_window", "--limit", "3", "--window", "86400", "--service-ms", "0")
+    with connect(target.port, timeout_s=5, source="127.0.0.4") as sock:  # a HEAD's answer has no body to split on
+        sock.sendall(request("HEAD", x_api_key="h"))
+        assert b"x-ratelimit-remaining: 2\r\n" in sock.recv(65536)  # decided (FastAPI then answers 405)
+    with connect(target.port, timeout_s=5, source="127.0.0.4") as sock:
+        sock.sendall(request(path="/nowhere", x_api_key="h") + request("DELETE", x_api_key="h")
+                     + request(path="/nowhere", x_api_key="h") + request(x_api_key="h"))
+        assert read_answers(sock, 4).statuses == [404, 405, 429, 429]
+    with connect(target.port, timeout_s=5, source="127.0.0.4") as sock:  # never limited
+        sock.sendall(request(path="/healthz", x_api_key="h"))
+        assert read_answers(sock, 1).statuses == [200]
