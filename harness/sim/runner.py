@@ -158,7 +158,7 @@ def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
     runs: list[SimRun] = []
     for entry in campaign.scenarios:
         policy = campaign.policy_for(entry)
-        params = {a: campaign.params_for(a, policy) for a in campaign.algorithms_for(entry)}
+        params = {a: campaign.params_for(a, policy, entry) for a in campaign.algorithms_for(entry)}
         try:
             runs += _runs_of(entry.run_name, campaign.model_for(entry), policy, params)
         except PolicyError as exc:
