@@ -55,7 +55,7 @@ def test_a_run_whose_redis_died_is_marked_degraded_everywhere(tmp_path, monkeypa
     assert info["status"] == "ok", info.get("error")
     run_dir = tmp_path / "res" / "runs" / "unhealthy_downstream__fixed_window__redis-shared"
     degraded = json.loads((run_dir / "run.json").read_text())["degraded"]
-    assert 0 < degraded["share"] < 1 and degraded["sources"].get("fallback", 0) > 0
+    assert 0 < degraded["share"] <= 1 and degraded["sources"].get("fallback", 0) > 0  # < 1 unless Redis was slow to answer at first
     assert degraded["end_t"] > degraded["start_t"]
     line = terminal.getvalue()
     assert "degraded" in line and "came from a fallback, not redis-shared" in line, line
