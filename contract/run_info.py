@@ -82,6 +82,9 @@ class RunInfo:
     """run.json's ``degraded``: some decisions came from a fallback, not the store (``share``,
     ``sources``, ``start_t``, ``end_t``); None when the store made every decision."""
 
+    kind: str = "live"
+    """``live``, or ``virtual`` (contract.schema.KIND_VIRTUAL): a simulated run with the system model."""
+
     @property
     def degraded(self) -> Phase | None:
         return next((p for p in self.phases if p.name == DEGRADED_PHASE), None)
@@ -123,6 +126,7 @@ def read_run_json(path: Path) -> RunInfo:
         response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
         processes=int(raw.get("processes") or 1), limiters=str(raw.get("limiters") or "shared"),
         fallback=_fallback(raw.get("degraded"), path),
+        kind=str(raw.get("kind") or "live"),
     )
 
 
