@@ -68,13 +68,13 @@ from targets.redact import redacted
 from . import cpus
 from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import slowest_ready
-from .measures import fleet_measures, measured_window, store_failure_measures
+from .measures import fleet_measures, measured_window, store_degradation, store_failure_measures
 from .peers import live_peer
 from .plan import LiveRun
 from .remote import RemoteWorkers, remote_clocks
 from .sides.base import Side, SideSetup
 from .sides.suite import SuiteSide
-from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
+from .supervise import Interrupted, Processes, RunFailed, interrupts_deferred, signals_interrupt, tail
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUSTFILE = ROOT / "scenarios" / "locustfile.py"
@@ -151,11 +151,13 @@ class LiveRunner:
             record.add(status=RUN_INTERRUPTED)
             raise
         finally:
-            self.processes.stop_all()
-            rows = measured_window(sampler.stop(), record.to_json(), sampler.interval_s)
-            write_text(run_dir / CPU_FILE, cpu_csv(rows))
-            record.add(generator_bound=generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), record.get("late_share")))
-            record.write(run_dir / RUN_FILE)
+            with interrupts_deferred():  # the run is recorded whatever signal comes meanwhile
+                self.processes.stop_all()
+                rows = measured_window(sampler.stop(), record.to_json(), sampler.interval_s)
+                write_text(run_dir / CPU_FILE, cpu_csv(rows))
+                record.add(generator_bound=generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS),
+                                                           record.get("late_share")))
+                record.write(run_dir / RUN_FILE)
         return record
 
     def _side(self, run: LiveRun, run_dir: Path) -> Side:
@@ -257,8 +259,8 @@ class LiveRunner:
 
     def _measures(self, run: LiveRun, run_dir: Path, happened: dict[str, float], record: RunRecord) -> dict[str, Any]:
         """Fleet measures for a multi-node run, outage measures (and phase) for a store failure."""
-        out: dict[str, Any] = {}
         decisions = pq.read_table(run_dir / DECISIONS_FILE).to_pandas()
+        out: dict[str, Any] = {"degraded": store_degradation(decisions)}
         if len(run.joins_s) > 1:
             out["fleet"] = fleet_measures(decisions, run.policy.limit, run.policy.window_s,
                                           [record.start_at + j for j in run.joins_s], run.routing)
