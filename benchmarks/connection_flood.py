@@ -31,8 +31,8 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.live.peers.standalone import peer_before_none
+from harness.processes.target import running_target
 from targets.algorithms import Policy
-from targets.process import running_target
 
 from .raw_http import Exchange, connect, read_answers, request, split_answers
 

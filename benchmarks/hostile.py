@@ -45,8 +45,8 @@ from rich.console import Console
 from rich.table import Table
 
 from contract import decision_file
+from harness.processes.target import running_target
 from targets.algorithms import ALGORITHMS, Policy, build_params
-from targets.process import running_target
 from targets.stores.memory import MemoryStore
 
 from .connection_flood import run_connection_floods

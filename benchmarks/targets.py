@@ -34,9 +34,9 @@ from pathlib import Path
 
 import psutil
 
+from harness.processes.target import running_target
 from targets.__main__ import build_parser, overrides
 from targets.algorithms import ALGORITHMS
-from targets.process import running_target
 
 from . import targets_instructions as bench_instructions
 from .targets_asgi import in_process_us

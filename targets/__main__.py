@@ -20,9 +20,8 @@ from typing import TYPE_CHECKING, Any
 from contract import decision_file
 from contract.errors import BadInput
 
-from .cli_args import EXIT_BAD_INPUT, Parser, key_value
+from .cli_args import EXIT_BAD_INPUT, HOST, Parser, key_value
 from .connection_caps import BACKLOG, MAX_CONNECTIONS, MAX_PER_ADDRESS
-from .ports import HOST
 
 if TYPE_CHECKING:
     from .config import TargetConfig

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from contract.errors import BadInput
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
@@ -98,6 +98,8 @@ class CampaignHeader(StrictModel):
     """Algorithm names, or ``all``."""
     params: dict[str, dict[str, ParamValue]] = Field(default_factory=dict)
     """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
+    _models: dict[tuple[Any, ...], TrafficModel] = PrivateAttr(default_factory=dict)
+    """Every entry's model, built once (``model_for``)."""
 
     @field_validator("scenarios", mode="before", check_fields=False)
     @classmethod
@@ -167,12 +169,17 @@ class CampaignHeader(StrictModel):
         return build_params(algorithm, policy, str_params({**self.params.get(algorithm, {}), **own}))
 
     def model_for(self, entry: ScenarioEntry) -> TrafficModel:
-        """The entry's traffic model under its policy; a bad parameter names the entry."""
-        policy = self.policy_for(entry)
-        try:
-            return build_model(entry.name, policy.limit, policy.window_s, self.seed, str_params(entry.params))
-        except ScenarioError as exc:
-            raise ValueError(f"{entry.where}.params: {exc}") from None
+        """The entry's traffic model under its policy, built once: the checks, every run of the
+        entry and its virtual twin share it and its arrivals (a model is seeded and deterministic);
+        a bad parameter names the entry."""
+        policy, params = self.policy_for(entry), str_params(entry.params)
+        built = (entry.name, policy.limit, policy.window_s, self.seed, tuple(sorted(params.items())))
+        if built not in self._models:
+            try:
+                self._models[built] = build_model(entry.name, policy.limit, policy.window_s, self.seed, params)
+            except ScenarioError as exc:
+                raise ValueError(f"{entry.where}.params: {exc}") from None
+        return self._models[built]
 
 
 def check_algorithms(names: list[str], *, all_allowed: bool) -> None:

@@ -19,6 +19,7 @@ from contract.schema import RUN_OK
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.live import StoreName, load_campaign
 from harness.live.plan import plan_runs
+from harness.live.preflight import preflight
 from harness.live.remote import DEFAULT_PORT, DEFAULT_TIMEOUT_S, RemoteWorkers, parse_address
 from harness.live.runner import LiveRunner
 from harness.live.supervise import Interrupted
@@ -50,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     campaign = load_campaign(args.campaign)
+    preflight(campaign, str(args.campaign))  # the machine and the network, once, before anything starts
     if args.workers is not None and args.workers < 1:
         raise CampaignError(f"--workers must be at least 1, got {args.workers}")
     remote = None

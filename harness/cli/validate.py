@@ -21,7 +21,7 @@ from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
 from harness.campaign.peers.nginx_config import with_includes
 from harness.campaign.policy_file import PolicyFile, load_policy
-from harness.live.peers import LivePeer, live_peer
+from harness.live.peers import ProcessPeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
 from harness.validate.inputs import check_url, policy_of_config, read_config, read_text, reject_status, which_peer
@@ -86,7 +86,7 @@ def validate(policy: PolicyFile) -> list[CheckVerdict]:
 class PeerInput:
     """``--config`` or ``--url``: what judges the policy live instead of a suite target."""
 
-    live: LivePeer | None = None
+    live: ProcessPeer | None = None
     url: str | None = None
     nominal: Policy | None = None
     refused: frozenset[int] = frozenset({429})

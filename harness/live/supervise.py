@@ -6,17 +6,17 @@ ends complete or marked interrupted, with its run.json."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from targets.process import TargetError, TargetProcess, start_target, wait_ready
+from harness.processes.groups import stop_group
+from harness.processes.target import TargetError, TargetProcess, start_target, wait_ready
 
 PEER_READY_S = 15.0
 
@@ -87,17 +87,6 @@ def tail(path: Path, lines: int = 15) -> str:
     if not path.exists():
         return ""
     return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-
-
-def stop_group(process: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    if process.poll() is None:
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        with suppress(subprocess.TimeoutExpired):
-            process.wait(timeout_s)
-    with suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 class Processes:

@@ -15,8 +15,8 @@ import pytest
 from harness.campaign.peers import PEERS, PeerError
 from harness.cli.main import main
 from harness.live.peers import live_peer
+from harness.processes.ports import free_ports
 from targets.algorithms import Policy
-from targets.ports import free_ports
 
 needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None and os.environ.get("CI", "").lower() != "true",
                                  reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")
