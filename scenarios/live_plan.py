@@ -19,7 +19,7 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from contract.atomic import write_text
 from contract.routes import MODEL_ROUTES
@@ -41,7 +41,7 @@ class LivePlan:
     client_dir: str
     """Each worker writes its raw client log here (one Parquet file per worker process)."""
     workers: int = 1
-    params: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     burst_gap_s: float = 0.002
     routing: str = "round_robin"
     """How requests are dealt over ``hosts``: round_robin or sticky (hash of the client id)."""

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import LEGIT, Arrivals, ModelParams, TrafficModel, positive
+from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Seconds, TrafficModel, positive
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: int = 10
-    load: float = 0.8
+    clients: Count = 10
+    load: Factor = 0.8
     """Each client's mean rate as a fraction of the policy rate L/W."""
-    duration_s: float | None = None
+    duration_s: Seconds | None = None
     """Defaults to 5 windows."""
 
     def check(self) -> None:
@@ -28,6 +28,9 @@ class Steady(TrafficModel):
     summary = "Poisson arrivals from N legitimate clients, each at a share of the limit"
 
     p: Params
+
+    def expected_requests(self) -> float:
+        return self.p.clients * self.p.load * self.limit / self.window_s * (self.p.duration_s or 5 * self.window_s)
 
     def generate(self) -> Arrivals:
         p = self.p

@@ -12,18 +12,29 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, non_negative, positive
+from .base import (
+    LEGIT,
+    Arrivals,
+    Count,
+    Factor,
+    ModelParams,
+    ScenarioError,
+    Seconds,
+    TrafficModel,
+    non_negative,
+    positive,
+)
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: int = 4
-    load: float = 1.5
+    clients: Count = 4
+    load: Factor = 1.5
     """Each client's rate as a multiple of L/W (above 1: the limit, and the fallback's, bind)."""
-    duration_s: float | None = None
+    duration_s: Seconds | None = None
     """Defaults to 6 windows."""
-    outage_at_s: float = 2.0
-    restore_at_s: float = 4.0
+    outage_at_s: Seconds = 2.0
+    restore_at_s: Seconds = 4.0
 
     def check(self) -> None:
         positive("clients", self.clients)
@@ -52,6 +63,9 @@ class StoreFailure(TrafficModel):
     def outage(self) -> tuple[float, float]:
         """(stop, restart) of the shared store, in model time."""
         return self.p.outage_at_s, self.p.restore_at_s
+
+    def expected_requests(self) -> float:
+        return self.p.clients * self.p.load * self.limit / self.window_s * self.duration_s
 
     def generate(self) -> Arrivals:
         p, rng, d = self.p, np.random.default_rng(self.seed), self.duration_s

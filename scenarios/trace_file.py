@@ -63,6 +63,9 @@ class TraceFile(TrafficModel):
         keys = df["key"].astype(str).to_numpy(dtype=object)
         return Arrivals.from_columns(t - t.min() if t.min() < 0 else t, keys, classes, routes, cost)
 
+    def expected_requests(self) -> float:
+        return len(self._arrivals)
+
     @property
     def max_cost(self) -> float:
         return max(self._arrivals.cost)

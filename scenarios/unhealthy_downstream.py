@@ -13,19 +13,19 @@ from typing import Any
 
 import numpy as np
 
-from .base import LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Rate, ScenarioError, Seconds, TrafficModel, positive
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: int = 10
-    rate_rps: float = 100.0
+    clients: Count = 10
+    rate_rps: Rate = 100.0
     """Total arrival rate, shared evenly by the clients (open model: nobody waits for replies)."""
-    degrade_at_s: float = 2.0
-    recover_at_s: float = 4.0
-    factor: float = 10.0
+    degrade_at_s: Seconds = 2.0
+    recover_at_s: Seconds = 4.0
+    factor: Factor = 10.0
     """Service-time multiplier while degraded."""
-    duration_s: float = 6.0
+    duration_s: Seconds = 6.0
 
     def check(self) -> None:
         positive("clients", self.clients)
@@ -54,6 +54,9 @@ class UnhealthyDownstream(TrafficModel):
     def target_config(self) -> dict[str, Any]:
         """The health schedule, counted from the plan's t = 0 (the runner's shared start time)."""
         return {"downstream": {"schedule": self.p.schedule()}}
+
+    def expected_requests(self) -> float:
+        return self.p.rate_rps * self.p.duration_s
 
     def generate(self) -> Arrivals:
         p = self.p

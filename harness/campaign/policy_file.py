@@ -15,7 +15,7 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.stores.redis import local_params
 
-from .config_file import CampaignError, read_yaml, str_params, validate_model
+from .config_file import CampaignError, read_yaml, validate_model
 from .thresholds import Threshold, parse_threshold
 
 RateAlgorithm = Literal[
@@ -61,7 +61,7 @@ class Limit(_Strict):
     limit: float = Field(gt=0)
     window_s: float = Field(gt=0)
     burst: float | None = Field(default=None, gt=0)
-    params: dict[str, str | int | float] = {}
+    params: dict[str, bool | int | float | str | None] = {}
     """Algorithm parameter overrides, as ``--param`` takes them."""
     protects: Literal["capacity", "quota"] = "capacity"
     """``capacity``: keeps load off the service, so over-admission matters; ``quota``: a billing or
@@ -143,7 +143,7 @@ def params_of(limit: Limit, divisor: int = 1) -> Any:
     """A limit's algorithm parameters, optionally one node's share of ``divisor``: divided after
     the file's parameter overrides, as the target's local store divides them (``local_params``)."""
     params = build_params(limit.algorithm, Policy(limit.limit, limit.window_s, limit.burst),
-                          str_params(limit.params))
+                          limit.params)
     return params if divisor == 1 else local_params(params, divisor)
 
 

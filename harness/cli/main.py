@@ -15,6 +15,7 @@ from rich.table import Table
 from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import utc_stamp
+from contract.paths import check_output
 from contract.summary import summary_json
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.peers import PEERS
@@ -87,6 +88,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.json is not None and args.json != "-":
+        check_output(Path(args.json), "--json", folder=False)
     if args.campaign is not None:
         if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param:
             raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param")

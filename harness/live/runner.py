@@ -55,7 +55,6 @@ from contract.schema import (
     RUN_INTERRUPTED,
     RUN_OK,
 )
-from harness.campaign.config_file import str_params
 from harness.campaign.live import Campaign
 from harness.campaign.peers.url import UrlPeer
 from harness.events import RunnerEvents
@@ -179,7 +178,7 @@ class LiveRunner:
                 config = (peer_downstream_config if run.peer else target_config)(run, self.campaign, start_at, run_dir)
                 configs = node_configs(config, nodes, admin_ports, run_dir)
             plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
-                            hosts, str(run_dir / HANDSHAKE_DIR), self.workers, str_params(run.scenario.params),
+                            hosts, str(run_dir / HANDSHAKE_DIR), self.workers, dict(run.scenario.params),
                             routing=run.routing, joins_s=list(run.joins_s))
             plan.save(run_dir / PLAN_FILE)
             arrivals = plan.arrivals()

@@ -86,8 +86,24 @@ def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: di
             raise PolicyError(f"unknown {kind} {key!r} for the selected runs; valid: {choices}")
 
 
+MAX_SIM_REQUESTS = 5_000_000
+"""The most requests one simulated run may plan: a run holds every request and its decision in
+memory, about 800 bytes each (``simulate --scenario steady --limit 25000``: 1,000,000 requests,
+~1 GB peak), so about 4 GB."""
+
+
+def check_size(scenario: str, model: TrafficModel) -> None:
+    """Refuse a run whose model plans more requests than memory holds, before any is generated."""
+    expected = model.expected_requests()
+    if expected > MAX_SIM_REQUESTS:
+        raise ScenarioError(f"scenario {scenario}: about {expected:,.0f} requests planned; a simulated run holds at most "
+                            f"{MAX_SIM_REQUESTS:,} (about 4 GB): lower the limit, the duration or the counts")
+
+
 def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
-    """One run per algorithm; a request cost no algorithm could ever admit is refused."""
+    """One run per algorithm; a model too large for memory, or a request cost no algorithm could
+    ever admit, is refused."""
+    check_size(scenario, model)
     for a, p in params.items():
         most = get_algorithm(decided_by(a, policy)[0]).max_cost(p)
         if model.max_cost > most:

@@ -21,6 +21,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated, Literal
+
+from contract.params import Bounds
 
 from .base import INF, Algorithm, Decision, new_decision
 from .policy import Policy, PolicyError, require_positive
@@ -28,7 +31,7 @@ from .policy import Policy, PolicyError, require_positive
 # (limit, cost units in flight, long-term RTT in seconds, RTT samples seen)
 State = tuple[float, float, float, int]
 
-RULES = ("gradient2", "aimd")
+Rule = Literal["gradient2", "aimd"]
 WARMUP_SAMPLES = 10
 """Gradient2's long RTT is a plain average over this many first samples, then an EMA."""
 MIN_RTT_S = 1e-6
@@ -39,11 +42,11 @@ class Params:
     max_limit: float
     initial_limit: float
     min_limit: float = 1.0
-    rule: str = "gradient2"
+    rule: Rule = "gradient2"
     # gradient2
     smoothing: float = 0.2
     tolerance: float = 1.5
-    long_window: int = 600
+    long_window: Annotated[int, Bounds(1, 1_000_000)] = 600
     queue_size: float = 4.0
     # aimd
     backoff_ratio: float = 0.9
@@ -55,8 +58,6 @@ class Params:
     def __post_init__(self) -> None:
         require_positive(self, "max_limit", "initial_limit", "min_limit", "smoothing", "tolerance",
                          "backoff_ratio", "timeout_s", "hold_s")
-        if self.rule not in RULES:
-            raise PolicyError(f"rule must be one of {', '.join(RULES)}, got {self.rule!r}")
         if not self.min_limit <= self.initial_limit <= self.max_limit:
             raise PolicyError(f"need min_limit <= initial_limit <= max_limit, got "
                               f"{self.min_limit} / {self.initial_limit} / {self.max_limit}")
