@@ -44,7 +44,9 @@ class Bounds:
 
 def _number_text(x: float | None) -> str:
     """A bound as a reader writes it: ``2,678,400``, ``0.001``, ``1e-06``."""
-    return f"{int(x):,}" if x is not None and float(x).is_integer() and abs(x) < 1e15 else f"{x:g}"
+    if isinstance(x, int) or (x is not None and float(x).is_integer() and abs(x) < 1e15):
+        return f"{int(x):,}"
+    return f"{x:g}"
 
 
 def parse_fields(cls: type, values: dict[str, Any], error: type[BadInput], what: str) -> dict[str, Any]:

@@ -60,6 +60,10 @@ class TraceFile(TrafficModel):
             raise ScenarioError(f"--trace {path}: column client_class, row {row + 2}: {classes[row]!r} is not one of {', '.join(CLASSES)}")
         routes = df["route"].astype(str).to_numpy(dtype=object) if "route" in df.columns \
             else np.full(len(t), "", dtype=object)
+        blank = df["key"].isna().to_numpy() | (df["key"].astype(str).str.strip() == "").to_numpy()
+        if blank.any():
+            row = int(np.flatnonzero(blank)[0])
+            raise ScenarioError(f"--trace {path}: column key, row {row + 2}: empty (every request needs a key)")
         keys = df["key"].astype(str).to_numpy(dtype=object)
         return Arrivals.from_columns(t - t.min() if t.min() < 0 else t, keys, classes, routes, cost)
 

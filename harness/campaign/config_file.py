@@ -90,7 +90,7 @@ class CampaignHeader(StrictModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    seed: int = 1
+    seed: int = Field(default=1, ge=0, le=2**63 - 1)
     policy: PolicyConfig
     algorithms: list[str] = Field(min_length=1)
     """Algorithm names, or ``all``."""

@@ -108,7 +108,7 @@ class Traffic(_Strict):
     """The abusive client's rate as a multiple of the limit's rate."""
     attacker_addresses: int = Field(default=100, ge=1, le=100_000)
     """Addresses a credential-stuffing botnet (or an IPv6 /64) rotates through."""
-    seed: int = 1
+    seed: int = Field(default=1, ge=0, le=2**63 - 1)
 
 
 class PolicyFile(_Strict):

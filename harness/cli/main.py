@@ -26,7 +26,7 @@ from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
 from scenarios.trace_file import TraceFile
 from targets.algorithms import ALGORITHMS, Policy
-from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
+from targets.cli_args import EXIT_BAD_INPUT, SEED_BOUNDS, Parser, key_value, number
 from targets.stores import STORES
 
 from . import analyze as analysis_cmd
@@ -47,14 +47,14 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--trace", action="append", default=[], metavar="FILE",
                      help="CSV or Parquet with columns t, key[, cost, client_class, route]")
     sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
-    sim.add_argument("--limit", type=float, default=100.0, help="L: cost units per window (default 100)")
-    sim.add_argument("--window", type=float, default=60.0, help="W: window in seconds (default 60)")
-    sim.add_argument("--burst", type=float, default=None, help="explicit burst allowance (default L)")
+    sim.add_argument("--limit", type=number(float), default=100.0, help="L: cost units per window (default 100)")
+    sim.add_argument("--window", type=number(float), default=60.0, help="W: window in seconds (default 60)")
+    sim.add_argument("--burst", type=number(float), default=None, help="explicit burst allowance (default L)")
     sim.add_argument("--param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="algorithm parameter; ALGORITHM.KEY=VALUE for one algorithm only")
     sim.add_argument("--scenario-param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="scenario parameter; SCENARIO.KEY=VALUE for one scenario only")
-    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--seed", type=number(int, SEED_BOUNDS), default=None)
     sim.add_argument("--json", metavar="PATH|-", help="write the summary as JSON ('-' for stdout)")
     sim.add_argument("--out", type=Path, help="write the results folder here")
     sim.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
