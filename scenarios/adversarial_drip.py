@@ -15,6 +15,7 @@ from typing import Annotated
 import numpy as np
 
 from contract.params import Bounds
+from contract.routes import ITEMS
 
 from .base import (
     ABUSIVE,
@@ -29,7 +30,7 @@ from .base import (
     positive,
 )
 
-ROUTE = "GET /api/items"
+ROUTE = ITEMS.model_name
 KEY = "attacker"
 BURST_ID, DRIP_ID = "attacker-burst", "attacker-drip"
 

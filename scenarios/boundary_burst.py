@@ -12,6 +12,7 @@ from typing import Annotated
 import numpy as np
 
 from contract.params import Bounds
+from contract.routes import ITEMS
 
 from .base import ABUSIVE, Arrivals, ModelParams, ScenarioError, Seconds, TrafficModel, positive
 
@@ -64,5 +65,5 @@ class BoundaryBurst(TrafficModel):
         n = len(times)
         return Arrivals.from_columns(
             times, np.full(n, "attacker", dtype=object), np.full(n, ABUSIVE, dtype=object),
-            np.full(n, "GET /api/items", dtype=object), np.ones(n),
+            np.full(n, ITEMS.model_name, dtype=object), np.ones(n),
         )

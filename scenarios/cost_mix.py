@@ -9,6 +9,7 @@ from typing import Annotated
 import numpy as np
 
 from contract.params import Bounds
+from contract.routes import ITEMS, REPORTS
 
 from .base import (
     ABUSIVE,
@@ -24,7 +25,7 @@ from .base import (
     positive,
 )
 
-CHEAP_ROUTE, EXPENSIVE_ROUTE = "GET /api/items", "POST /api/reports"
+CHEAP_ROUTE, EXPENSIVE_ROUTE = ITEMS.model_name, REPORTS.model_name
 
 
 @dataclass(frozen=True)

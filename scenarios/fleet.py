@@ -13,11 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, get_args
 
+from contract.stores import VirtualStore
+
 Routing = Literal["round_robin", "sticky"]
 ROUTINGS: tuple[str, ...] = get_args(Routing)
 """round_robin: each request to the next active node; sticky: a client always to the node its
 id hashes to (crc32 mod the active nodes, so a join moves some clients, as a plain hash does)."""
-VirtualStore = Literal["local", "local_split", "shared"]
 VIRTUAL_STORES: tuple[str, ...] = get_args(VirtualStore)
 """How ``simulate`` deploys the limit on the fleet: each node alone with L, each with L/N, or one
 shared state (live runs take the store from the campaign instead)."""

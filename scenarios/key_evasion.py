@@ -22,6 +22,8 @@ from typing import Any, Literal
 
 import numpy as np
 
+from contract.routes import ITEMS
+
 from .base import (
     ABUSIVE,
     LEGIT,
@@ -37,7 +39,7 @@ from .base import (
     positive,
 )
 
-ROUTE = "GET /api/items"
+ROUTE = ITEMS.model_name
 NAT_ADDRESS = "198.51.100.7"
 ATTACKER_V4 = "192.0.2.66"
 ATTACKER_V6_NET = "2001:db8:66:"

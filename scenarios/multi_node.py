@@ -15,6 +15,7 @@ from typing import Annotated
 import numpy as np
 
 from contract.params import Bounds
+from contract.routes import ITEMS
 
 from .base import (
     ABUSIVE,
@@ -94,4 +95,4 @@ class MultiNode(TrafficModel):
                               np.repeat(np.array([f"client-{i}" for i in range(p.clients)], dtype=object), counts)])
         classes = np.where(ids == SKEWED, ABUSIVE, LEGIT).astype(object)
         n = len(times)
-        return Arrivals.from_columns(times, ids, classes, np.full(n, "GET /api/items", dtype=object), np.ones(n))
+        return Arrivals.from_columns(times, ids, classes, np.full(n, ITEMS.model_name, dtype=object), np.ones(n))

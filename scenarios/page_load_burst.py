@@ -13,6 +13,7 @@ from typing import Annotated
 import numpy as np
 
 from contract.params import Bounds
+from contract.routes import ITEMS
 
 from .base import (
     ABUSIVE,
@@ -28,7 +29,7 @@ from .base import (
     positive,
 )
 
-ROUTE = "GET /api/items"
+ROUTE = ITEMS.model_name
 
 
 @dataclass(frozen=True)

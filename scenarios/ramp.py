@@ -18,6 +18,7 @@ from typing import Annotated
 import numpy as np
 
 from contract.params import Bounds
+from contract.routes import ITEMS
 
 from .base import (
     LEGIT,
@@ -101,4 +102,4 @@ class Ramp(TrafficModel):
         ids = names[rng.integers(0, p.clients, count)]
         keys = np.full(count, "ramp", dtype=object) if p.shared_key else ids
         return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
-                                     np.full(count, "GET /api/items", dtype=object), np.ones(count), keys)
+                                     np.full(count, ITEMS.model_name, dtype=object), np.ones(count), keys)

@@ -26,6 +26,7 @@ from typing import Annotated, Any, Literal
 import numpy as np
 
 from contract.params import Bounds
+from contract.routes import REPORTS
 
 from .backoff import Backoff, delays
 from .base import (
@@ -43,7 +44,7 @@ from .base import (
     positive,
 )
 
-ROUTE = "POST /api/reports"
+ROUTE = REPORTS.model_name
 KEY = "storm-app"
 Trigger = Literal["burst", "outage"]
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contract.routes import ITEMS
+
 from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Seconds, TrafficModel, positive
 
 
@@ -42,6 +44,6 @@ class Steady(TrafficModel):
         ids = np.repeat(np.array([f"client-{i}" for i in range(p.clients)], dtype=object), counts)
         n = len(times)
         return Arrivals.from_columns(
-            times, ids, np.full(n, LEGIT, dtype=object), np.full(n, "GET /api/items", dtype=object),
+            times, ids, np.full(n, LEGIT, dtype=object), np.full(n, ITEMS.model_name, dtype=object),
             np.ones(n),
         )

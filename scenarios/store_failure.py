@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from contract.routes import ITEMS
+
 from .base import (
     LEGIT,
     Arrivals,
@@ -74,4 +76,4 @@ class StoreFailure(TrafficModel):
         ids = np.repeat(np.array([f"client-{i}" for i in range(p.clients)], dtype=object), counts)
         n = len(times)
         return Arrivals.from_columns(times, ids, np.full(n, LEGIT, dtype=object),
-                                     np.full(n, "GET /api/items", dtype=object), np.ones(n))
+                                     np.full(n, ITEMS.model_name, dtype=object), np.ones(n))

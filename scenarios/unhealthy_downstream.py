@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from contract.routes import ITEMS
+
 from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Rate, ScenarioError, Seconds, TrafficModel, positive
 
 
@@ -65,4 +67,4 @@ class UnhealthyDownstream(TrafficModel):
         times = rng.uniform(0.0, p.duration_s, count)
         ids = np.array([f"client-{i}" for i in rng.integers(0, p.clients, count)], dtype=object)
         return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
-                                     np.full(count, "GET /api/items", dtype=object), np.ones(count))
+                                     np.full(count, ITEMS.model_name, dtype=object), np.ones(count))

@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from contract.errors import BadInput
 from contract.paths import read_input, yaml_problem
-from contract.routes import ROUTE_PATHS
+from contract.routes import CATALOGUE, ROUTE_PATHS
+from contract.stores import RedisMode
 
 from .algorithms import PolicyError, build_params, get_algorithm
 from .algorithms.policy import Policy
@@ -38,8 +39,8 @@ Factor = Annotated[float, Field(ge=1, le=MAX_FACTOR, allow_inf_nan=False)]
 """A degraded phase's service-time multiplier: bounded, so no phase holds a slot for ever."""
 ParamValue = bool | int | float | str | None
 
-DEFAULT_COSTS = {"items": 1.0, "search": 2.0, "reports": 20.0, "login": 1.0}
-API_ROUTES = ("items", "search", "reports")
+DEFAULT_COSTS = {r.name: r.cost for r in CATALOGUE}
+API_ROUTES = tuple(r.name for r in CATALOGUE if r.api)
 
 
 class ConfigError(BadInput):
@@ -172,7 +173,7 @@ class StoreConfig(_Strict):
     # -- redis only (docs/redis.md) --
     url: str | None = None
     """Default: the REDIS_URL environment variable."""
-    mode: Literal["shared", "local", "leased", "naive"] = "shared"
+    mode: RedisMode = "shared"
     cluster: bool = False
     namespace: Name = "rl"
     """Key prefix; each layer and tier adds its own name below it."""

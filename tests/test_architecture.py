@@ -20,9 +20,10 @@ HARNESS_FLOORS = ("campaign", "sim", "live", "validate", "cli")
 modules at harness/'s own root (the runners' events) stand below them all."""
 NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.remote_sides"}
 """scenarios/ modules that replay models over HTTP rather than being models."""
-PURE_MAY_IMPORT = ("contract.errors", "contract.params", "contract.routes")
+PURE_MAY_IMPORT = ("contract.errors", "contract.params", "contract.routes", "contract.stores")
 """The modules of the project the pure rooms may import: the base class of bad input, the one
-parameter parser (with its bounds) and the one route catalogue, all on the ground floor."""
+parameter parser (with its bounds), the one route catalogue and the store names, all on the
+ground floor."""
 
 
 @dataclass(frozen=True)

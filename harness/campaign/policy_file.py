@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from contract.stores import RedisMode
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.stores.redis import local_params
 
@@ -73,7 +74,7 @@ class Limit(_Strict):
 
 class Store(_Strict):
     backend: Literal["memory", "redis"] = "memory"
-    mode: Literal["shared", "local", "leased", "naive"] | None = None
+    mode: RedisMode | None = None
     """redis: shared (one Lua script per decision), local, leased, naive (INCR then EXPIRE);
     memory is always local. Defaults: memory -> local, redis -> shared."""
     divide_by_nodes: bool = True

@@ -55,6 +55,7 @@ from contract.schema import (
     RUN_INTERRUPTED,
     RUN_OK,
 )
+from contract.stores import StoreChoice
 from harness.campaign.live import Campaign
 from harness.campaign.peers.url import UrlPeer
 from harness.events import RunnerEvents
@@ -404,7 +405,7 @@ class LiveRunner:
             table, _ = simulate(run.model, twin[0], twin[1], run.params)
             return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
-        local = {"redis-local": "local", "redis-local-split": "local_split"}.get(run.store, "shared")
+        local = StoreChoice.parse(run.store).virtual_store
         fleet = Fleet(tuple(run.joins_s), run.routing, local) if len(run.joins_s) > 1 else None
         if run.limiters == "per-process":  # one node's N local limiters; the kernel spreads its connections
             fleet = Fleet((0.0,) * run.processes * len(run.joins_s), "round_robin", "local")

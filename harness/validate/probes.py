@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.routes import TARGET_ROUTES
+from contract.stores import StoreChoice
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.policy_file import Limit, PolicyFile
 from harness.live.plan import LiveRun
@@ -107,7 +108,7 @@ def live_store(policy: PolicyFile) -> str:
     store = policy.store
     mode = store.effective_mode
     if mode == "local":
-        return "memory" if live_nodes(policy) == 1 else "redis-local-split" if store.divide_by_nodes else "redis-local"
+        return "memory" if live_nodes(policy) == 1 else StoreChoice("redis", "local", store.divide_by_nodes).label
     return f"redis-{mode}"
 
 
