@@ -41,8 +41,8 @@ class PolicyError(BadInput):
 MAX_AMOUNT = 1e9
 """The largest limit or burst (cost units): beyond it counters lose their precision and a
 sliding log's memory per key has no useful bound."""
-MIN_WINDOW_S, MAX_WINDOW_S = 1e-9, 31 * 86_400.0
-"""A window from a nanosecond to a month."""
+MIN_WINDOW_S, MAX_WINDOW_S = 1e-9, 366 * 86_400.0
+"""A window from a nanosecond to a year."""
 Amount = Annotated[float, Bounds(0, MAX_AMOUNT)]
 Window = Annotated[float, Bounds(MIN_WINDOW_S, MAX_WINDOW_S)]
 
