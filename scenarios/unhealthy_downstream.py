@@ -1,9 +1,9 @@
 """Open-model arrivals at a fixed rate while the downstream goes healthy -> degraded ->
 recovered (the target's health schedule, shared start time).
 
-The traffic itself is steady: what changes is the service behind the limiter. In virtual time
-there is no downstream, so only the rejections are meaningful there; live runs measure what each
-limiter does to latency (from the intended send time) when the service slows down.
+The traffic itself is steady: what changes is the service behind the limiter. Live runs and
+virtual ones (harness/sim/system.py models the same downstream) measure what each limiter does
+to latency (from the intended send time) when the service slows down.
 """
 
 from __future__ import annotations
@@ -21,13 +21,14 @@ from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Rate, ScenarioErr
 @dataclass(frozen=True)
 class Params(ModelParams):
     clients: Count = 10
-    rate_rps: Rate = 100.0
-    """Total arrival rate, shared evenly by the clients (open model: nobody waits for replies)."""
-    degrade_at_s: Seconds = 2.0
-    recover_at_s: Seconds = 4.0
-    factor: Factor = 10.0
+    rate_rps: Rate = 150.0
+    """Total arrival rate, shared evenly by the clients (open model: nobody waits for replies).
+    The defaults are the default campaign's: past a 16-slot, 10 ms downstream while it is 20x slower."""
+    degrade_at_s: Seconds = 1.5
+    recover_at_s: Seconds = 3.0
+    factor: Factor = 20.0
     """Service-time multiplier while degraded."""
-    duration_s: Seconds = 6.0
+    duration_s: Seconds = 4.0
 
     def check(self) -> None:
         positive("clients", self.clients)
@@ -64,7 +65,12 @@ class UnhealthyDownstream(TrafficModel):
         p = self.p
         rng = np.random.default_rng(self.seed)
         count = rng.poisson(p.rate_rps * p.duration_s)
-        times = rng.uniform(0.0, p.duration_s, count)
-        ids = np.array([f"client-{i}" for i in rng.integers(0, p.clients, count)], dtype=object)
-        return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
-                                     np.full(count, ITEMS.model_name, dtype=object), np.ones(count))
+        return legit_items(rng.uniform(0.0, p.duration_s, count), rng, p.clients)
+
+
+def legit_items(times: np.ndarray, rng: np.random.Generator, clients: int) -> Arrivals:
+    """Legitimate cost-1 ``GET /api/items`` at ``times``, each from one of ``clients`` drawn at random."""
+    count = len(times)
+    ids = np.array([f"client-{i}" for i in rng.integers(0, clients, count)], dtype=object)
+    return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
+                                 np.full(count, ITEMS.model_name, dtype=object), np.ones(count))

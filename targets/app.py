@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 
 from contract.routes import CATALOGUE
 
-from .config import Factor, Health, TargetConfig
+from .config import Factor, OverrideHealth, TargetConfig
 from .decision_log import DecisionLog
 from .downstream import GONE, Downstream
 from .idempotency import IdempotencyMiddleware
@@ -33,6 +33,7 @@ from .keys import KeyPolicy
 from .layers import Layer, build_layers, remote_stores
 from .metrics import Metrics
 from .middleware import RateLimitMiddleware
+from .readings import sampling
 from .siblings import Siblings, merge_counters
 
 JSON = "application/json"
@@ -58,7 +59,7 @@ class Target:
 
 class HealthUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    health: Health | None
+    health: OverrideHealth | None
     """None: back to the configured schedule."""
     factor: Factor = 1.0
 
@@ -83,7 +84,8 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
         if log is not None:
             log.start()
         try:
-            yield
+            async with sampling(layers):
+                yield
         finally:
             for _, store in remote_stores(layers):
                 await store.aclose()

@@ -122,7 +122,7 @@ def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys
         "simulate: boundaries 1e9": "boundaries=1000000000: out of bounds, must be between 1 and 10,000",
         "simulate: --seed -1": "argument --seed: -1: out of bounds, must be between 0 and",
         "simulate: --limit 1e300": "limit=1e+300: out of bounds, must be between 0 and 1,000,000,000",
-        "simulate: beyond the memory bound": "about 4,000,000,000 requests planned; a simulated run holds at most 5,000,000",
+        "simulate: beyond the memory bound": "about 4,000,000,000 requests planned, beyond a simulated run's memory bound",
         "simulate: a bool that is not": "honour_retry_after='maybe': expected true or false",
         "run: campaign not UTF-8": "in/latin1.yaml: not UTF-8 text (byte 9)",
         "run: campaign is a folder": "in/folder: is a folder, not a file",
