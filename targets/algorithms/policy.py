@@ -41,8 +41,9 @@ class PolicyError(BadInput):
 MAX_AMOUNT = 1e9
 """The largest limit or burst (cost units): beyond it counters lose their precision and a
 sliding log's memory per key has no useful bound."""
-MIN_WINDOW_S, MAX_WINDOW_S = 1e-9, 366 * 86_400.0
-"""A window from a nanosecond to a year."""
+MIN_WINDOW_S, MAX_WINDOW_S = 1e-9, 1e12
+"""A window from a nanosecond to 10^12 s: past that, time stamps in float seconds lose the window (the
+algorithms' properties are checked on windows of years)."""
 Amount = Annotated[float, Bounds(0, MAX_AMOUNT)]
 Window = Annotated[float, Bounds(MIN_WINDOW_S, MAX_WINDOW_S)]
 
