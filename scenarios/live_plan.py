@@ -19,10 +19,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from contract.atomic import write_text
-from contract.routes import MODEL_ROUTES
+from contract.routes import model_route
 
 from . import build_model
 from .base import Arrivals, Request, TrafficModel
@@ -41,7 +41,7 @@ class LivePlan:
     client_dir: str
     """Each worker writes its raw client log here (one Parquet file per worker process)."""
     workers: int = 1
-    params: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     burst_gap_s: float = 0.002
     routing: str = "round_robin"
     """How requests are dealt over ``hosts``: round_robin or sticky (hash of the client id)."""
@@ -109,7 +109,7 @@ def request_headers(request: Request, request_id: str) -> dict[str, str]:
     its key; the benchmark tags; an Idempotency-Key on POSTs (the same on every retry)."""
     headers: dict[str, str] = dict(request.headers) if request.headers is not None else {"x-api-key": request.key}
     headers.update({"x-client-id": request.client_id, "x-client-class": request.client_class, "x-request-id": request_id})
-    if MODEL_ROUTES.get(request.route, ("GET", ""))[0] == "POST":
+    if model_route(request.route).method == "POST":
         headers["idempotency-key"] = request_id
     return headers
 
@@ -120,8 +120,8 @@ def worker_share(arrivals: Arrivals, worker: int, workers: int) -> list[Shot]:
     for i, request in enumerate(arrivals.requests()):
         if i % workers != worker:
             continue
-        method, path = MODEL_ROUTES.get(request.route, ("GET", "/api/items"))
-        shots.append(Shot(i, request.t, method, path, request_headers(request, f"r{i}")))
+        route = model_route(request.route)
+        shots.append(Shot(i, request.t, route.method, route.path, request_headers(request, f"r{i}")))
     return shots
 
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract import decision_file
 from contract.errors import BadInput
+from contract.stores import REDIS_MODES
 
 from .cli_args import EXIT_BAD_INPUT, HOST, Parser, key_value
 from .connection_caps import BACKLOG, MAX_CONNECTIONS, MAX_PER_ADDRESS
@@ -50,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="route cost (items 1, search 2, reports 20, login 1 by default)")
     p.add_argument("--store", choices=["memory", "redis"], help="where limiter state lives (default memory)")
     p.add_argument("--redis-url", help="the redis store's URL (default: $REDIS_URL)")
-    p.add_argument("--redis-mode", choices=["shared", "local", "leased", "naive"], help="redis store mode (default shared)")
+    p.add_argument("--redis-mode", choices=list(REDIS_MODES), help="redis store mode (default shared)")
     p.add_argument("--nodes", type=int, help="target nodes sharing the redis store's limit (default 1)")
     p.add_argument("--max-keys", type=int, help="memory store bound (default 100000)")
     p.add_argument("--trusted-proxies", type=int, help="X-Forwarded-For hops to trust (default 0)")

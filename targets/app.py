@@ -1,8 +1,8 @@
 """The target app factory: one FastAPI app from a ``TargetConfig`` (algorithm, params, store,
 key policy, layered limits, route costs, downstream).
 
-Routes: ``GET /api/items``, ``GET /api/search``, ``POST /api/reports``, ``POST /login`` (each
-one downstream call), ``GET /healthz`` (never limited), ``GET /metrics`` (Prometheus). The
+Routes: those of the one catalogue, ``contract.routes`` (``GET /api/items``, ``GET /api/search``,
+``POST /api/reports``, ``POST /login``; each one downstream call), ``GET /healthz`` (never limited), ``GET /metrics`` (Prometheus). The
 admin endpoints under ``/_bench/`` (counters, any key's limiter state, health override) are a
 second app (``app.state.admin``) that only the admin listener serves (``by_listener``): no API
 client can read another's quota or stall the downstream through them.
@@ -22,6 +22,8 @@ from typing import Any
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from contract.routes import CATALOGUE
 
 from .config import Factor, OverrideHealth, TargetConfig
 from .decision_log import DecisionLog
@@ -100,21 +102,8 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
             return Response(status_code=GONE)
         return Response(body, media_type=JSON)
 
-    @app.get("/api/items")
-    async def items(request: Request) -> Response:
-        return await work(request, b'{"items":[1,2,3]}')
-
-    @app.get("/api/search")
-    async def search(request: Request) -> Response:
-        return await work(request, b'{"results":[]}')
-
-    @app.post("/api/reports")
-    async def reports(request: Request) -> Response:
-        return await work(request, b'{"report":"queued"}')
-
-    @app.post("/login")
-    async def login(request: Request) -> Response:
-        return await work(request, b'{"ok":true}')
+    for route in CATALOGUE:  # the one route catalogue: a route is served because it is listed there
+        app.add_api_route(route.path, _handler(work, route.body), methods=[route.method], name=route.name)
 
     @app.get("/healthz")
     async def healthz() -> Response:
@@ -147,6 +136,13 @@ def by_listener(api: FastAPI, admin_port: int) -> ASGIApp:
             await api(scope, receive, send)
 
     return app
+
+
+def _handler(work: Callable[[Request, bytes], Awaitable[Response]], body: bytes) -> Callable[[Request], Awaitable[Response]]:
+    """A route's endpoint: one downstream call, then the route's answer."""
+    async def endpoint(request: Request) -> Response:
+        return await work(request, body)
+    return endpoint
 
 
 async def _unless_gone(work: Awaitable[None], receive: Callable[[], Awaitable[Any]]) -> bool:

@@ -18,7 +18,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contract.errors import BadInput
-from contract.routes import ROUTE_PATHS
+from contract.paths import read_input, yaml_problem
+from contract.routes import CATALOGUE, ROUTE_PATHS
+from contract.stores import RedisMode
 
 from .algorithms import PolicyError, build_params, get_algorithm
 from .algorithms.policy import Policy
@@ -39,10 +41,10 @@ NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 MAX_FACTOR = 1000.0
 Factor = Annotated[float, Field(ge=1, le=MAX_FACTOR, allow_inf_nan=False)]
 """A degraded phase's service-time multiplier: bounded, so no phase holds a slot for ever."""
-ParamValue = str | int | float
+ParamValue = bool | int | float | str | None
 
-DEFAULT_COSTS = {"items": 1.0, "search": 2.0, "reports": 20.0, "login": 1.0}
-API_ROUTES = ("items", "search", "reports")
+DEFAULT_COSTS = {r.name: r.cost for r in CATALOGUE}
+API_ROUTES = tuple(r.name for r in CATALOGUE if r.api)
 
 
 class ConfigError(BadInput):
@@ -187,7 +189,7 @@ class StoreConfig(_Strict):
     # -- redis only (docs/redis.md) --
     url: str | None = None
     """Default: the REDIS_URL environment variable."""
-    mode: Literal["shared", "local", "leased", "naive"] = "shared"
+    mode: RedisMode = "shared"
     cluster: bool = False
     namespace: Name = "rl"
     """Key prefix; each layer and tier adds its own name below it."""
@@ -302,7 +304,7 @@ def resolve_params(config: TargetConfig, layer: LimitConfig, tier: TierPolicy | 
         _first(tier and tier.burst, layer.burst, config.burst),
     )
     overrides = {**(config.params if layer.algorithm in (None, config.algorithm) else {}), **layer.params}
-    return algorithm, policy, build_params(algorithm, policy, {k: str(v) for k, v in overrides.items()})
+    return algorithm, policy, build_params(algorithm, policy, overrides)
 
 
 def _first(*values: float | None) -> float | None:
@@ -353,12 +355,11 @@ def load(path: Path | None, overrides: dict[str, Any], warn: list[str] | None = 
     ``check``'s warnings are appended to ``warn`` when given."""
     data: dict[str, Any] = {}
     if path is not None:
+        text = read_input(path, "--config")
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"--config {path}: {exc.strerror or exc}") from None
+            loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"--config {path}: not valid YAML ({exc})") from None
+            raise ConfigError(f"--config {path}: not valid YAML ({yaml_problem(exc)})") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"--config {path}: expected a mapping at the top level")
         data = loaded

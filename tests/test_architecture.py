@@ -20,10 +20,12 @@ HARNESS_FLOORS = ("processes", "campaign", "sim", "live", "judge", "validate", "
 modules at harness/'s own root (the runners' events) stand below them all."""
 NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.remote_sides"}
 """scenarios/ modules that replay models over HTTP rather than being models."""
-ERRORS = "contract.errors"
-"""The one module of the project the pure rooms may import: the base class of bad input."""
 STORE_MAY_IMPORT = ("targets.stores", "targets.algorithms", "contract", "targets.redact")
 """A store's imports: stores, algorithms, the contract, and the redaction of a Redis URL's password."""
+PURE_MAY_IMPORT = ("contract.errors", "contract.params", "contract.routes", "contract.stores")
+"""The modules of the project the pure rooms may import: the base class of bad input, the one
+parameter parser (with its bounds), the one route catalogue and the store names, all on the
+ground floor."""
 
 
 @dataclass(frozen=True)
@@ -97,9 +99,9 @@ def violations(root: Path) -> list[str]:
     for imp in imports(root):
         graph[imp.source].add(imp.target)
         s, t, where = imp.source, imp.target, f"{imp.source}:{imp.line} -> {imp.target}"
-        if _in(s, "targets.algorithms") and not (_in(t, "targets.algorithms") or t == ERRORS):
+        if _in(s, "targets.algorithms") and not (_in(t, "targets.algorithms") or t in PURE_MAY_IMPORT):
             found.append(f"{where}: an algorithm imports nothing of the project")
-        if _in(s, "scenarios") and s not in NOT_TRAFFIC_MODELS and not (_in(t, "scenarios") or t == ERRORS):
+        if _in(s, "scenarios") and s not in NOT_TRAFFIC_MODELS and not (_in(t, "scenarios") or t in PURE_MAY_IMPORT):
             found.append(f"{where}: a traffic model imports nothing of the project")
         if (_in(s, "targets") or _in(s, "scenarios")) and any(_in(t, p) for p in ("analysis", "harness", "benchmarks")):
             found.append(f"{where}: targets and scenarios import only targets, scenarios and contract")
@@ -226,7 +228,10 @@ def test_a_circle_fails(tmp_path):
     assert violations(root) == ["circle: harness.live.a -> harness.live.b"]
 
 
-def test_the_pure_rooms_may_take_the_base_of_bad_input(tmp_path):
-    root = _tree(tmp_path, {"contract/errors.py": "", "targets/algorithms/policy.py": "from contract.errors import BadInput\n",
-                            "scenarios/base.py": "from contract.errors import BadInput\n"})
+def test_the_pure_rooms_may_take_the_base_of_bad_input_the_parser_and_the_routes(tmp_path):
+    root = _tree(tmp_path, {"contract/errors.py": "", "contract/params.py": "", "contract/routes.py": "",
+                            "targets/algorithms/policy.py": "from contract.errors import BadInput\nfrom contract.params import Bounds\n",
+                            "scenarios/base.py": "from contract.errors import BadInput\nfrom contract.routes import route\n"})
     assert violations(root) == []
+    broken = _tree(tmp_path / "b", {"contract/schema.py": "", "scenarios/base.py": "from contract.schema import X\n"})
+    assert len(violations(broken)) == 1

@@ -15,13 +15,15 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from contract.errors import BadInput
+from contract.paths import check_output, read_input, yaml_problem
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
 M = TypeVar("M", bound=BaseModel)
 LABEL = re.compile(r"[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*")
 """A label never holds ``__``, the separator of run folder names."""
-ParamValue = str | int | float
+ParamValue = bool | int | float | str | None
+"""A parameter as YAML types it, passed on as it is (the one parser, ``contract.params``, reads it by the field's hint)."""
 
 
 class CampaignError(BadInput):
@@ -29,14 +31,13 @@ class CampaignError(BadInput):
 
 
 def check_out(out: Path | None) -> None:
-    """A results folder must be new or empty: nothing of an earlier run is mixed in or overwritten."""
-    if out is not None and out.exists() and any(out.iterdir()):
+    """A results folder must be new or empty (nothing of an earlier run is mixed in or
+    overwritten) and creatable here."""
+    if out is None:
+        return
+    check_output(out, "--out", folder=True)
+    if out.exists() and any(out.iterdir()):
         raise CampaignError(f"--out {out}: folder exists and is not empty")
-
-
-def str_params(params: dict[str, Any]) -> dict[str, str]:
-    """A config file's parameter values as the text ``build_model``/``build_params`` parse (as on a command line)."""
-    return {k: str(v) for k, v in params.items()}
 
 
 class StrictModel(BaseModel):
@@ -92,7 +93,7 @@ class CampaignHeader(StrictModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    seed: int = 1
+    seed: int = Field(default=1, ge=0, le=2**63 - 1)
     policy: PolicyConfig
     algorithms: list[str] = Field(min_length=1)
     """Algorithm names, or ``all``."""
@@ -166,14 +167,14 @@ class CampaignHeader(StrictModel):
     def params_for(self, algorithm: str, policy: Policy, entry: ScenarioEntry | None = None) -> Any:
         """The algorithm's parameters: the campaign's, then the entry's own on top."""
         own = entry.algorithm_params.get(algorithm, {}) if entry else {}
-        return build_params(algorithm, policy, str_params({**self.params.get(algorithm, {}), **own}))
+        return build_params(algorithm, policy, {**self.params.get(algorithm, {}), **own})
 
     def model_for(self, entry: ScenarioEntry) -> TrafficModel:
         """The entry's traffic model under its policy, built once: the checks, every run of the
         entry and its virtual twin share it and its arrivals (a model is seeded and deterministic);
         a bad parameter names the entry."""
-        policy, params = self.policy_for(entry), str_params(entry.params)
-        built = (entry.name, policy.limit, policy.window_s, self.seed, tuple(sorted(params.items())))
+        policy, params = self.policy_for(entry), entry.params
+        built = (entry.name, policy.limit, policy.window_s, self.seed, repr(sorted(params.items())))
         if built not in self._models:
             try:
                 self._models[built] = build_model(entry.name, policy.limit, policy.window_s, self.seed, params)
@@ -191,12 +192,11 @@ def check_algorithms(names: list[str], *, all_allowed: bool) -> None:
 
 def read_yaml(path: Path) -> Any:
     """A YAML file's content; a missing or malformed file is a CampaignError naming it."""
+    text = read_input(path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CampaignError(f"{path}: no such file") from None
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise CampaignError(f"{path}: not valid YAML ({exc})") from None
+        raise CampaignError(f"{path}: not valid YAML ({yaml_problem(exc)})") from None
 
 
 def validate_model(model: type[M], raw: Any, source: str) -> M:

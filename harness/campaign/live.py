@@ -9,13 +9,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from contract.stores import STORE_CHOICES, STORE_LABELS, RedisMode, StoreChoice
+
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
 from .peers import PEERS, Peer, PeerError
 from .peers.url import UrlPeer, UrlPeerEntry
 
-StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
+StoreName = Literal[STORE_LABELS]  # type: ignore[valid-type]  # the labels of contract.stores, spelled there once
 """``memory``, or the redis store in a mode: ``redis`` is the campaign's ``redis.mode``;
-``redis-local-split`` is local mode with L/N per node."""
+``redis-local-split`` is local mode with L/N per node (``contract.stores.StoreChoice``)."""
 
 
 PeerItem = Annotated[Annotated[str, Tag("name")] | Annotated[UrlPeerEntry, Tag("endpoint")],
@@ -63,7 +65,7 @@ class RedisOptions(_Strict):
     redis-server unless ``url`` or REDIS_URL names one."""
 
     url: str | None = None
-    mode: Literal["shared", "local", "leased", "naive"] = "shared"
+    mode: RedisMode = "shared"
     """The mode of a plain ``redis`` store entry."""
     batch: int = Field(default=10, ge=1)
     """Leased mode: tokens per lease."""
@@ -108,9 +110,10 @@ class Campaign(CampaignHeader):
             fleet = model.fleet()
             if fleet is not None and fleet.nodes > 1 and "memory" in self.stores_for(sc):
                 raise ValueError(f"{sc.where}.stores: {sc.name} runs {fleet.nodes} nodes; the memory store is per process "
-                                 "(use redis-local for independent nodes)")
-            if model.outage() is not None and any(self.redis_mode(st) in (None, "local") for st in self.stores_for(sc)):
-                raise ValueError(f"{sc.where}.stores: {sc.name} stops Redis mid-run; it needs redis-shared, redis-leased or redis-naive")
+                                 f"(use {StoreChoice('redis', 'local').label} for independent nodes)")
+            if model.outage() is not None and not all(self.store_choice(st).shares_limit for st in self.stores_for(sc)):
+                shared = [c.label for c in STORE_CHOICES if c.shares_limit and c.mode is not None]
+                raise ValueError(f"{sc.where}.stores: {sc.name} stops Redis mid-run; it needs {', '.join(shared)}")
         self._peers_can_run()
         return self
 
@@ -146,16 +149,17 @@ class Campaign(CampaignHeader):
     def stores_for(self, scenario: LiveScenario) -> list[str]:
         return list(scenario.stores or self.stores)
 
-    def redis_mode(self, store: str) -> str | None:
+    def store_choice(self, store: str) -> StoreChoice:
+        """A store entry or run's store as a choice, ``redis`` resolved to the campaign's mode."""
+        return StoreChoice.parse(store).resolved(self.redis.mode)
+
+    def redis_mode(self, store: str) -> RedisMode | None:
         """The redis mode of a store entry (``local`` for both local ones); None for memory."""
-        if store == "memory":
-            return None
-        mode = store.removeprefix("redis").removeprefix("-") or self.redis.mode
-        return "local" if mode == "local-split" else mode
+        return self.store_choice(store).mode
 
     def store_label(self, store: str) -> str:
         """The store as run folders and run.json name it: ``redis`` resolved to its mode."""
-        return f"redis-{self.redis.mode}" if store == "redis" else store
+        return self.store_choice(store).label
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -11,7 +11,9 @@ from pathlib import Path
 from analysis.compare import compare, format_text
 from analysis.loader import ResultsError
 from analysis.report import build_report
+from contract.paths import PathError, check_output
 from contract.schema import REPORT_HTML
+from targets.cli_args import number
 
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
@@ -25,9 +27,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmp = sub.add_parser("compare", help="per-run deltas between two results folders; exit 1 on a regression")
     cmp.add_argument("folder_a", type=Path, metavar="DIR_A", help="the baseline")
     cmp.add_argument("folder_b", type=Path, metavar="DIR_B", help="the candidate")
-    cmp.add_argument("--threshold", type=float, default=2.0, metavar="RATIO",
+    cmp.add_argument("--threshold", type=number(float), default=2.0, metavar="RATIO",
                      help="flag a P99 that grew by this factor or more (default 2: doubled)")
-    cmp.add_argument("--tolerance", type=float, default=0.01,
+    cmp.add_argument("--tolerance", type=number(float), default=0.01,
                      help="flag over-admission (x L) or legit rejection rate rising by more than this (default 0.01)")
     cmp.set_defaults(func=cmd_compare)
 
@@ -39,8 +41,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         print(f"analysed {i}/{n}: {name}", file=sys.stderr)
 
     try:
+        if args.folder.is_dir():  # a results folder (the loader says if it is not) the report is written into
+            check_output(args.folder, "report", folder=True)
         report = build_report(args.folder, progress)
-    except ResultsError as exc:
+    except (ResultsError, PathError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for warning in report.warnings():

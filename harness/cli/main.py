@@ -15,6 +15,7 @@ from rich.table import Table
 from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import utc_stamp
+from contract.paths import check_output
 from contract.summary import summary_json
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.peers import PEERS
@@ -26,7 +27,7 @@ from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
 from scenarios.trace_file import TraceFile
 from targets.algorithms import ALGORITHMS, Policy
-from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
+from targets.cli_args import EXIT_BAD_INPUT, SEED_BOUNDS, Parser, key_value, number
 from targets.stores import STORES
 
 from . import analyze as analysis_cmd
@@ -49,14 +50,14 @@ def build_parser() -> argparse.ArgumentParser:
                           "(NGINX/Apache, JSON lines, ALB, CloudFront; format detected; .gz too)")
     sim.add_argument("--log-format", metavar="STRING", help="--trace LOG: the NGINX log_format it was written with")
     sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
-    sim.add_argument("--limit", type=float, default=100.0, help="L: cost units per window (default 100)")
-    sim.add_argument("--window", type=float, default=60.0, help="W: window in seconds (default 60)")
-    sim.add_argument("--burst", type=float, default=None, help="explicit burst allowance (default L)")
+    sim.add_argument("--limit", type=number(float), default=100.0, help="L: cost units per window (default 100)")
+    sim.add_argument("--window", type=number(float), default=60.0, help="W: window in seconds (default 60)")
+    sim.add_argument("--burst", type=number(float), default=None, help="explicit burst allowance (default L)")
     sim.add_argument("--param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="algorithm parameter; ALGORITHM.KEY=VALUE for one algorithm only")
     sim.add_argument("--scenario-param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="scenario parameter; SCENARIO.KEY=VALUE for one scenario only")
-    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--seed", type=number(int, SEED_BOUNDS), default=None)
     sim.add_argument("--system", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="the path around the limiter: processes, cpu_us, one_way_us, store, store_rtt_us, "
                           "concurrency, median_ms, sigma (docs/architecture.md: the sim room)")
@@ -94,6 +95,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.json is not None and args.json != "-":
+        check_output(Path(args.json), "--json", folder=False)
     if args.campaign is not None:
         if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param or args.system:
             raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param/--system")

@@ -15,6 +15,7 @@ from rich.table import Table
 from analysis.palette import rich_markup
 from analysis.report import build_report
 from contract.folder import utc_stamp
+from contract.params import Bounds
 from contract.schema import RUN_OK
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.live import StoreName, load_campaign
@@ -23,6 +24,7 @@ from harness.live.preflight import preflight
 from harness.live.remote import DEFAULT_PORT, DEFAULT_TIMEOUT_S, RemoteWorkers, parse_address
 from harness.live.runner import LiveRunner
 from harness.live.supervise import Interrupted
+from targets.cli_args import number
 
 from . import term_table
 from .progress import RunProgress
@@ -35,15 +37,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a live campaign: real targets, Locust load, results folder")
     p.add_argument("campaign", nargs="?", type=Path, default=DEFAULT_CAMPAIGN, help="campaign YAML (default: %(default)s)")
     p.add_argument("--out", type=Path, help="results folder (default: results/<campaign>-<UTC time>)")
-    p.add_argument("--workers", type=int, help="Locust worker processes (overrides the campaign)")
+    p.add_argument("--workers", type=number(int, Bounds(1, 64)), help="Locust worker processes (overrides the campaign)")
     p.add_argument("--store", choices=list(get_args(StoreName)),
                    help="run on this store only (redis: every redis mode a scenario lists, else the campaign's redis.mode)")
     p.add_argument("--only", action="append", metavar="SCENARIO|ALGORITHM", help="only these scenarios or algorithms")
-    p.add_argument("--remote-workers", type=int, metavar="N",
+    p.add_argument("--remote-workers", type=number(int, Bounds(1, 1_000)), metavar="N",
                    help="N Locust workers on other machines (run_bench.py worker --master HOST:PORT) instead of local ones")
     p.add_argument("--master-bind", default=f"0.0.0.0:{DEFAULT_PORT}", metavar="HOST:PORT",
                    help="where every run's master listens for the remote workers (default: %(default)s)")
-    p.add_argument("--remote-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+    p.add_argument("--remote-timeout", type=number(float, Bounds(0.001, 86_400)), default=DEFAULT_TIMEOUT_S, metavar="S",
                    help="each run waits this long for its remote workers, else it fails saying how many came (default: %(default)g s)")
     p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     p.set_defaults(func=cmd_run)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.atomic import write_text
+from contract.paths import check_output, read_input
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
@@ -24,7 +25,7 @@ from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.live.peers import ProcessPeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
-from harness.validate.inputs import check_url, policy_of_config, read_config, read_text, reject_status, which_peer
+from harness.validate.inputs import check_url, policy_of_config, read_config, reject_status, which_peer
 from harness.validate.latency import run_latency_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
@@ -107,6 +108,9 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     if args.url is not None and (args.policy is None or not args.live):
         raise CampaignError("--url: with --live and the policy file it claims to enforce")
     check_out(args.out)
+    for flag, path in (("--json", args.json), ("--junit", args.junit)):
+        if path is not None and str(path) != "-":
+            check_output(Path(path), flag, folder=False)
     base = load_policy(args.policy) if args.policy is not None else None
     if args.url is not None:
         assert base is not None
@@ -114,7 +118,7 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     if args.config is None:
         assert base is not None
         return base, str(args.policy), None
-    text = read_text(args.config)
+    text = read_input(args.config, "--config")
     if args.peer is None or args.peer.startswith("nginx"):
         text = with_includes(text, args.config)
     spec = which_peer(text, args.peer, str(args.config))

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from contract.schema import SYSTEM_SUITE, peer_run_dir_name, run_dir_name
+from contract.stores import StoreChoice
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.peers import Peer
 from scenarios import TrafficModel
@@ -49,8 +50,8 @@ class LiveRun:
     def limiters(self) -> str:
         """Whether a node's processes share its limit (``shared``) or each keeps its own
         (``per-process``: the memory store, Redis ``local`` mode, algorithms Redis does not hold)."""
-        on_redis = self.store.startswith("redis-") and not self.store.startswith("redis-local")
-        return "shared" if self.processes == 1 or (on_redis and self.algorithm in SUFFIXES) else "per-process"
+        shared = StoreChoice.parse(self.store).shares_limit
+        return "shared" if self.processes == 1 or (shared and self.algorithm in SUFFIXES) else "per-process"
 
     @property
     def nodes(self) -> list[str]:
@@ -69,7 +70,7 @@ def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | No
         routing = fleet.routing if fleet is not None else campaign.routing
         stores = [campaign.store_label(st) for st in campaign.stores_for(sc)]
         if store:
-            stores = [st for st in stores if st == store or st.startswith(f"{store}-")] or [campaign.store_label(store)]
+            stores = [st for st in stores if StoreChoice.parse(st).under(store)] or [campaign.store_label(store)]
         for algorithm in campaign.algorithms_for(sc):
             for st in stores:
                 if only and not {sc.name, sc.run_name, algorithm} & set(only):

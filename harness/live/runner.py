@@ -54,7 +54,7 @@ from contract.schema import (
     RUN_INTERRUPTED,
     RUN_OK,
 )
-from harness.campaign.config_file import str_params
+from contract.stores import StoreChoice
 from harness.campaign.live import Campaign
 from harness.events import RunnerEvents
 from harness.processes.redis_server import RedisServer, RedisServerError
@@ -220,7 +220,7 @@ class LiveRunner:
     def _plan(self, run: LiveRun, run_dir: Path, hosts: list[str], start_at: float) -> LivePlan:
         """The plan Locust replays, saved in the run folder; it carries the run's own model."""
         plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
-                        hosts, str(run_dir / HANDSHAKE_DIR), self.workers, str_params(run.scenario.params),
+                        hosts, str(run_dir / HANDSHAKE_DIR), self.workers, dict(run.scenario.params),
                         routing=run.routing, joins_s=list(run.joins_s)).with_model(run.model)
         plan.save(run_dir / PLAN_FILE)
         return plan
@@ -403,7 +403,7 @@ class LiveRunner:
             table, _ = simulate(run.model, twin[0], twin[1], run.params)
             return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
-        local = {"redis-local": "local", "redis-local-split": "local_split"}.get(run.store, "shared")
+        local = StoreChoice.parse(run.store).virtual_store
         fleet = Fleet(tuple(run.joins_s), run.routing, local) if len(run.joins_s) > 1 else None
         if run.limiters == "per-process":  # one node's N local limiters; the kernel spreads its connections
             fleet = Fleet((0.0,) * run.processes * len(run.joins_s), "round_robin", "local")

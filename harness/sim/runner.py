@@ -108,9 +108,18 @@ def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: di
             raise PolicyError(f"unknown {kind} {key!r} for the selected runs; valid: {choices}")
 
 
+def check_size(scenario: str, model: TrafficModel) -> None:
+    """Refuse a run whose model plans more requests than memory holds, before any is generated."""
+    expected = model.expected_requests()
+    if expected > MAX_VIRTUAL_REQUESTS:
+        raise ScenarioError(f"scenario {scenario}: about {expected:,.0f} requests planned, beyond a simulated run's memory "
+                            f"bound of {MAX_VIRTUAL_REQUESTS:,} (4 GiB); shorten duration_s or lower the rate or the counts")
+
+
 def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
-    """One run per algorithm; a request cost no algorithm could ever admit is refused, and so is
-    a run too large for the memory bound."""
+    """One run per algorithm; a model too large for memory (estimated before it is generated,
+    then counted), or a request cost no algorithm could ever admit, is refused."""
+    check_size(scenario, model)
     count = len(model.arrivals())
     if count > MAX_VIRTUAL_REQUESTS:
         raise ScenarioError(f"scenario {scenario}: {count:,} requests is beyond a simulated run's memory bound of "

@@ -35,13 +35,6 @@ def which_peer(text: str, named: str | None, source: str) -> Peer:
     return found[0]
 
 
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CampaignError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
-
-
 def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
     """The file's limits and 429 as the peer reads them; its errors prefixed with the file's name."""
     try:

@@ -26,7 +26,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
+
+from contract.params import Bounds
 
 from .adaptive_rules import RULES, Reading, Rule, windowed
 from .base import INF, Algorithm, Decision, new_decision
@@ -51,7 +53,7 @@ class Params:
     # gradient2
     smoothing: float = 0.2
     tolerance: float = 1.5
-    long_window: int = 600
+    long_window: Annotated[int, Bounds(1, 1_000_000)] = 600
     queue_size: float = 4.0
     # aimd
     backoff_ratio: float = 0.9

@@ -27,7 +27,7 @@ def listening(port: int) -> bool:
     (["--param", "capacity=-1"], "params"),
     (["--config", "/nonexistent/target.yaml"], "--config"),
     (["--limit", "5", "--cost", "reports=20"], "routes.reports.cost"),  # a cost the user set that is never admitted
-    (["--limit", "3", "--window", "1e-20"], "limit"),  # no whole q and w tell 3e20 per second
+    (["--limit", "3", "--window", "1e-20"], "params: window_s=1e-20: out of bounds, must be between 1e-09 and 1,000,000,000,000"),
     (["--max-head-bytes", "100"], "--max-head-bytes"),
     (["--head-timeout", "0"], "--head-timeout"),
     (["--keep-alive", "-1"], "--keep-alive"),

@@ -94,7 +94,7 @@ def test_one_scenario_twice_on_the_command_line_exits_2(capsys):
     ("simulate", [{"name": "retry_storm", "label": "b", "params": {"backof": "none"}}], {},
      "scenarios[retry_storm-b].params: unknown scenario parameter 'backof'; valid: clients, backoff,"),
     ("run", [{"name": "retry_storm", "params": {"backoff": "sometimes"}}], {},
-     "scenarios[retry_storm].params: backoff must be one of none, fixed, exponential"),
+     "scenarios[retry_storm].params: backoff='sometimes': choose from: none, fixed, exponential"),
     ("run", [{"name": "steady", "stores": ["memroy"]}], {}, "scenarios[steady].stores[memroy]: Input should be 'memory', 'redis',"),
     ("run", [{"name": "steady", "colour": "red"}], {},
      "scenarios[steady].colour: unknown field; valid: name, label, params, policy, algorithms, algorithm_params, stores, target"),
