@@ -11,8 +11,9 @@ The interface is the same for every rule, live and in virtual time:
 
 - ``decide(state, now, cost, p)`` admits while the rule allows (the limit's integer part minus
   what is in flight, for the limit rules) and may fire the rule's timers;
-- ``observe(state, now, rtt_s, p)`` folds one completed request's latency in; call it before
-  ``release`` so ``in_flight`` still counts the request;
+- ``observe(state, now, rtt_s, p, failed=False)`` folds one completed request's latency in;
+  call it before ``release`` so ``in_flight`` still counts the request; ``failed`` marks a 503
+  (go-zero skips its sample);
 - ``release(state, now, cost, p)`` gives its slots back;
 - ``observe_reading(state, now, reading, p)`` folds one ``Reading`` (CPU, load) in, for the
   rules whose ``reads`` is true: the live target samples its own process off the hot path, the
@@ -129,10 +130,13 @@ def release(state: State | None, now: float, cost: float, p: Params) -> State:
     return (limit, in_flight, memo)
 
 
-def observe(state: State | None, now: float, rtt_s: float, p: Params) -> State:
+def observe(state: State | None, now: float, rtt_s: float, p: Params, *, failed: bool = False) -> State:
     """Fold one completed request's latency into the limit (call before ``release``, so that
-    ``in_flight`` still counts the request, as Netflix's limiter sees it)."""
+    ``in_flight`` still counts the request, as Netflix's limiter sees it). ``failed``: the
+    response was a 503, which go-zero does not sample (the other rules do, as their sources)."""
     limit, in_flight, memo = state or _fresh(p)
+    if failed and not p.judge.samples_failures:
+        return (limit, in_flight, memo)
     limit, memo = p.judge.sample(limit, in_flight, memo, now, rtt_s, p)
     return (limit, in_flight, memo)
 

@@ -103,8 +103,9 @@ class Algorithm:
     """The largest cost a single request can ever be admitted with."""
     release: Callable[[Any, float, float, Any], Any] | None = None
     """Concurrency-style algorithms: give back ``cost`` slots when a request finishes."""
-    observe: Callable[[Any, float, float, Any], Any] | None = None
-    """Latency-driven algorithms: ``observe(state, now, rtt_s, params) -> state`` folds one
+    observe: Callable[..., Any] | None = None
+    """Latency-driven algorithms: ``observe(state, now, rtt_s, params, failed=False) -> state``
+    (``failed``: the response was a 503) folds one
     completed request's latency into the state (the live target calls it; the simulator has
     no real latency and does not)."""
     observe_reading: Callable[[Any, float, Any, Any], Any] | None = None

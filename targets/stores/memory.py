@@ -125,17 +125,18 @@ class MemoryStore:
             if entry is not None:
                 entry[0] = release(entry[0], now, cost, self.params)
 
-    def finish(self, key: str, now: float, cost: float, rtt_s: float) -> Any:
-        """After an admitted request completed: its latency sample (``observe``), then its slot
-        given back (``release``), under one lock and one lookup (the per-request path of the
-        concurrency and adaptive targets). Returns the key's state, None for an unknown key."""
+    def finish(self, key: str, now: float, cost: float, rtt_s: float, failed: bool = False) -> Any:
+        """After an admitted request completed: its latency sample (``observe``; ``failed``: it
+        answered 503), then its slot given back (``release``), under one lock and one lookup (the
+        per-request path of the concurrency and adaptive targets). Returns the key's state, None
+        for an unknown key."""
         observe, release = self.algorithm.observe, self.algorithm.release
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
                 return None
             if observe is not None:
-                entry[0] = observe(entry[0], now, rtt_s, self.params)
+                entry[0] = observe(entry[0], now, rtt_s, self.params, failed=failed)
             if release is not None:
                 entry[0] = release(entry[0], now, cost, self.params)
             return entry[0]

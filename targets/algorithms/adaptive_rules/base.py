@@ -65,6 +65,9 @@ class Rule:
     """``released(limit, memo, in_flight_after, p)``: a request left (go-zero's average flying)."""
     reads: bool = False
     """The rule needs readings: the live target samples CPU for it."""
+    samples_failures: bool = True
+    """A failed response (503) is still a latency sample. go-zero's shedding handler calls
+    ``promise.Fail()`` on a 503: no pass, no RT (the slot is still given back)."""
 
 
 def refuse(rule: str, field: str, value: Any, need: str) -> PolicyError:

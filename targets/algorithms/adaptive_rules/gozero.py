@@ -94,4 +94,4 @@ def _check(p: Params) -> None:
 
 
 GOZERO = Rule("gozero", "go-zero core/load/adaptiveshedder.go", _fresh, _sample, _check, admit=_admit,
-              read=_read, released=_released, reads=True)
+              read=_read, released=_released, reads=True, samples_failures=False)
