@@ -50,7 +50,8 @@ def max_flight(memo: Memo, now: float, p: Params) -> float:
     bucket_s = _bucket_s(p)
     window = buckets_within(memo[0], now, bucket_s, p.gozero_buckets - 1, 1)
     max_pass = max((b[1] for b in window), default=1)
-    min_rt = min((round(b[2] / b[3]) for b in window if b[3] > 0), default=DEFAULT_MIN_RT_MS)
+    # Go's math.Round rounds half away from zero (Python's round() to even): RTs are positive
+    min_rt = min((math.floor(b[2] / b[3] + 0.5) for b in window if b[3] > 0), default=DEFAULT_MIN_RT_MS)
     return max(1.0, max(1, max_pass) * min_rt / (bucket_s * 1000.0))
 
 

@@ -19,7 +19,7 @@ MIN_RTT_S = 1e-6
 
 
 def _gradient2_fresh(p: Params) -> tuple[float, Memo]:
-    return p.initial_limit, (0.0, 0)
+    return p.initial_limit, (0.0, 0, 0.0)  # (long RTT, samples, their sum while warming up)
 
 
 def _gradient2_sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: float,
@@ -30,16 +30,19 @@ def _gradient2_sample(limit: float, in_flight: float, memo: Memo, now: float, rt
     long RTT is over twice the sample it is decayed by 5% for the NEXT samples (this one still
     uses the undecayed value, as the source does); no change while app-limited
     (in flight < limit / 2). Defaults as the source: smoothing 0.2, tolerance 1.5, window 600,
-    queue 4 (its min 20 / max 200 / initial 20 come from the policy here)."""
-    long_rtt, samples = memo
+    queue 4 (its min 20 / max 200 / initial 20 come from the policy here). While warming up,
+    ``ExpAvgMeasurement`` averages its own running ``sum``: a decay changes only the value, and
+    the next warm-up sample overwrites it."""
+    long_rtt, samples, total = memo
     rtt = max(rtt_s, MIN_RTT_S)
     if samples < WARMUP_SAMPLES:
-        long_rtt = (long_rtt * samples + rtt) / (samples + 1)
+        total += rtt
+        long_rtt = total / (samples + 1)
     else:
         factor = 2.0 / (p.long_window + 1)
         long_rtt = long_rtt * (1.0 - factor) + rtt * factor
     stored = long_rtt * 0.95 if long_rtt / rtt > 2.0 else long_rtt
-    memo = (stored, samples + 1)
+    memo = (stored, samples + 1, total)
     if in_flight < limit / 2:
         return limit, memo
     gradient = clamp(p.tolerance * long_rtt / rtt, 0.5, 1.0)

@@ -32,7 +32,7 @@ def _fresh(p: Params) -> tuple[float, Memo]:
 
 def _sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: float,
             p: Params) -> tuple[float, Memo]:
-    rt_ms = rtt_s * 1000.0
+    rt_ms = math.floor(rtt_s * 1000.0)  # Sentinel's RT: a difference of whole milliseconds
 
     def merge(old: tuple | None) -> tuple:
         return (1, rt_ms) if old is None else (old[0] + 1, min(old[1], rt_ms))
@@ -41,10 +41,12 @@ def _sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: float
 
 
 def capacity(memo: Memo, now: float) -> float:
-    """``maxSuccessQps() * minRt() / 1000``: requests the pipe holds at its best."""
+    """``maxSuccessQps() * minRt() / 1000``: requests the pipe holds at its best. As
+    ``ArrayMetric``: max success is at least 1 and min RT at least 1 ms, so an empty window
+    holds 1 x 2 / 1 s x 5000 ms = 10."""
     window = buckets_within(memo[0], now, BUCKET_S, BUCKETS - 1, 0)
-    max_qps = max((b[1] for b in window), default=0) * BUCKETS / (BUCKETS * BUCKET_S)
-    min_rt = min((b[2] for b in window), default=STATISTIC_MAX_RT_MS)
+    max_qps = max(1, max((b[1] for b in window), default=0)) * BUCKETS / (BUCKETS * BUCKET_S)
+    min_rt = max(1.0, min((b[2] for b in window), default=STATISTIC_MAX_RT_MS))
     return max_qps * min_rt / 1000.0
 
 

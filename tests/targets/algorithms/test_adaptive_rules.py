@@ -13,6 +13,7 @@ from targets.algorithms import Policy, PolicyError, build_params
 from targets.algorithms.adaptive import Params, current_limit, decide, observe, observe_reading, release
 from targets.algorithms.adaptive_rules import RULES, Reading
 from targets.algorithms.adaptive_rules.envoy import EPOCH, MIN_RTT, NEXT_MIN_RTT, SAMPLES
+from targets.algorithms.adaptive_rules.gozero import max_flight
 
 approx = pytest.approx
 
@@ -26,7 +27,7 @@ def test_gradient2_climbs_to_its_max_at_a_constant_timeout_latency():
     # Every sample 5 s (a downstream stuck at its timeout): long RTT = 5 s = the sample, so
     # gradient = min(1, 1.5 * 5 / 5) = 1 and limit' = 0.8 * L + 0.2 * (L + 4) = L + 0.8 a sample.
     p = Params(max_limit=30, initial_limit=10)
-    s = (10.0, 10.0, (0.0, 0))
+    s = (10.0, 10.0, (0.0, 0, 0.0))
     trace = []
     for _ in range(30):
         s = saturated(s, 0.0, 5.0, p)
@@ -40,7 +41,7 @@ def test_gradient2_creeps_up_under_mild_overload():
     # Latency up 2% a sample (a queue building at 1.1x capacity): while the sample stays under
     # 1.5 x the long RTT the gradient is 1, so the limit still gains 0.8 a sample.
     p = Params(max_limit=100, initial_limit=10)
-    s = (10.0, 10.0, (0.0, 0))
+    s = (10.0, 10.0, (0.0, 0, 0.0))
     rtts = [0.1 * 1.02**k for k in range(10)]
     for rtt in rtts:
         s = saturated(s, 0.0, rtt, p)
@@ -199,6 +200,40 @@ def test_gozero_sheds_over_max_flight_while_hot_and_during_its_cool_off():
     d, s = decide((100.0, 3.0, (*cooling[2][:1], 2.5, *cooling[2][2:])), 1.3, 1, p)
     assert d.allowed and s[2][4] is False and s[0] == 100            # 1.05 s after: cooled off
     assert release((1.0, 2.0, (buckets, 2.0, 0.5, 0.25, False)), 1.3, 1, p)[2][1] == approx(1.9)  # 2*.9+1*.1
+
+
+def test_sentinel_bbr_floors_max_success_at_one_and_min_rt_at_one_whole_ms():
+    p = Params(max_limit=100, initial_limit=100, rule="sentinel_bbr")
+    hot = observe_reading(None, 0.0, Reading(cpu=0.1, load=6.0), p)
+    # empty window: max(success, 1) x 2 / 1 s = 2 qps x min RT 5000 ms (statisticMaxRt) = 10
+    assert decide((hot[0], 10.0, hot[2]), 0.1, 1, p)[0].allowed            # 10 > 10 is false
+    assert not decide((hot[0], 11.0, hot[2]), 0.1, 1, p)[0].allowed
+    fast = hot
+    for k in range(1000):                # 1000 successes of 0.4 ms: RT 0 whole ms, floored at 1
+        fast = observe(fast, 0.0001 * k, 0.0004, p)
+    # 2000 qps x 1 ms = 2: two in flight pass (0.8 if the RT were 0.4 ms)
+    assert decide((fast[0], 2.0, fast[2]), 0.2, 1, p)[0].allowed
+    slow = hot
+    for k in range(1000):                # 1.7 ms is 1 whole ms (Sentinel subtracts millisecond clocks)
+        slow = observe(slow, 0.0001 * k, 0.0017, p)
+    assert not decide((slow[0], 3.0, slow[2]), 0.2, 1, p)[0].allowed     # 3 > 2 (3.4 at 1.7 ms)
+
+
+def test_gozero_rounds_a_half_millisecond_average_away_from_zero_as_go():
+    p = Params(max_limit=100, initial_limit=100, rule="gozero")
+    # one bucket (id 9 of 100 ms) with 200 passes, RT sum 5 ms over 2: Go's math.Round(2.5) = 3
+    # (Python's round: 2): max flight = 200 x 3 ms / 100 ms = 6 (4 with 2)
+    assert max_flight((((9, 200, 5, 2),), 0.0, 0.0, -math.inf, False), 1.05, p) == 6.0
+
+
+def test_gradient2_warm_up_averages_its_own_sum_not_the_decayed_value():
+    p = Params(max_limit=100, initial_limit=20)
+    s = (20.0, 0.0, (0.0, 0, 0.0))       # nothing in flight: app-limited, only the long RTT moves
+    s = observe(s, 0.0, 0.010, p)        # sum 10 ms, value 10 ms (10 / 10 is not > 2)
+    s = observe(s, 0.0, 0.001, p)        # sum 11, value 5.5; 5.5 / 1 > 2: decayed to 5.225
+    assert s[2] == (approx(0.005225), 2, approx(0.011))
+    s = observe(s, 0.0, 0.001, p)        # sum 12, value 12 / 3 = 4 (not 5.225 averaged in); decayed 3.8
+    assert s[2] == (approx(0.0038), 3, approx(0.012))
 
 
 def test_windowed_limit_feeds_its_rule_one_average_per_window():
