@@ -4,6 +4,7 @@ formulas (the arithmetic is in the comments), with the pathology its users repor
 from __future__ import annotations
 
 import math
+import pickle
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.algorithms.adaptive import Params, current_limit, decide, observe, observe_reading, release
-from targets.algorithms.adaptive_rules import RULES, Reading
+from targets.algorithms.adaptive_rules import RULES, WINDOWABLE, Reading
 from targets.algorithms.adaptive_rules.envoy import EPOCH, MIN_RTT, NEXT_MIN_RTT, SAMPLES
 from targets.algorithms.adaptive_rules.gozero import max_flight
 
@@ -237,19 +238,31 @@ def test_gradient2_warm_up_averages_its_own_sum_not_the_decayed_value():
 
 
 def test_windowed_limit_feeds_its_rule_one_average_per_window():
-    # window_size 2, 1 s windows, rule aimd (timeout 0.25 s): one slow request alone would cut
-    # the limit (10 -> 9); inside a window its average (0.3 + 0.1 + 0.1) / 3 = 0.167 is fast.
-    p = Params(max_limit=20, initial_limit=10, rule="aimd", window="average", window_size=2)
+    # window_size 10 (the source's minimum), 1 s windows, rule aimd (timeout 0.25 s): one slow
+    # request alone would cut the limit (10 -> 9); inside a window it is averaged away.
+    p = Params(max_limit=20, initial_limit=10, rule="aimd", window="average", window_size=10)
     s = decide(None, 0.0, 0, p)[1]
-    s = observe((10.0, 5.0, s[2]), 0.5, 0.1, p)   # closes the empty first window at once: 1 < 2 samples
+    s = observe((10.0, 5.0, s[2]), 0.5, 0.1, p)   # closes the empty first window at once: 1 < 10 samples
     assert s[0] == 10 and s[2][0] == 1.5          # next window ends at 0.5 + clamp(0.2, 1, 1)
-    s = observe(s, 1.0, 0.3, p)
-    s = observe(s, 1.2, 0.1, p)
+    s = observe(s, 0.6, 0.3, p)
+    for k in range(9):
+        s = observe(s, 0.7 + 0.05 * k, 0.1, p)
     assert s[0] == 10
-    s = observe(s, 1.6, 0.1, p)                   # 1.6 > 1.5: avg 0.167 fast, 5 * 2 >= 10: + 1
+    s = observe(s, 1.6, 0.1, p)                   # 1.6 > 1.5: avg 1.3 / 11 = 0.118 fast, 5 * 2 >= 10: + 1
     assert s[0] == 11 and s[2][0] == approx(2.6)
     unwindowed = Params(max_limit=20, initial_limit=10, rule="aimd")
     assert observe((10.0, 5.0, ()), 1.0, 0.3, unwindowed)[0] == 9
+
+
+@pytest.mark.parametrize("rule", ["envoy", "sentinel_bbr", "sentinel_cpu", "gozero"])
+def test_window_average_wraps_only_netflix_limits(rule):
+    with pytest.raises(PolicyError, match=f"window=average wraps only .*not rule={rule}"):
+        build_params("adaptive", Policy(100, 60, 16), {"rule": rule, "window": "average"})
+
+
+def test_params_pickle_with_their_window():
+    p = Params(max_limit=20, initial_limit=10, rule="vegas", window="average")
+    assert pickle.loads(pickle.dumps(p)) == p and not hasattr(p, "__dict__")  # the simulator's workers pickle them
 
 
 @pytest.mark.parametrize("override, field", [
@@ -257,8 +270,9 @@ def test_windowed_limit_feeds_its_rule_one_average_per_window():
     ({"rule": "envoy", "envoy_percentile": "100"}, "envoy_percentile"),
     ({"rule": "envoy", "envoy_percentile": "0"}, "envoy_percentile"),
     ({"rule": "envoy", "envoy_interval_s": "0"}, "envoy_interval_s"),
-    ({"window": "average", "window_size": "0"}, "window_size"),
-    ({"window": "average", "window_min_s": "0"}, "window_min_s"),
+    ({"window": "average", "window_size": "9"}, "window_size"),
+    ({"window": "average", "window_min_s": "0.09"}, "window_min_s"),
+    ({"window": "average", "window_max_s": "0.05"}, "window_max_s"),
     ({"rule": "gozero", "cpu_threshold": "1.5"}, "cpu_threshold"),
     ({"rule": "gozero", "gozero_buckets": "1"}, "gozero_buckets"),
     ({"rule": "aimd", "backoff_ratio": "0.3"}, "backoff_ratio"),
@@ -279,7 +293,7 @@ OPS = st.lists(st.tuples(st.sampled_from(["decide", "observe", "release", "readi
 @settings(max_examples=40, deadline=None)
 @given(rule=st.sampled_from(sorted(RULES)), window=st.sampled_from(["none", "average"]), ops=OPS)
 def test_limits_stay_within_min_and_max_for_any_sequence(rule, window, ops):
-    p = Params(max_limit=40, initial_limit=20, min_limit=4, rule=rule, window=window, window_size=1,
+    p = Params(max_limit=8, initial_limit=6, min_limit=4, rule=rule, window=window if rule in WINDOWABLE else "none",
                envoy_request_count=3, envoy_min_rtt_interval_s=1.0)
     low = {"envoy": 3, "sentinel_bbr": 0, "sentinel_cpu": 0, "gozero": 0}.get(rule, p.min_limit)
     s, now = None, 0.0
@@ -293,4 +307,4 @@ def test_limits_stay_within_min_and_max_for_any_sequence(rule, window, ops):
             s = release(s, now, 1, p)
         else:
             s = observe_reading(s, now, Reading(cpu=cpu, load=cpu * 10), p)
-        assert s is not None and low <= s[0] <= p.max_limit and s[1] >= 0
+        assert s is not None and low <= s[0] <= p.max_limit and 0 <= s[1] <= p.max_limit
