@@ -212,6 +212,7 @@ def _replay_general(model: TrafficModel, store: ReplayStore) -> Replay:
     decision's follow-ups (a heap), and virtual completions release slots. A request admitted
     during a scheduled downstream outage is answered 503: the model reacts to a refusal whose
     hint is the RateLimit field's ``t`` of that answer (a 503 has no Retry-After)."""
+    model.reset()
     planned = virtual_arrivals(model).requests()
     key_of = header_keys(model) if model.arrivals().headers is not None else None
     windows = outage_windows(model)
