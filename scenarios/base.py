@@ -176,7 +176,8 @@ class ModelParams:
                 else:
                     values[key] = raw
             except ValueError:
-                raise ScenarioError(f"scenario parameter {key}={raw!r}: expected a number") from None
+                what = "an integer" if kind in (int, "int", "int | None") else "a number"
+                raise ScenarioError(f"scenario parameter {key}={raw!r}: expected {what}") from None
         params = cls(**values)
         params.check()
         return params
