@@ -98,6 +98,11 @@ class DownstreamBreaks(TrafficModel):
 
     p: Params
 
+    def overload_window(self) -> tuple[float, float] | None:
+        """kind=overload: when the offered rate is over capacity (the downstream stays healthy,
+        so the schedule does not say it)."""
+        return (self.p.break_at_s, self.p.recover_at_s) if self.p.kind == "overload" else None
+
     def target_config(self) -> dict[str, Any]:
         p = self.p
         return {"downstream": {"concurrency": p.slots, "service_time": {"median_ms": p.median_ms, "sigma": p.sigma},

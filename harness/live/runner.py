@@ -41,13 +41,10 @@ from contract.schema import (
     CPU_FILE,
     DECIDED_BY_CLIENT,
     DECISIONS_FILE,
-    DEGRADED_PHASE,
-    DOWNSTREAM_OUTAGE_PHASE,
     HANDSHAKE_DIR,
     JOINED_GLOB,
     LOCUST_DIR,
     PLAN_FILE,
-    RAMP_PHASE,
     ROLE_GENERATOR,
     ROLE_TARGET,
     RUN_FAILED,
@@ -72,7 +69,7 @@ from . import cpus
 from .config import node_configs, peer_downstream_config, target_config
 from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
-from .measures import fleet_measures, measured_window, store_failure_measures
+from .measures import fleet_measures, measured_window, model_phases, store_failure_measures
 from .peers import live_peer
 from .peers.response import refusal, without_probe
 from .peers.url import client_decisions, round_trip_ms
@@ -186,7 +183,7 @@ class LiveRunner:
             last_t = max(arrivals.t[-1] if len(arrivals) else 0.0, model.horizon_s())  # follow-ups too
             end_at = start_at + last_t + scale.drain_s
             events = [] if outage is None else [(start_at + t, name) for t, name in zip(outage(), ("stop", "start"))]
-            info.update(planned_requests=len(arrivals), end_at=end_at, phases=self._phases(run, start_at, end_at),
+            info.update(planned_requests=len(arrivals), end_at=end_at, phases=model_phases(run.model, start_at, end_at),
                         nodes=nodes, routing=run.routing, joins_s=list(run.joins_s))
             # Locust imports for seconds: start it first, the targets meanwhile; all are
             # ready before start_at, or the late groups say so
@@ -275,23 +272,6 @@ class LiveRunner:
             out["store_failure"] = store_failure_measures(decisions, client, *window, run.policy.limit / len(run.joins_s),
                                                           run.policy.window_s)
         return out
-
-    def _phases(self, run: LiveRun, start_at: float, end_at: float) -> list[dict[str, Any]]:
-        """The downstream's unhealthy phases of the model's health schedule, in epoch seconds:
-        ``degraded`` (unhealthy_downstream) and ``downstream_outage`` (a retry storm's 503s); and
-        a ramp's span (``ramp``), the offered rate's time axis."""
-        schedule = (run.model.target_config().get("downstream") or {}).get("schedule") or []
-        names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
-        phases = []
-        for phase, following in zip(schedule, [*schedule[1:], None]):
-            if phase["health"] in names:
-                end = end_at if following is None else start_at + following["at_s"]
-                phases.append({"name": names[phase["health"]], "start_t": start_at + phase["at_s"], "end_t": end})
-        ramp = getattr(run.model, "ramp", None)
-        if ramp is not None:
-            begin, finish = ramp()
-            phases.append({"name": RAMP_PHASE, "start_t": start_at + begin, "end_t": start_at + finish})
-        return phases
 
     def _locust(self, run_dir: Path, run_time: int, host: str, users: str, *role: str) -> subprocess.Popen:
         """Locust on this run's plan, headless, its stats in the run's locust folder; ``role``: the
