@@ -16,8 +16,8 @@ The interface is the same for every rule, live and in virtual time:
   (go-zero skips its sample);
 - ``release(state, now, cost, p)`` gives its slots back;
 - ``observe_reading(state, now, reading, p)`` folds one ``Reading`` (CPU, load) in, for the
-  rules whose ``reads`` is true: the live target samples its own process off the hot path, the
-  simulator passes its model's CPU.
+  rules whose ``reads`` is true: the live target samples its own process off the hot path; it
+  is the seam the simulator will feed its model's CPU through (not wired in harness/sim yet).
 
 State: ``(limit, in flight, the rule's memo)``. The limit is a float (smooth updates); what a
 client sees in ``X-Concurrency-Limit`` is its integer part (``current_limit``).

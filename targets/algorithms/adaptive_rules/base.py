@@ -25,7 +25,8 @@ class Reading(NamedTuple):
     """One sample of the protected process's health, pushed in from outside the pure core.
 
     Live: the target samples its own process off the hot path (psutil) and the host's load
-    average. Virtual: the model passes its CPU. The core never reads a clock or the OS."""
+    average. Virtual time: the seam the simulator will feed its model's CPU through (not wired
+    yet). The core never reads a clock or the OS."""
 
     cpu: float
     """CPU used by the target process, as a fraction of one core (0.9 = 90%)."""
@@ -47,8 +48,7 @@ def keep(limit: float, memo: Memo, *_: Any) -> tuple[float, Memo]:
 @dataclass(frozen=True)
 class Rule:
     name: str
-    source: str
-    """Where the behaviour comes from (project, file), for docs and the ``list`` output."""
+    """The ``rule`` parameter's value (each module's docstring cites its source)."""
     fresh: Callable[[Params], tuple[float, Memo]]
     """The starting limit and memo."""
     sample: Callable[[float, float, Memo, float, float, Params], tuple[float, Memo]]

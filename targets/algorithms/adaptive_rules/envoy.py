@@ -113,4 +113,4 @@ def _check(p: Params) -> None:
         raise refuse("envoy", "envoy_buffer", p.envoy_buffer, "envoy_buffer >= 0")
 
 
-ENVOY = Rule("envoy", "Envoy adaptive_concurrency gradient_controller.cc", _fresh, _sample, _check, admit=_admit)
+ENVOY = Rule("envoy", _fresh, _sample, _check, admit=_admit)

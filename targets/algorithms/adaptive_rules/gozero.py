@@ -94,5 +94,5 @@ def _check(p: Params) -> None:
         raise refuse("gozero", "gozero_cool_off_s", p.gozero_cool_off_s, "gozero_cool_off_s >= 0")
 
 
-GOZERO = Rule("gozero", "go-zero core/load/adaptiveshedder.go", _fresh, _sample, _check, admit=_admit,
+GOZERO = Rule("gozero", _fresh, _sample, _check, admit=_admit,
               read=_read, released=_released, reads=True, samples_failures=False)

@@ -130,7 +130,6 @@ def _vegas_check(p: Params) -> None:
         raise refuse("vegas", "vegas_probe_multiplier", p.vegas_probe_multiplier, "vegas_probe_multiplier > 0")
 
 
-GRADIENT2 = Rule("gradient2", "Netflix concurrency-limits Gradient2Limit.java",
-                 _gradient2_fresh, _gradient2_sample, _gradient2_check)
-AIMD = Rule("aimd", "Netflix concurrency-limits AIMDLimit.java", _aimd_fresh, _aimd_sample, _aimd_check)
-VEGAS = Rule("vegas", "Netflix concurrency-limits VegasLimit.java", _vegas_fresh, _vegas_sample, _vegas_check)
+GRADIENT2 = Rule("gradient2", _gradient2_fresh, _gradient2_sample, _gradient2_check)
+AIMD = Rule("aimd", _aimd_fresh, _aimd_sample, _aimd_check)
+VEGAS = Rule("vegas", _vegas_fresh, _vegas_sample, _vegas_check)

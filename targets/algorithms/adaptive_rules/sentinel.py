@@ -87,7 +87,11 @@ def _check_cpu(p: Params) -> None:
         raise refuse("sentinel_cpu", "cpu_threshold", p.cpu_threshold, "0 < cpu_threshold < 1")
 
 
-SENTINEL_BBR = Rule("sentinel_bbr", "Alibaba Sentinel SystemRuleManager.java (checkBbr)", _fresh, _sample,
-                    _check_load, admit=_admit_bbr, read=_read, reads=True)
-SENTINEL_CPU = Rule("sentinel_cpu", "Alibaba Sentinel SystemRuleManager.java (CPU usage)", _fresh, _sample,
-                    _check_cpu, admit=_admit_cpu, read=_read_cpu, reads=True)
+def _ignore_latency(limit: float, in_flight: float, memo: Memo, *_: object) -> tuple[float, Memo]:
+    """The CPU rule reads no latency: no bucket bookkeeping on the per-request path."""
+    return limit, memo
+
+
+SENTINEL_BBR = Rule("sentinel_bbr", _fresh, _sample, _check_load, admit=_admit_bbr, read=_read, reads=True)
+SENTINEL_CPU = Rule("sentinel_cpu", _fresh, _ignore_latency, _check_cpu, admit=_admit_cpu, read=_read_cpu,
+                    reads=True)

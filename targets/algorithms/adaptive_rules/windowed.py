@@ -69,5 +69,5 @@ def windowed(rule: Rule) -> Rule:
         rule.check(p)
         _check(p)
 
-    return dataclasses.replace(rule, name=f"windowed {rule.name}", source=f"{rule.source} in WindowedLimit.java",
+    return dataclasses.replace(rule, name=f"windowed {rule.name}",
                                fresh=fresh, sample=sample, admit=admit, read=read, released=released, check=check)

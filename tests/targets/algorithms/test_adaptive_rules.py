@@ -308,3 +308,9 @@ def test_limits_stay_within_min_and_max_for_any_sequence(rule, window, ops):
         else:
             s = observe_reading(s, now, Reading(cpu=cpu, load=cpu * 10), p)
         assert s is not None and low <= s[0] <= p.max_limit and 0 <= s[1] <= p.max_limit
+
+
+def test_sentinel_cpu_keeps_no_latency_buckets():
+    p = Params(max_limit=10, initial_limit=10, rule="sentinel_cpu")
+    s = observe(decide(None, 0.0, 1, p)[1], 0.1, 0.02, p)
+    assert s[2][0] == ()  # only the BBR rule reads max success x min RT
