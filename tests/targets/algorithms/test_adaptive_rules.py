@@ -314,3 +314,10 @@ def test_sentinel_cpu_keeps_no_latency_buckets():
     p = Params(max_limit=10, initial_limit=10, rule="sentinel_cpu")
     s = observe(decide(None, 0.0, 1, p)[1], 0.1, 0.02, p)
     assert s[2][0] == ()  # only the BBR rule reads max success x min RT
+
+
+def test_envoy_decisions_between_its_timers_copy_no_state():
+    p = Params(max_limit=100, initial_limit=100, rule="envoy", envoy_request_count=1)
+    s = observe(decide(None, 0.0, 0, p)[1], 0.01, 0.005, p)  # the one-sample measurement ends: update due at 0.11
+    _, after = decide(s, 0.05, 1, p)
+    assert after[2] is s[2]
