@@ -74,6 +74,19 @@ def refuse(rule: str, field: str, value: Any, need: str) -> PolicyError:
     return PolicyError(f"adaptive rule {rule}: {field}={value!r} out of its domain; need {need}")
 
 
+def require_at_least(rule: str, p: Params, name: str, low: float, *, strict: bool = False) -> None:
+    """Refuse ``p.<name>`` unless finite and >= ``low`` (> ``low`` when ``strict``)."""
+    value = getattr(p, name)
+    if not (math.isfinite(value) and (value > low if strict else value >= low)):
+        raise refuse(rule, name, value, f"{name} {'>' if strict else '>='} {low:g}")
+
+
+def require_cpu_threshold(rule: str, p: Params) -> None:
+    """The rules that read CPU: a threshold strictly between idle and a full core."""
+    if not 0 < p.cpu_threshold < 1:
+        raise refuse(rule, "cpu_threshold", p.cpu_threshold, "0 < cpu_threshold < 1")
+
+
 def clamp(value: float, low: float, high: float) -> float:
     return min(high, max(low, value))
 

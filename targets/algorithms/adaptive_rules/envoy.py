@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Memo, Params, Rule, refuse, seeded_uniform
+from .base import Memo, Params, Rule, refuse, require_at_least, seeded_uniform
 
 # memo: (min_rtt, samples, next_update, next_min_rtt, measuring, deferred, epoch, at_min, draws, count);
 # samples: a cons list ``(rtt, older)`` (``()`` empty), so a completion adds one in O(1), not a tuple copy
@@ -104,9 +104,7 @@ def _check(p: Params) -> None:
     if not 0 < p.envoy_percentile < 100:
         raise refuse("envoy", "envoy_percentile", p.envoy_percentile, "0 < envoy_percentile < 100")
     for name in ("envoy_interval_s", "envoy_min_rtt_interval_s"):
-        value = getattr(p, name)
-        if not (math.isfinite(value) and value > 0):
-            raise refuse("envoy", name, value, f"{name} > 0")
+        require_at_least("envoy", p, name, 0, strict=True)
     if p.envoy_request_count < 1:
         raise refuse("envoy", "envoy_request_count", p.envoy_request_count, "envoy_request_count >= 1")
     if not 1 <= p.envoy_min_concurrency <= p.max_limit:
@@ -114,8 +112,7 @@ def _check(p: Params) -> None:
                      f"1 <= envoy_min_concurrency <= max_limit ({p.max_limit})")
     if not 0 <= p.envoy_jitter <= 1:
         raise refuse("envoy", "envoy_jitter", p.envoy_jitter, "0 <= envoy_jitter <= 1")
-    if not (math.isfinite(p.envoy_buffer) and p.envoy_buffer >= 0):
-        raise refuse("envoy", "envoy_buffer", p.envoy_buffer, "envoy_buffer >= 0")
+    require_at_least("envoy", p, "envoy_buffer", 0)
 
 
 ENVOY = Rule("envoy", _fresh, _sample, _check, admit=_admit)

@@ -16,7 +16,18 @@ from __future__ import annotations
 
 import math
 
-from .base import Memo, Params, Reading, Rule, add_to_bucket, buckets_within, clamp, refuse
+from .base import (
+    Memo,
+    Params,
+    Reading,
+    Rule,
+    add_to_bucket,
+    buckets_within,
+    clamp,
+    refuse,
+    require_at_least,
+    require_cpu_threshold,
+)
 
 FLYING_BETA = 0.9
 DEFAULT_MIN_RT_MS = 1000.0
@@ -84,14 +95,11 @@ def _released(limit: float, memo: Memo, in_flight: float, p: Params) -> tuple[fl
 
 
 def _check(p: Params) -> None:
-    if not 0 < p.cpu_threshold < 1:
-        raise refuse("gozero", "cpu_threshold", p.cpu_threshold, "0 < cpu_threshold < 1")
-    if not (math.isfinite(p.gozero_window_s) and p.gozero_window_s > 0):
-        raise refuse("gozero", "gozero_window_s", p.gozero_window_s, "gozero_window_s > 0")
+    require_cpu_threshold("gozero", p)
+    require_at_least("gozero", p, "gozero_window_s", 0, strict=True)
     if p.gozero_buckets < 2:
         raise refuse("gozero", "gozero_buckets", p.gozero_buckets, "gozero_buckets >= 2 (the current one is left out)")
-    if not (math.isfinite(p.gozero_cool_off_s) and p.gozero_cool_off_s >= 0):
-        raise refuse("gozero", "gozero_cool_off_s", p.gozero_cool_off_s, "gozero_cool_off_s >= 0")
+    require_at_least("gozero", p, "gozero_cool_off_s", 0)
 
 
 GOZERO = Rule("gozero", _fresh, _sample, _check, admit=_admit,

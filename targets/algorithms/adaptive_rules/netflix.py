@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Memo, Params, Rule, clamp, log10_root, refuse, seeded_uniform
+from .base import Memo, Params, Rule, clamp, log10_root, refuse, require_at_least, seeded_uniform
 
 WARMUP_SAMPLES = 10
 """Gradient2's long RTT (``ExpAvgMeasurement(longWindow, 10)``): a plain average of the first 10."""
@@ -57,8 +57,7 @@ def _gradient2_check(p: Params) -> None:
         raise refuse("gradient2", "tolerance", p.tolerance, "tolerance >= 1 (Gradient2Limit's check)")
     if p.long_window < 1:
         raise refuse("gradient2", "long_window", p.long_window, "long_window >= 1")
-    if not (math.isfinite(p.queue_size) and p.queue_size >= 0):
-        raise refuse("gradient2", "queue_size", p.queue_size, "queue_size >= 0")
+    require_at_least("gradient2", p, "queue_size", 0)
 
 
 def _aimd_fresh(p: Params) -> tuple[float, Memo]:
@@ -81,8 +80,7 @@ def _aimd_sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: 
 def _aimd_check(p: Params) -> None:
     if not 0.5 <= p.backoff_ratio < 1:
         raise refuse("aimd", "backoff_ratio", p.backoff_ratio, "0.5 <= backoff_ratio < 1 (AIMDLimit's check)")
-    if not (math.isfinite(p.increase) and p.increase >= 0):
-        raise refuse("aimd", "increase", p.increase, "increase >= 0")
+    require_at_least("aimd", p, "increase", 0)
 
 
 def _vegas_fresh(p: Params) -> tuple[float, Memo]:

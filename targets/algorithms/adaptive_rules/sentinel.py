@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Memo, Params, Reading, Rule, add_to_bucket, buckets_within, refuse
+from .base import Memo, Params, Reading, Rule, add_to_bucket, buckets_within, require_at_least, require_cpu_threshold
 
 BUCKET_S = 0.5
 BUCKETS = 2
@@ -78,13 +78,11 @@ def _read_cpu(limit: float, memo: Memo, now: float, reading: Reading, p: Params)
 
 
 def _check_load(p: Params) -> None:
-    if not (math.isfinite(p.sentinel_load_threshold) and p.sentinel_load_threshold >= 0):
-        raise refuse("sentinel_bbr", "sentinel_load_threshold", p.sentinel_load_threshold, ">= 0")
+    require_at_least("sentinel_bbr", p, "sentinel_load_threshold", 0)
 
 
 def _check_cpu(p: Params) -> None:
-    if not 0 < p.cpu_threshold < 1:
-        raise refuse("sentinel_cpu", "cpu_threshold", p.cpu_threshold, "0 < cpu_threshold < 1")
+    require_cpu_threshold("sentinel_cpu", p)
 
 
 def _ignore_latency(limit: float, in_flight: float, memo: Memo, *_: object) -> tuple[float, Memo]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .base import Memo, Params, Rule, clamp, refuse
+from .base import Memo, Params, Rule, clamp, refuse, require_at_least
 
 MIN_WINDOW_S = 0.1
 MIN_WINDOW_SIZE = 10
@@ -19,15 +19,12 @@ EMPTY = (math.inf, 0.0, 0.0, 0)
 
 def _check(p: Params) -> None:
     for name in ("window_min_s", "window_max_s"):  # WindowedLimit.Builder's checks
-        value = getattr(p, name)
-        if not (math.isfinite(value) and value >= MIN_WINDOW_S):
-            raise refuse("windowed", name, value, f"{name} >= {MIN_WINDOW_S} (100 ms)")
+        require_at_least("windowed", p, name, MIN_WINDOW_S)
     if p.window_max_s < p.window_min_s:
         raise refuse("windowed", "window_max_s", p.window_max_s, f">= window_min_s ({p.window_min_s})")
     if p.window_size < MIN_WINDOW_SIZE:
         raise refuse("windowed", "window_size", p.window_size, f"window_size >= {MIN_WINDOW_SIZE}")
-    if not (math.isfinite(p.window_min_rtt_s) and p.window_min_rtt_s >= 0):
-        raise refuse("windowed", "window_min_rtt_s", p.window_min_rtt_s, "window_min_rtt_s >= 0")
+    require_at_least("windowed", p, "window_min_rtt_s", 0)
 
 
 def windowed(rule: Rule) -> Rule:
