@@ -165,3 +165,9 @@ def parse_run_dir_name(name: str) -> tuple[str, str, str] | None:
     if len(parts) != 3 or not all(parts):
         return None
     return parts[0], parts[1], parts[2]
+
+# judge-client.csv: `run_bench.py judge`'s client log, one row per request it sent: its role (learn,
+# probe, hunt-clock-edge, hunt-first-edge), key, source address, times, status and parsed limit fields.
+JUDGE_LOG = "judge-client.csv"
+JUDGE_LOG_COLUMNS = ("role", "key", "address", "sent", "done", "status", "retry_after_s", "limit", "window_s",
+                     "remaining", "reset_s", "form")

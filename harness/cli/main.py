@@ -29,7 +29,7 @@ from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
 from targets.stores import STORES
 
 from . import analyze as analysis_cmd
-from . import benchmarks, term_table, validate, worker
+from . import benchmarks, judge, term_table, validate, worker
 from . import run as run_cmd
 from .term_table import Column, fit_table
 
@@ -65,6 +65,7 @@ def build_parser() -> argparse.ArgumentParser:
     run_cmd.register(sub)
     validate.register(sub)
     worker.register(sub)
+    judge.register(sub)
     return parser
 
 

@@ -39,7 +39,7 @@ def test_a_campaign_judges_a_running_endpoint_client_side_and_labels_its_rows(tm
         peers = [{"name": "gw", "url": url, "claims": {"algorithm": "sliding_log"}}, {"name": "gw-bare", "url": url}]
         path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": peers}))
         proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
-                              capture_output=True, text=True, timeout=180)
+                              capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert not _ours(out)  # its own runs started nothing that outlived them
     own = live_peer("slowapi-moving-window").decisions(logs, store="memory").to_pandas()
