@@ -1,7 +1,7 @@
 """The live side of the CPU/load seam: sample this target process's CPU (psutil) and the
 host's load average off the hot path, and push each reading into every adaptive layer whose
-rule reads them (``sentinel_bbr``, ``sentinel_cpu``, ``gozero``). ``observe_reading`` is also
-the seam the virtual-time simulator will call with its model's CPU (not wired in harness/sim yet).
+rule reads them (``sentinel_bbr``, ``sentinel_cpu``, ``gozero``). The simulator calls
+the same ``observe_reading`` with its model's CPU (``harness/sim/simulator.py``).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from harness.live.peers import LivePeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
 from harness.validate.inputs import check_url, policy_of_config, read_config, read_text, reject_status, which_peer
+from harness.validate.latency import run_latency_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
@@ -52,7 +53,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def validate(policy: PolicyFile) -> list[CheckVerdict]:
     """Every lint, then every simulated check that applies: the whole verdict."""
-    return run_lints(policy) + run_checks(policy)
+    return run_lints(policy) + run_checks(policy) + run_latency_checks(policy)
 
 
 @dataclass

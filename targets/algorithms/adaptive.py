@@ -17,7 +17,7 @@ The interface is the same for every rule, live and in virtual time:
 - ``release(state, now, cost, p)`` gives its slots back;
 - ``observe_reading(state, now, reading, p)`` folds one ``Reading`` (CPU, load) in, for the
   rules whose ``reads`` is true: the live target samples its own process off the hot path; it
-  is the seam the simulator will feed its model's CPU through (not wired in harness/sim yet).
+  the simulator feeds its model's CPU through it (``harness/sim/simulator.py``).
 
 State: ``(limit, in flight, the rule's memo)``. The limit is a float (smooth updates); what a
 client sees in ``X-Concurrency-Limit`` is its integer part (``current_limit``).
@@ -89,7 +89,7 @@ class Params:
     window_size: int = 10
     window_min_rtt_s: float = 1e-4
     hold_s: float = 0.1
-    """Retry-After hint, and how long the simulator holds a slot where it has no latency."""
+    """Retry-After hint (the simulator holds a slot until the simulated completion: harness/sim/system.py)."""
 
     def __post_init__(self) -> None:
         require_positive(self, "max_limit", "initial_limit", "min_limit", "timeout_s", "hold_s")

@@ -106,10 +106,10 @@ class Algorithm:
     observe: Callable[..., Any] | None = None
     """Latency-driven algorithms: ``observe(state, now, rtt_s, params, failed=False) -> state``
     (``failed``: the response was a 503) folds one
-    completed request's latency into the state (the live target calls it; the simulator does
-    not yet: it is the seam its downstream model will call)."""
+    completed request's latency into the state (the live target calls it, and the simulator
+    with its downstream model's latencies: ``harness/sim/simulator.py``)."""
     observe_reading: Callable[[Any, float, Any, Any], Any] | None = None
     """Load-driven algorithms: ``observe_reading(state, now, reading, params) -> state`` folds one
     CPU/load reading (``adaptive_rules.Reading``) into the state, pushed in from outside: the
-    live target samples its process off the hot path; the simulator will call it with its
-    model's CPU (not wired in harness/sim yet)."""
+    live target samples its process off the hot path; the simulator calls it with its
+    model's CPU (``harness/sim/simulator.py``)."""

@@ -25,8 +25,8 @@ class Reading(NamedTuple):
     """One sample of the protected process's health, pushed in from outside the pure core.
 
     Live: the target samples its own process off the hot path (psutil) and the host's load
-    average. Virtual time: the seam the simulator will feed its model's CPU through (not wired
-    yet). The core never reads a clock or the OS."""
+    average. Virtual time: the simulator feeds its model's CPU through it
+    (harness/sim/simulator.py). The core never reads a clock or the OS."""
 
     cpu: float
     """CPU used by the target process, as a fraction of one core (0.9 = 90%)."""
