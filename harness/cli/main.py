@@ -45,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--campaign", type=Path, help="a simulation campaign YAML (e.g. campaigns/simulate.yaml)")
     sim.add_argument("--scenario", action="append", default=[], metavar="NAME")
     sim.add_argument("--trace", action="append", default=[], metavar="FILE",
-                     help="CSV or Parquet with columns t, key[, cost, client_class, route]")
+                     help="CSV or Parquet with columns t, key[, cost, client_class, route], or an access log "
+                          "(NGINX/Apache, JSON lines, ALB, CloudFront; format detected; .gz too)")
+    sim.add_argument("--log-format", metavar="STRING", help="--trace LOG: the NGINX log_format it was written with")
     sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
     sim.add_argument("--limit", type=float, default=100.0, help="L: cost units per window (default 100)")
     sim.add_argument("--window", type=float, default=60.0, help="W: window in seconds (default 60)")
@@ -106,6 +108,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             scenarios=args.scenario, traces=args.trace, algorithm_params=args.param,
             scenario_params=args.scenario_param, seed=1 if args.seed is None else args.seed,
             **dict(zip(("system", "downstream"), settings_from_pairs(args.system))),
+            log_format=args.log_format,
         )
         out = args.out
     check_out(out)

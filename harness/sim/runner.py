@@ -35,11 +35,12 @@ from contract.schema import (
     SYSTEM_SUITE,
     run_dir_name,
 )
+from harness.campaign.log_traffic import trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
 from harness.campaign.system import MAX_VIRTUAL_REQUESTS, DownstreamSettings, SystemSettings
 from harness.events import RunnerEvents
-from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
+from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
 
 from .simulator import STORE, Replay, client_table, ideal_decisions, simulate, virtual_arrivals
@@ -146,6 +147,7 @@ def make_plan(
     seed: int,
     system: SystemSettings | None = None,
     downstream: DownstreamSettings | None = None,
+    log_format: str | None = None,
 ) -> SimPlan:
     """The command line's plan (``--scenario``, ``--trace``, ``--param``, ``--scenario-param``);
     raises PolicyError/ScenarioError naming the problem."""
@@ -174,7 +176,7 @@ def make_plan(
         overrides = {k: v for k, v in s_scoped.get(None, {}).items() if k in names}
         overrides.update(s_scoped.get(s, {}))
         models.append((s, build_model(s, policy.limit, policy.window_s, seed, overrides)))
-    models.extend((m.name, m) for m in (TraceFile(path) for path in traces))
+    models.extend((m.name, m) for m in (trace_model(path, log_format) for path in traces))
     runs = [run for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
     system, downstream = system or SystemSettings(), downstream or DownstreamSettings()
     return SimPlan(name, seed, runs, _config(name, seed, policy, runs, algorithms=algorithms, scenarios=scenarios,
