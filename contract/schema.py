@@ -141,7 +141,8 @@ algorithm's parameters), ``scenario_params`` (e.g. ``backoff`` of a retry storm)
 (list of ``{"name", "start_t", "end_t"}`` in epoch seconds, on the logs' clock; the phase named
 ``degraded`` drives recovery time and shading; ``downstream_outage``: a retry storm's 503 window;
 ``outage``: store_failure's Redis stop; ``ramp``: the span of a ramp's rising offered rate, which
-the analysis bins by offered rate), ``generator_bound`` (bool, the runner's own
+the analysis bins by offered rate; ``downstream_stuck`` / ``downstream_paused``: a downstream hung
+at a timeout or in GC-like pauses; ``overload``: downstream_breaks' overloaded traffic), ``generator_bound`` (bool, the runner's own
 verdict), ``error`` (why a run failed: the log's tail), ``decided_from`` (``client`` for a url
 peer, whose decisions are inferred from the client log; absent: ``target``) with ``round_trip_ms``
 (``{"p50", "p99", "max"}`` of the answered requests: the uncertainty of those decisions' times). ``policy`` is ``{"limit",
@@ -152,6 +153,9 @@ its client log and CPU samples are virtual; absent in run.json: a live run."""
 DEGRADED_PHASE = "degraded"
 DOWNSTREAM_OUTAGE_PHASE = "downstream_outage"
 RAMP_PHASE = "ramp"
+DOWNSTREAM_STUCK_PHASE = "downstream_stuck"
+DOWNSTREAM_PAUSED_PHASE = "downstream_paused"
+OVERLOAD_PHASE = "overload"
 STATUS_TOO_MANY = 429
 LATE_S = 0.005
 """A send this much after its intended time is late: the generator fell behind (the replay counts

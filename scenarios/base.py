@@ -137,6 +137,11 @@ class TrafficModel:
         """Follow-up requests caused by a decision (closed-loop models only)."""
         return ()
 
+    def reset(self) -> None:
+        """Forget what an earlier replay's reactions taught the model: a plan replays one model
+        for every algorithm, and each replay must meet the same clients (called where a replay
+        begins). Stateless models have nothing to forget."""
+
     def horizon_s(self) -> float:
         """The model time by which a closed-loop model's follow-ups have all been sent (a live
         run lasts until then); 0 for open-loop models, whose last arrival says it."""
@@ -161,6 +166,11 @@ class TrafficModel:
 
     def fleet(self) -> Fleet | None:
         """The fleet the model runs on (when each node joins, the routing); None: the campaign's nodes."""
+        return None
+
+    def overload_window(self) -> tuple[float, float] | None:
+        """Model seconds the offered rate is over the downstream's capacity while its health stays
+        fine (a live run's ``overload`` phase, which the health schedule cannot say); None: never."""
         return None
 
     @property

@@ -127,8 +127,12 @@ class RetryStorm(TrafficModel):
         # each client's delays are fixed by the seed, so every algorithm meets the same clients
         uniforms = rng.random((params.clients, max(0, params.max_attempts - 1)))
         self._delays = [delays(params.backoff, params.base_s, params.cap_s, row) for row in uniforms.tolist()]
-        self._throttle = AdaptiveThrottle(params.throttle_k, params.throttle_window_s)
-        self._throttle_draws = np.random.default_rng(seed + 1)
+        self.reset()
+
+    def reset(self) -> None:
+        """The clients' throttle history starts empty in each replay."""
+        self._throttle = AdaptiveThrottle(self.p.throttle_k, self.p.throttle_window_s)
+        self._throttle_draws = np.random.default_rng(self.seed + 1)
         """The throttle's own uniform numbers, drawn in the order the answers arrive."""
 
     @property

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -70,14 +70,9 @@ class HealthUpdate(BaseModel):
         return self
 
 
-def create_app(config: TargetConfig, process: int | None = None, siblings: list[str] | None = None) -> FastAPI:
-    """``process``: this process's index in a node of several (targets/multiprocess.py);
-    ``siblings``: process 0's view of the others' admin URLs (``targets.siblings``)."""
-    layers, routes = build_layers(config)
-    downstream = Downstream(config.downstream, config.schedule_start())
-    log = DecisionLog(config.decision_log.path, config.decision_log.flush_every_s) if config.decision_log.path else None
-    metrics = Metrics(layers, downstream)
-    target = Target(config, layers, downstream, metrics, log)
+def _lifespan(layers: list[Layer], log: DecisionLog | None) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """While the target serves: the decision log's writer and the CPU sampler; at the end the
+    Redis stores closed and every buffered row written."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -92,7 +87,18 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
             if log is not None:
                 log.close()  # uvicorn runs this on SIGTERM: every buffered row reaches the file
 
-    app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+    return lifespan
+
+
+def create_app(config: TargetConfig, process: int | None = None, siblings: list[str] | None = None) -> FastAPI:
+    """``process``: this process's index in a node of several (targets/multiprocess.py);
+    ``siblings``: process 0's view of the others' admin URLs (``targets.siblings``)."""
+    layers, routes = build_layers(config)
+    downstream = Downstream(config.downstream, config.schedule_start())
+    log = DecisionLog(config.decision_log.path, config.decision_log.flush_every_s) if config.decision_log.path else None
+    metrics = Metrics(layers, downstream)
+    target = Target(config, layers, downstream, metrics, log)
+    app = FastAPI(lifespan=_lifespan(layers, log), openapi_url=None, docs_url=None, redoc_url=None)
     app.state.target = target
 
     async def work(request: Request, body: bytes) -> Response:

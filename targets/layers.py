@@ -228,19 +228,20 @@ async def _give_back(spent: list[Applied], cost: float) -> None:
             await a.variant.store.release(a.key, None, cost)
 
 
-async def complete_remote(verdict: Verdict, cost: float, rtt_s: float) -> None:
+async def complete_remote(verdict: Verdict, cost: float, rtt_s: float, failed: bool = False) -> None:
     """``complete`` for a verdict with Redis layers: their slots are given back in Redis."""
-    complete(Verdict(True, [a for a in verdict.applied if not a.layer.remote]), cost, rtt_s)
+    complete(Verdict(True, [a for a in verdict.applied if not a.layer.remote]), cost, rtt_s, failed)
     for a in verdict.applied:
         if a.layer.remote and a.layer.holds:
             await a.variant.store.release(a.key, None, cost)
 
 
-def complete(verdict: Verdict, cost: float, rtt_s: float) -> None:
-    """After an admitted request finished: latency samples, then slots given back."""
+def complete(verdict: Verdict, cost: float, rtt_s: float, failed: bool = False) -> None:
+    """After an admitted request finished: latency samples (``failed``: it answered 503), then
+    slots given back."""
     now = time.time()
     for a in verdict.applied:
         if a.layer.holds or a.layer.observes:
-            state = a.variant.store.finish(a.key, now, cost, rtt_s)
+            state = a.variant.store.finish(a.key, now, cost, rtt_s, failed)
             if a.layer.observes and state is not None:
                 a.layer.current_limit = moving_limit(a.layer.algorithm, state, a.variant.store.params)

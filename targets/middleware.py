@@ -96,14 +96,16 @@ class RateLimitMiddleware:
         if not plan.holds:
             await app(scope, receive, send)
             return
+        status = _Status(send)
         start = time.perf_counter()
         try:
-            await app(scope, receive, send)
+            await app(scope, receive, status.send)
         finally:
+            failed = status.code == 503
             if plan.remote:
-                await complete_remote(verdict, plan.cost, time.perf_counter() - start)
+                await complete_remote(verdict, plan.cost, time.perf_counter() - start, failed)
             else:
-                complete(verdict, plan.cost, time.perf_counter() - start)
+                complete(verdict, plan.cost, time.perf_counter() - start, failed)
 
     def _record(self, plan: RoutePlan, who: Any, verdict: Verdict, now: float, arrived: float | None) -> None:
         rows = self.log.rows if self.log is not None else None
@@ -141,6 +143,22 @@ def _fields(verdict: Verdict, legacy: bool = True) -> list[Header]:
         return []
     binding = min(range(len(applied)), key=lambda i: applied[i][1][1])
     return quota_headers(applied, binding, legacy)
+
+
+class _Status:
+    """Remembers the response status on its way out: a 503 is a failed sample for the rules that
+    skip them (go-zero's shedding handler)."""
+
+    __slots__ = ("_send", "code")
+
+    def __init__(self, send: Send) -> None:
+        self.code = 0
+        self._send = send
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.code = message["status"]
+        await self._send(message)
 
 
 def _adding(send: Send, extra: list[Header]) -> Send:

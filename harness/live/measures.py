@@ -23,12 +23,26 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from analysis.metrics import max_window_cost
-from contract.schema import DECISIONS_FILE
+from contract.schema import (
+    DECISIONS_FILE,
+    DEGRADED_PHASE,
+    DOWNSTREAM_OUTAGE_PHASE,
+    DOWNSTREAM_PAUSED_PHASE,
+    DOWNSTREAM_STUCK_PHASE,
+    OVERLOAD_PHASE,
+    RAMP_PHASE,
+)
+from scenarios.base import TrafficModel
 from scenarios.live_plan import LivePlan, groups, worker_share
 from scenarios.multi_node import SKEWED
 
 FALLBACK_SOURCES = ("fallback", "fail_closed")
 """Decision sources that are not the run's store deciding (targets/stores/redis/failover.py)."""
+
+HEALTH_PHASES = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE, "stuck": DOWNSTREAM_STUCK_PHASE,
+                 "paused": DOWNSTREAM_PAUSED_PHASE}
+"""The run.json phase of each unhealthy health of a downstream schedule (healthy and recovered are none)."""
+
 ANSWERS = (200, 201, 429)
 """A status that is a decision; anything else (5xx, 0 = no answer) is an error shown to a client."""
 
@@ -135,3 +149,19 @@ def burst_spread(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
 
     return {"burst_groups": len(spreads["t"]), "burst_size": max(len(g) for g in big),
             "burst_spread_ms": summary(spreads["arrived_t"]), "burst_decision_spread_ms": summary(spreads["t"])}
+
+
+def model_phases(model: TrafficModel, start_at: float, end_at: float) -> list[dict[str, Any]]:
+    """The phases of run.json a model's plan implies, in epoch seconds: every unhealthy phase of
+    its downstream's health schedule (``HEALTH_PHASES``), a ramp's span (the offered rate's time
+    axis) and an overload break's window (the offered rate over capacity)."""
+    schedule = (model.target_config().get("downstream") or {}).get("schedule") or []
+    phases = []
+    for phase, following in zip(schedule, [*schedule[1:], None]):
+        if phase["health"] in HEALTH_PHASES:
+            end = end_at if following is None else start_at + following["at_s"]
+            phases.append({"name": HEALTH_PHASES[phase["health"]], "start_t": start_at + phase["at_s"], "end_t": end})
+    for name, span in ((RAMP_PHASE, model.ramp()), (OVERLOAD_PHASE, model.overload_window())):
+        if span is not None:
+            phases.append({"name": name, "start_t": start_at + span[0], "end_t": start_at + span[1]})
+    return phases

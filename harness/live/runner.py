@@ -40,13 +40,10 @@ from contract.schema import (
     CPU_COLUMNS,
     CPU_FILE,
     DECISIONS_FILE,
-    DEGRADED_PHASE,
-    DOWNSTREAM_OUTAGE_PHASE,
     HANDSHAKE_DIR,
     JOINED_GLOB,
     LOCUST_DIR,
     PLAN_FILE,
-    RAMP_PHASE,
     ROLE_GENERATOR,
     ROLE_TARGET,
     RUN_FAILED,
@@ -68,7 +65,7 @@ from targets.redact import redacted
 from . import cpus
 from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import slowest_ready
-from .measures import fleet_measures, measured_window, store_degradation, store_failure_measures
+from .measures import fleet_measures, measured_window, model_phases, store_degradation, store_failure_measures
 from .peers import live_peer
 from .plan import LiveRun
 from .remote import RemoteWorkers, remote_clocks
@@ -231,7 +228,7 @@ class LiveRunner:
         arrivals = plan.arrivals()
         end_at = plan.start_at + max(arrivals.t[-1] if len(arrivals) else 0.0, run.model.horizon_s()) \
             + self.campaign.scale.drain_s
-        record.add(planned_requests=len(arrivals), end_at=end_at, phases=self._phases(run, plan.start_at, end_at),
+        record.add(planned_requests=len(arrivals), end_at=end_at, phases=model_phases(run.model, plan.start_at, end_at),
                    nodes=run.nodes, routing=run.routing, joins_s=list(run.joins_s))
         return end_at
 
@@ -271,23 +268,6 @@ class LiveRunner:
             out["store_failure"] = store_failure_measures(decisions, client, *window, run.policy.limit / len(run.joins_s),
                                                           run.policy.window_s)
         return out
-
-    def _phases(self, run: LiveRun, start_at: float, end_at: float) -> list[dict[str, Any]]:
-        """The downstream's unhealthy phases of the model's health schedule, in epoch seconds:
-        ``degraded`` (unhealthy_downstream) and ``downstream_outage`` (a retry storm's 503s); and
-        a ramp's span (``ramp``), the offered rate's time axis."""
-        schedule = (run.model.target_config().get("downstream") or {}).get("schedule") or []
-        names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
-        phases = []
-        for phase, following in zip(schedule, [*schedule[1:], None]):
-            if phase["health"] in names:
-                end = end_at if following is None else start_at + following["at_s"]
-                phases.append({"name": names[phase["health"]], "start_t": start_at + phase["at_s"], "end_t": end})
-        ramp = run.model.ramp()
-        if ramp is not None:
-            begin, finish = ramp
-            phases.append({"name": RAMP_PHASE, "start_t": start_at + begin, "end_t": start_at + finish})
-        return phases
 
     def _locust(self, run_dir: Path, run_time: int, host: str, users: str, *role: str) -> subprocess.Popen:
         """Locust on this run's plan, headless, its stats in the run's locust folder; ``role``: the

@@ -128,8 +128,7 @@ def test_adaptive_lowers_its_limit_when_the_downstream_degrades(smoke):
     before = decisions.loc[decisions["t"] < degraded["start_t"], "adaptive_limit"]
     during = decisions.loc[decisions["t"].between(degraded["start_t"], degraded["end_t"]), "adaptive_limit"]
     assert during.min() < before.iloc[-1]
-    refused = decisions.loc[~decisions["allowed"]]
-    assert refused["adaptive_limit"].notna().all()
+    assert decisions["adaptive_limit"].notna().all()  # every row, admitted or refused, carries its limit
     for run_dir_ in (smoke / "runs").glob("unhealthy_downstream__*"):  # the degraded phase is recorded
         info = json.loads((run_dir_ / "run.json").read_text())
         assert [p["name"] for p in info["phases"]] == ["degraded"]

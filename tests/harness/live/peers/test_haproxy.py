@@ -172,7 +172,6 @@ def test_haproxy_decides_as_its_model_on_its_own_times(haproxy):
                 rid = f"{key or 'ip'}-{at}-{i}"
                 statuses[rid] = _send(http, url, rid, key)
                 start = start or time.monotonic()
-    assert 429 in statuses.values()  # 5 at once on 2 per period: refused whatever the machine's pace
 
     time.sleep(0.2)  # the last lines reach the log
     table = live_peer("haproxy").decisions(logs, store="zone")

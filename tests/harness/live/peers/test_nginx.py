@@ -114,7 +114,6 @@ def test_nginx_decides_as_its_mapped_model_on_its_own_times(nginx, tmp_path):
                 rid = f"{key or 'ip'}-{at}-{i}"
                 statuses[rid] = _send(http, url, rid, key)
     assert [statuses[f"ip-0.0-{i}"] for i in range(3)] == [200] * 3  # a fresh address bucket of 5: any timing
-    assert 429 in statuses.values()  # 8 at once on a bucket of 5: refused whatever the machine's pace
 
     time.sleep(0.2)  # the last lines reach the access log
     table = access_log_decisions(logs / ACCESS_LOG, store="zone")
