@@ -70,6 +70,13 @@ class Run:
         dictionary = [c for c in CATEGORICAL if c in names]
         return _guard(path, lambda p: decision_file.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
 
+    def request_ids(self) -> pd.Series | None:
+        """Each decision's request id, in the log's row order (None when the log has none)."""
+        path = self.path / DECISIONS_FILE
+        if "request_id" not in _guard(path, decision_file.read_schema).names:
+            return None
+        return _guard(path, lambda p: decision_file.read_table(p, columns=["request_id"])).to_pandas()["request_id"]
+
     def rejected_decisions(self) -> pd.DataFrame:
         """Rejected decisions with request id and Retry-After, for matching client retries."""
         table = _guard(self.path / DECISIONS_FILE, lambda p: decision_file.read_table(

@@ -22,7 +22,7 @@ from contract.summary import write_summary
 from . import sections, tables
 from .analyze import FolderAnalysis, analyze
 from .answers import Answer, answers
-from .charts import Chart, draw_all
+from .charts import Chart, check_panels, draw_all
 from .loader import load_results
 from .palette import html_markup
 from .pool import worker_pool
@@ -242,6 +242,7 @@ def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = No
     root = Path(root)
     with worker_pool() as pool:
         analysis = analyze(load_results(root), on_run, pool)
+        check_panels(analysis.runs)
         rows = write_summary(root, analysis.rows)
         report = Report(root, analysis, draw_all(analysis.runs, root, pool=pool), rows)
     write_text(root / REPORT_HTML, render_html(report))

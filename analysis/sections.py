@@ -40,6 +40,7 @@ DETAIL: tuple[Col, ...] = (
     Col("legit rejected (%)", _field("rejected_legit_rate", 100.0), "{:,.2f}"),
     Col("abusive rejected (%)", _field("rejected_abusive_rate", 100.0)),
     Col("over-admission (x L)", _field("over_admission"), "{:,.2f}"),
+    Col("peak in flight (x bound)", _field("in_flight_ratio"), "{:,.2f}"),
     Col("false admits", _field("false_admits"), "{:,}"),
     Col("false rejects", _field("false_rejects"), "{:,}"),
     Col("Jain (legit)", _field("legit_fairness_jain"), "{:.3f}"),

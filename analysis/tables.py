@@ -33,6 +33,7 @@ SUMMARY: tuple[Column, ...] = (
     ("target CPU ms/1k", _get("cpu_target_ms_per_1k"), "{:.1f}"),
     ("generator CPU ms/1k", _get("cpu_generator_ms_per_1k"), "{:.1f}"),
     ("over-admission", _get("over_admission"), "{:.2f}x"),
+    ("peak in flight (x bound)", _get("in_flight_ratio"), "{:.2f}x"),
     ("false admits", _get("false_admits"), "{:,}"),
     ("false rejects", _get("false_rejects"), "{:,}"),
     ("Jain (legit)", _get("legit_fairness_jain"), "{:.3f}"),

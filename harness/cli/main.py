@@ -123,6 +123,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
 
 
 def _over(r: dict) -> str:
+    """A rate limiter's over-admission, or a concurrency limiter's peak in flight against its bound."""
+    if r.get("over_admission") is None:
+        ratio = r.get("in_flight_ratio")
+        return "-" if ratio is None else f"{ratio:.2f}x in flight"
     text = f"{r['over_admission']:.2f}x"
     return f"[red]{text}[/red]" if r["over_admission"] > 1.0 + 1e-9 else text
 

@@ -98,6 +98,7 @@ LIVE_COLUMNS = (
     Column("rejected", "rej.", _cell("rejected")),
     Column("legit rej.", "legit\nrej.", _cell("rejected_legit")),
     Column("over-adm.", "over-\nadm.", _cell("over_admission")),
+    Column("in flight", "in\nflight", _cell("in_flight_ratio")),
     Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
     Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
     Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),

@@ -17,6 +17,7 @@ from analysis.retries import retry_measures
 from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
+from contract.run_info import RunPolicy
 from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, SYSTEM_SUITE, run_dir_name
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
@@ -207,7 +208,8 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         }
         if hasattr(run.model, "p"):
             row["scenario_params"] = asdict(run.model.p)
-        row.update(summarize(table.to_pandas(), run.policy.limit, run.policy.window_s))
+        policy = RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst)
+        row.update(summarize(table.to_pandas(), run.decides_as or run.algorithm, policy, asdict(run.params)))
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))
         row["evicted_keys"] = result.evictions
