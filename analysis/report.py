@@ -26,6 +26,7 @@ from .charts import Chart, check_panels, draw_all
 from .loader import load_results
 from .palette import html_markup
 from .pool import worker_pool
+from .spread import group
 
 
 @dataclass
@@ -34,17 +35,23 @@ class Report:
     analysis: FolderAnalysis
     charts: list[Chart]  # the charts drawn: a chart without data is not drawn, and not mentioned
     rows: list[dict[str, Any]]
+    """One per run (each repeat its own), as summary.json holds them."""
+
+    @property
+    def groups(self) -> list[dict[str, Any]]:
+        """One per run with its repeats merged: the median and its spread (analysis.spread)."""
+        return group(self.rows)
 
     def warnings(self) -> list[str]:
         """Everything a reader must know before trusting the numbers."""
         return [f"run left out: {x.name}: {x.reason}" for x in self.analysis.left_out] + self.analysis.warnings
 
     def answers(self) -> list[Answer]:
-        return answers(self.rows)
+        return answers(self.groups)
 
     def chart_for(self, answer: Answer) -> Chart | None:
         """The answer's chart: the one of its first run's scenario when the chart is drawn per scenario."""
-        scenario = next((r["scenario"] for r in self.rows if r["run"] == answer.runs[0]), None)
+        scenario = next((r["scenario"] for r in self.groups if r["run"] == answer.runs[0]), None)
         return next((c for c in self.charts if c.spec == answer.chart and c.scenario in (None, scenario)), None)
 
 
@@ -131,9 +138,9 @@ def _anchor(scenario: str) -> str:
 def render_html(report: Report) -> str:
     campaign = report.analysis.results.campaign
     title = _title(campaign, report.root)
-    groups = sections.scenarios(report.rows)
+    groups = sections.scenarios(report.groups)
     found = report.answers()
-    comparisons = sections.comparisons(report.rows)
+    comparisons = sections.comparisons(report.groups)
     toc = [("answers", "Answers")] * bool(found) + [("comparison", "Comparison")] * bool(comparisons)
     toc += [(_anchor(s), s) for s in groups] + [("full-tables", "Full tables"), ("campaign", "Campaign")]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -162,11 +169,12 @@ def render_html(report: Report) -> str:
         parts.append("<section id='comparison'><h2>Comparison</h2><p>Per algorithm: P99 latency of admitted requests "
                      f"from the intended send time, share rejected, target CPU per 1,000 requests and its overhead "
                      f"against {sections.BASELINE} (no limiting).</p>")
-        parts += [f"<h3>{html.escape(s)}</h3>" + _html_table(*t) for s, t in comparisons.items()]
+        parts += [f"<h3>{html.escape(sections.heading(s, groups[s]))}</h3>" + _html_table(*t) for s, t in comparisons.items()]
         parts.append("</section>")
     parts.append("<h2>Details per scenario</h2>")
     for scenario, rows in groups.items():
-        parts.append(f"<section id='{_anchor(scenario)}'><h3>{html.escape(scenario)}</h3>" + _html_table(*sections.detail(rows)))
+        parts.append(f"<section id='{_anchor(scenario)}'><h3>{html.escape(sections.heading(scenario, rows))}</h3>"
+                     + _html_table(*sections.detail(rows)))
         parts += [_figure(report, c) for c in report.charts if c.scenario == scenario and c.name not in shown]
         parts.append("</section>")
     rest = [c for c in report.charts if c.scenario is None and c.name not in shown]
@@ -211,14 +219,15 @@ def render_md(report: Report) -> str:
             if chart is not None and chart.name not in shown:
                 out += _md_figure(chart)
                 shown.add(chart.name)
-    comparisons = sections.comparisons(report.rows)
+    comparisons = sections.comparisons(report.groups)
+    groups = sections.scenarios(report.groups)
     if comparisons:
         out += ["## Comparison", ""]
         for scenario, table in comparisons.items():
-            out += [f"### {scenario}", "", _md_table(*table), ""]
+            out += [f"### {sections.heading(scenario, groups[scenario])}", "", _md_table(*table), ""]
     out += ["## Details per scenario", ""]
-    for scenario, rows in sections.scenarios(report.rows).items():
-        out += [f"### {scenario}", "", _md_table(*sections.detail(rows)), ""]
+    for scenario, rows in groups.items():
+        out += [f"### {sections.heading(scenario, rows)}", "", _md_table(*sections.detail(rows)), ""]
         for chart in (c for c in report.charts if c.scenario == scenario and c.name not in shown):
             out += _md_figure(chart)
     rest = [c for c in report.charts if c.scenario is None and c.name not in shown]

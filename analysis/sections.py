@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .answers import BASELINE, backoff, family
+from .labels import row_policy
 from .tables import NA
 
 Row = dict[str, Any]
@@ -78,6 +79,11 @@ def scenarios(rows: Sequence[Row]) -> dict[str, list[Row]]:
     for r in rows:
         out.setdefault(r["scenario"], []).append(r)
     return out
+
+
+def heading(scenario: str, rows: Sequence[Row]) -> str:
+    """A table's heading: its scenario and the policy its runs share."""
+    return f"{scenario} · {row_policy(rows[0])}"
 
 
 def detail(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:

@@ -5,6 +5,7 @@ entries both campaigns list, and the check that a results folder will not overwr
 
 from __future__ import annotations
 
+import difflib
 import re
 import types
 import typing
@@ -189,18 +190,27 @@ def read_yaml(path: Path) -> Any:
 
 def validate_model(model: type[M], raw: Any, source: str) -> M:
     """``model.model_validate(raw)``; the first error becomes one CampaignError with the field's path
-    (a scenario entry named by its name and label), and an unknown field lists the valid ones."""
+    (a scenario entry named by its name and label), and an unknown field, reported before the field
+    it was likely meant to be (a typo ``window:`` leaves ``window_s`` missing), names the nearest
+    valid one and lists them all."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = list(err["loc"])
         where = _where(loc, raw)
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             valid = _fields_at(model, loc[:-1])
-            msg = f"unknown field; valid: {', '.join(valid)}" if valid else msg
+            msg = unknown_field(str(loc[-1]), valid) if valid else msg
         raise CampaignError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
+
+
+def unknown_field(name: str, valid: list[str]) -> str:
+    """``unknown field (did you mean 'window_s'?); valid: ...``: the nearest name by difflib."""
+    near = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    return "unknown field" + (f" (did you mean {near[0]!r}?)" if near else "") + f"; valid: {', '.join(valid)}"
 
 
 def _where(loc: list[Any], raw: Any) -> str:
