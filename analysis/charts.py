@@ -9,7 +9,7 @@ titles computed from the data they title. A chart whose data is absent is not dr
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -468,22 +468,28 @@ def check_panels(runs: Sequence[RunAnalysis]) -> None:
 
 
 def draw_all(runs: Sequence[RunAnalysis], root: Path, only: Collection[str] | None = None,
-             pool: Executor | None = None) -> list[Chart]:
+             pool: Executor | None = None, on_chart: Callable[[int, int, str], None] | None = None) -> list[Chart]:
     """Draw every chart (or those of the specs named in ``only``) that has data, in ``pool`` when
-    given; returns the charts drawn. Files of those specs' charts that have no data any more are removed."""
-    charts, pending = [], []
+    given; returns the charts drawn, calling ``on_chart(i, n, name)`` as each is done. Files of those
+    specs' charts that have no data any more are removed."""
+    charts, jobs = [], []
     for spec in (s for s in SPECS if only is None or s.name in only):
         made = _charts(spec, [a for a in runs if spec.select(a)])
         names = {c.name for c, _ in made}
         for path in [*(root / CHARTS_DIR).glob(f"{spec.name}.*"), *(root / CHARTS_DIR).glob(f"{spec.name}-*.*")]:
             if path.stem not in names:
                 path.unlink(missing_ok=True)  # a chart from an earlier report must not outlive its data
-        for chart, chosen in made:
-            if pool is None:
-                _draw(spec.name, chosen, chart, root)
-            else:
-                pending.append(pool.submit(_draw, spec.name, chosen, chart, root))
-            charts.append(chart)
-    for future in pending:
+        jobs += [(spec.name, chosen, chart) for chart, chosen in made]
+        charts += [chart for chart, _ in made]
+    if pool is None:
+        for i, (name, chosen, chart) in enumerate(jobs, 1):
+            _draw(name, chosen, chart, root)
+            if on_chart is not None:
+                on_chart(i, len(jobs), chart.name)
+        return charts
+    pending = {pool.submit(_draw, name, chosen, chart, root): chart.name for name, chosen, chart in jobs}
+    for i, future in enumerate(as_completed(pending), 1):
         future.result()
+        if on_chart is not None:
+            on_chart(i, len(pending), pending[future])
     return charts

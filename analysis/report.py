@@ -78,7 +78,7 @@ table{border-collapse:collapse;font-size:13px;margin:.8em 0}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:bottom}
 th{background:#f2f2f2;font-weight:600;max-width:7em;white-space:normal;cursor:pointer;user-select:none}
 th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td{white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td{white-space:nowrap}.scroll.more table{margin-top:0}
 table.full{font-size:12px}table.full th{max-width:5.5em}
 figure{margin:1em 0 2em}img{max-width:100%;border:1px solid #eee}
 figcaption{color:#555;font-size:14px;max-width:1100px}
@@ -108,13 +108,32 @@ def _numeric(body: Sequence[Sequence[str]], i: int) -> bool:
     return bool(cells) and all(_NUMBER.match(c) for c in cells)
 
 
+TABLE_COLUMNS = 9
+"""The most columns one HTML table holds: a wider one is split into parts that repeat its name
+columns, so the report fits 1,000 px without scrolling sideways."""
+
+
+def _parts(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[tuple[list[int], bool]]:
+    """Column indices of each part of a table (its leading text columns in every part)."""
+    names = next((i for i in range(len(header)) if _numeric(body, i)), len(header))
+    rest = list(range(names, len(header)))
+    if len(header) <= TABLE_COLUMNS or names >= TABLE_COLUMNS - 1:
+        return [(list(range(len(header))), False)]
+    step = TABLE_COLUMNS - names
+    return [([*range(names), *rest[i:i + step]], i > 0) for i in range(0, len(rest), step)]
+
+
 def _html_table(header: Sequence[str], body: Sequence[Sequence[str]], css: str = "") -> str:
-    """Sortable; numeric columns (header and cells) right-aligned."""
-    num = [_numeric(body, i) for i in range(len(header))]
-    head = "".join(f"<th{' class=num' if n else ''}>{html.escape(h)}</th>" for h, n in zip(header, num))
-    rows = "".join("<tr>" + "".join(f"<td{' class=num' if n else ''}>{html.escape(c)}</td>" for c, n in zip(r, num)) + "</tr>"
-                   for r in body)
-    return f"<div class='scroll'><table class='sortable {css}'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+    """Sortable; numeric columns (header and cells) right-aligned; split in parts of at most TABLE_COLUMNS."""
+    out = []
+    for cols, more in _parts(header, body):
+        num = [_numeric(body, i) for i in cols]
+        head = "".join(f"<th{' class=num' if n else ''}>{html.escape(header[i])}</th>" for i, n in zip(cols, num))
+        rows = "".join("<tr>" + "".join(f"<td{' class=num' if n else ''}>{html.escape(r[i])}</td>" for i, n in zip(cols, num))
+                       + "</tr>" for r in body)
+        out.append(f"<div class='scroll{' more' if more else ''}'><table class='sortable {css}'><thead><tr>{head}</tr>"
+                   f"</thead><tbody>{rows}</tbody></table></div>")
+    return "".join(out)
 
 
 def _figure(report: Report, chart: Chart) -> str:
@@ -243,8 +262,10 @@ def render_md(report: Report) -> str:
     return "\n".join(out)
 
 
-def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = None) -> Report:
-    """Analyse the folder and write summary.json/csv, charts/, report.html and report.md.
+def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = None,
+                 on_chart: Callable[[int, int, str], None] | None = None) -> Report:
+    """Analyse the folder and write summary.json/csv, charts/, report.html and report.md;
+    ``on_run`` and ``on_chart`` as each run is analysed and each chart drawn.
 
     Raises ResultsError when ``root`` is not a results folder; runs that are not whole are left
     out and named in the report's warnings."""
@@ -253,7 +274,7 @@ def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = No
         analysis = analyze(load_results(root), on_run, pool)
         check_panels(analysis.runs)
         rows = write_summary(root, analysis.rows)
-        report = Report(root, analysis, draw_all(analysis.runs, root, pool=pool), rows)
+        report = Report(root, analysis, draw_all(analysis.runs, root, pool=pool, on_chart=on_chart), rows)
     write_text(root / REPORT_HTML, render_html(report))
     write_text(root / REPORT_MD, render_md(report))
     return report

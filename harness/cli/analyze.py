@@ -38,8 +38,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     def progress(i: int, n: int, name: str) -> None:
         print(f"analysed {i}/{n}: {name}", file=sys.stderr)
 
+    def drawn(i: int, n: int, name: str) -> None:
+        print(f"chart {i}/{n}: {name}", file=sys.stderr)
+
     try:
-        report = build_report(args.folder, progress)
+        report = build_report(args.folder, progress, drawn)
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
