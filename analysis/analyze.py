@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE
+from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE, split_repeat
 
 from . import client as client_metrics
 from . import latency, metrics, ramp, retries
@@ -71,7 +71,7 @@ def _base_row(run: Run) -> dict[str, Any]:
     return {"scenario": i.scenario, "algorithm": i.algorithm, "system": i.system, "store": i.store,
             "decided_from": i.decided_from, "decision_uncertainty_ms": i.decision_uncertainty_ms, "limit": i.policy.limit,
             "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
-            "scenario_params": i.scenario_params, "run": run.name,
+            "scenario_params": i.scenario_params, "run": run.name, "repeat": split_repeat(run.name)[1],
             "kind": "live" if run.live else "simulated", "processes": i.processes, "limiters": i.limiters}
 
 

@@ -23,7 +23,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
 from contract.atomic import atomic_write
-from contract.schema import ALGORITHM_NAMES, CHARTS_DIR
+from contract.schema import ALGORITHM_NAMES, CHARTS_DIR, split_repeat
 
 from . import ramp
 from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
@@ -31,6 +31,7 @@ from .answers import backoff
 from .labels import policy_text
 from .loader import ResultsError
 from .palette import colour
+from .spread import group_name
 from .theory import envelope_bound, over_admission_bound
 
 FIXED_WINDOW_LINE = 2.0
@@ -132,16 +133,30 @@ def panel_policy(rs: Sequence[RunAnalysis]) -> str:
     return policy_text(p.limit, p.window_s, p.burst)
 
 
-def _bar_panel(ax: Axes, rs: Sequence[RunAnalysis], values: Sequence[float], bounds: Sequence[float | None],
+def _repeats(rs: Sequence[RunAnalysis], field: str) -> tuple[list[RunAnalysis], list[list[float]]]:
+    """The first repeat of each run, and each run's values of ``field`` over its repeats."""
+    groups: dict[str, list[RunAnalysis]] = {}
+    for a in rs:
+        groups.setdefault(group_name(a.run.name), []).append(a)
+    return [g[0] for g in groups.values()], [[a.row[field] for a in g] for g in groups.values()]
+
+
+def _bar_panel(ax: Axes, rs: Sequence[RunAnalysis], spread: Sequence[Sequence[float]], bounds: Sequence[float | None],
                line: tuple[float, str] | None) -> None:
-    """Bars on a log axis (no bar cut off), black ticks at each run's bound, ``line`` dashed red."""
-    shown = [v for v in [*values, *(b for b in bounds if b is not None)] if v > 0]
+    """Bars on a log axis (no bar cut off) at each run's median, whiskers min-max over its
+    repeats, black ticks at each run's bound, ``line`` dashed red."""
+    values = [float(np.median(v)) for v in spread]
+    shown = [v for v in [*values, *(max(s) for s in spread), *(b for b in bounds if b is not None)] if v > 0]
     lo, hi = min([0.5, *shown]) / 1.5, max([line[0] if line else 1.0, *shown]) * 2.2
     x = np.arange(len(rs))
     for xi, a, v in zip(x, rs, values):
         ax.bar(xi, max(v, lo) - lo, bottom=lo, color=colour(a.run.info.algorithm), label=a.run.info.algorithm)
         ax.annotate(_times(v), (xi, max(v, lo)), ha="center", va="bottom", fontsize=7, rotation=90,
                     xytext=(0, 2), textcoords="offset points")
+    for xi, v, s in zip(x, values, spread):
+        if len(s) > 1:
+            ax.errorbar(xi, max(v, lo), yerr=[[max(v, lo) - max(min(s), lo)], [max(s) - v]], color="black",
+                        capsize=3, linewidth=0.8, label="min-max over repeats")
     marked = [(i, b) for i, b in enumerate(bounds) if b is not None]
     if marked:
         ax.scatter([i for i, _ in marked], [b for _, b in marked], marker="_", s=300, color="black",
@@ -160,11 +175,12 @@ def over_admission(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     whose bound it is (the fixed window's family)."""
     groups = _by_scenario(runs)
     fig, axes = _facets(len(groups), fig_title, cols=3, height=3.6)
-    for ax, (scenario, rs) in zip(axes, groups.items()):
-        values = [a.row["over_admission"] for a in rs]
+    for ax, (scenario, every) in zip(axes, groups.items()):
+        rs, spread = _repeats(every, "over_admission")
+        values = [float(np.median(v)) for v in spread]
         bounds = [over_admission_bound(a.run.info.algorithm, a.run.info.policy, a.run.info.params) for a in rs]
         line = (FIXED_WINDOW_LINE, "2x (fixed window bound)") if FIXED_WINDOW_LINE in bounds else None
-        _bar_panel(ax, rs, values, bounds, line)
+        _bar_panel(ax, rs, spread, bounds, line)
         ax.set_title(f"{scenario}: {_times(min(values))} to {_times(max(values))}\n{panel_policy(rs)}", fontsize=9)
         ax.set_ylabel("x L in one window W, worst key (log)", fontsize=8)
     _legend(fig, axes)
@@ -176,9 +192,9 @@ def in_flight(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     (1x: the bound held), never on the rate limiters' axis."""
     groups = _by_scenario(runs)
     fig, axes = _facets(len(groups), fig_title, cols=3, height=3.6)
-    for ax, (scenario, rs) in zip(axes, groups.items()):
-        values = [a.row["in_flight_ratio"] for a in rs]
-        _bar_panel(ax, rs, values, [None] * len(rs), (1.0, "1x (the limiter's bound)"))
+    for ax, (scenario, every) in zip(axes, groups.items()):
+        rs, spread = _repeats(every, "in_flight_ratio")
+        _bar_panel(ax, rs, spread, [None] * len(rs), (1.0, "1x (the limiter's bound)"))
         peaks = ", ".join(f"{a.row['in_flight_peak']:,.0f}/{a.row['in_flight_bound']:,.0f}" for a in rs)
         ax.set_title(f"{scenario}: peak in flight {peaks}\n{panel_policy(rs)}", fontsize=9)
         ax.set_ylabel("peak in flight / bound (log)", fontsize=8)
@@ -447,7 +463,13 @@ def _draw(name: str, chosen: Sequence[RunAnalysis], chart: Chart, root: Path) ->
     _save(spec.draw(chosen, chart.title), chart, root)
 
 
+SPREAD_SPECS = ("over_admission", "in_flight")
+"""Charts that draw every repeat (median and whiskers); the others draw each run's first repeat."""
+
+
 def _charts(spec: Spec, chosen: Sequence[RunAnalysis]) -> list[tuple[Chart, list[RunAnalysis]]]:
+    if spec.name not in SPREAD_SPECS:
+        chosen = [a for a in chosen if split_repeat(a.run.name)[1] in (None, 1)]
     if not chosen:
         return []
     if not spec.per_scenario:

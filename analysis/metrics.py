@@ -182,22 +182,25 @@ def class_split(df: pd.DataFrame) -> dict[str, int]:
     }
 
 
-def peak_in_flight(start: np.ndarray, end: np.ndarray, cost: np.ndarray) -> float:
-    """Max total cost of the half-open intervals [start, end) that cover one instant (a sweep:
-    at equal times an end comes before a start)."""
+def peak_in_flight(start: np.ndarray, end: np.ndarray, cost: np.ndarray, codes: np.ndarray | None = None) -> float:
+    """Max total cost of the half-open intervals [start, end) of one key (``codes``; one key when
+    None) that cover one instant: a sweep, key by key (each key's starts and ends cancel, so one
+    running sum over the keys in turn restarts at 0 for each), an end before a start at equal times."""
     if len(start) == 0:
         return 0.0
+    codes = np.zeros(len(start), dtype=np.int64) if codes is None else codes
     times = np.concatenate((end, start))
     deltas = np.concatenate((-cost, cost))
-    order = np.lexsort((deltas, times))  # ends (negative) first at equal times
+    order = np.lexsort((deltas, times, np.concatenate((codes, codes))))  # by key, time, ends (negative) first
     return float(np.cumsum(deltas[order]).max())
 
 
 def in_flight(df: pd.DataFrame, bound: float, done_t: np.ndarray | None = None,
               hold_s: float = DEFAULT_HOLD_S) -> dict[str, float]:
-    """``in_flight_peak`` and ``in_flight_ratio`` (peak / bound) of admitted requests, each in
-    flight from its decision (plus ``delay_s``) to ``done_t`` (the client log's, aligned with
-    ``df``; NaN where unknown) or, without it, for ``hold_s``."""
+    """``in_flight_peak`` and ``in_flight_ratio`` (peak / bound) of admitted requests of the worst
+    key (live targets count under one key, ``*``; the simulator per client), each in flight from
+    its decision (plus ``delay_s``) to ``done_t`` (the client log's, aligned with ``df``; NaN where
+    unknown) or, without it, for ``hold_s``."""
     allowed = df["allowed"].to_numpy(dtype=bool)
     start = df["t"].to_numpy(dtype=np.float64)
     if "delay_s" in df.columns:
@@ -205,7 +208,8 @@ def in_flight(df: pd.DataFrame, bound: float, done_t: np.ndarray | None = None,
     end = start + hold_s
     if done_t is not None:
         end = np.where(np.isfinite(done_t) & (done_t >= start), done_t, end)
-    peak = peak_in_flight(start[allowed], end[allowed], df["cost"].to_numpy(dtype=np.float64)[allowed])
+    codes, _ = pd.factorize(df["key"])
+    peak = peak_in_flight(start[allowed], end[allowed], df["cost"].to_numpy(dtype=np.float64)[allowed], codes[allowed])
     return {"in_flight_peak": round(peak, 6), "in_flight_bound": bound, "in_flight_ratio": round(peak / bound, 6)}
 
 

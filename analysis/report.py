@@ -100,7 +100,9 @@ document.querySelectorAll("table.sortable th").forEach(th => th.addEventListener
 }));
 </script>"""
 
-_NUMBER = re.compile(r"^[+-]?[\d,]*\.?\d+(e[+-]?\d+)?[x%]?$")
+_FIGURE = r"[+-]?[\d,]*\.?\d+(e[+-]?\d+)?[x%]?"
+_NUMBER = re.compile(rf"^{_FIGURE}( \({_FIGURE}-{_FIGURE}\))?$")
+"""A figure, and its spread when the run was repeated: ``1,060 (1,057-1,064)``."""
 
 
 def _numeric(body: Sequence[Sequence[str]], i: int) -> bool:

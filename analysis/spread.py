@@ -37,19 +37,18 @@ def _numeric(values: Sequence[Any]) -> bool:
     return all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
 
 
-def _interval(values: np.ndarray, seed: int) -> tuple[float, float, str]:
+def _interval(values: np.ndarray, seed: int) -> tuple[float, float]:
     if len(values) < BOOTSTRAP_FROM or np.ptp(values) == 0:
-        return float(values.min()), float(values.max()), MIN_MAX
+        return float(values.min()), float(values.max())
     ci = stats.bootstrap((values,), np.median, confidence_level=0.95, n_resamples=2000, method="percentile",
                          random_state=np.random.default_rng(seed)).confidence_interval
-    return float(ci.low), float(ci.high), CI95
+    return float(ci.low), float(ci.high)
 
 
 def _merge(rows: Sequence[Row]) -> Row:
     """One group's row: the first row's fields, every numeric field replaced by its median."""
     out: Row = {**rows[0], "run": group_name(rows[0]["run"]), "repeats": len(rows), "runs": [r["run"] for r in rows]}
     spread: dict[str, list[float]] = {}
-    kind = MIN_MAX
     for field in rows[0]:
         values = [r.get(field) for r in rows]
         if field in ("repeat", "seed_offset") or not _numeric(values) or len(rows) == 1:
@@ -57,9 +56,8 @@ def _merge(rows: Sequence[Row]) -> Row:
         arr = np.asarray(values, dtype=np.float64)
         median = float(np.median(arr))
         out[field] = int(median) if all(isinstance(v, int) for v in values) and median.is_integer() else median
-        low, high, kind = _interval(arr, seed=len(spread))
-        spread[field] = [low, high]
-    out["spread"], out["spread_kind"] = spread, kind
+        spread[field] = list(_interval(arr, seed=len(spread)))
+    out["spread"], out["spread_kind"] = spread, CI95 if len(rows) >= BOOTSTRAP_FROM else MIN_MAX
     return out
 
 

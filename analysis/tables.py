@@ -24,6 +24,7 @@ SUMMARY: tuple[Column, ...] = (
     ("scenario", _get("scenario"), "{}"),
     ("algorithm", _get("algorithm"), "{}"),
     ("store", _get("store"), "{}"),
+    ("repeat", _get("repeat"), "{}"),
     ("decided from", decided_label, "{}"),
     ("requests", _get("requests"), "{:,}"),
     ("P99 ms (intended)", _get("latency_p99_intended_ms"), "{:.1f}"),

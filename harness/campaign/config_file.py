@@ -91,6 +91,9 @@ class CampaignHeader(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     seed: int = 1
+    repeats: int = Field(default=1, ge=1, le=100)
+    """Each run this many times, repeat k with the seed ``seed + k - 1`` (folders ``<run>__r<k>``):
+    every figure then carries its spread (docs/analysis.md, "Repeats and spread")."""
     policy: PolicyConfig
     algorithms: list[str] = Field(min_length=1)
     """Algorithm names, or ``all``."""
@@ -162,11 +165,12 @@ class CampaignHeader(StrictModel):
     def params_for(self, algorithm: str, policy: Policy) -> Any:
         return build_params(algorithm, policy, str_params(self.params.get(algorithm, {})))
 
-    def model_for(self, entry: ScenarioEntry) -> TrafficModel:
-        """The entry's traffic model under its policy; a bad parameter names the entry."""
+    def model_for(self, entry: ScenarioEntry, seed_offset: int = 0) -> TrafficModel:
+        """The entry's traffic model under its policy (a repeat's: at its seed offset); a bad
+        parameter names the entry."""
         policy = self.policy_for(entry)
         try:
-            return build_model(entry.name, policy.limit, policy.window_s, self.seed, str_params(entry.params))
+            return build_model(entry.name, policy.limit, policy.window_s, self.seed + seed_offset, str_params(entry.params))
         except ScenarioError as exc:
             raise ValueError(f"{entry.where}.params: {exc}") from None
 
@@ -176,6 +180,12 @@ def check_algorithms(names: list[str], *, all_allowed: bool) -> None:
     if unknown:
         choices = ", ".join((["all"] if all_allowed else []) + list(ALGORITHMS))
         raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from: {choices}")
+
+
+def check_repeats(repeats: int | None) -> None:
+    """``--repeats`` as the campaign's ``repeats`` field bounds it."""
+    if repeats is not None and not 1 <= repeats <= 100:
+        raise CampaignError(f"--repeats must be between 1 and 100, got {repeats}")
 
 
 def read_yaml(path: Path) -> Any:

@@ -12,9 +12,10 @@ from rich.table import Table
 
 from analysis.palette import rich_markup
 from analysis.report import build_report
+from analysis.spread import with_spread
 from contract.folder import utc_stamp
 from contract.schema import RUN_OK
-from harness.campaign.config_file import CampaignError, check_out
+from harness.campaign.config_file import CampaignError, check_out, check_repeats
 from harness.campaign.live import StoreName, load_campaign
 from harness.live.plan import plan_runs
 from harness.live.remote import DEFAULT_PORT, DEFAULT_TIMEOUT_S, RemoteWorkers, parse_address
@@ -42,6 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="where every run's master listens for the remote workers (default: %(default)s)")
     p.add_argument("--remote-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
                    help="each run waits this long for its remote workers, else it fails saying how many came (default: %(default)g s)")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help="each run N times at seed offsets 0..N-1 (overrides the campaign's repeats)")
     p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     p.set_defaults(func=cmd_run)
 
@@ -55,7 +58,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.workers is not None:
             raise CampaignError("--workers and --remote-workers exclude each other: a run's workers are local or remote")
         remote = RemoteWorkers(args.remote_workers, *parse_address(args.master_bind, "--master-bind"), args.remote_timeout)
-    runs = plan_runs(campaign, args.only, args.store)
+    check_repeats(args.repeats)
+    runs = plan_runs(campaign, args.only, args.store, args.repeats)
     if not runs:
         names = dict.fromkeys([n for sc in campaign.scenarios for n in (sc.name, sc.run_name)]
                               + [a for sc in campaign.scenarios for a in campaign.algorithms_for(sc)])
@@ -84,13 +88,14 @@ def _summarize(out: Path, console: Console, wide: bool) -> None:
     report = build_report(out)
     for warning in report.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
-    console.print(summary_table(report.rows, console, wide))
+    console.print(summary_table(report.groups, console, wide))
     for answer in report.answers():  # the report's opening sentences, algorithm names in their chart colours
         console.print(rich_markup(answer.line()), highlight=False)
 
 
 def _cell(key: str) -> Callable[[dict[str, Any]], str]:
-    return lambda row: _fmt(row.get(key))
+    """The figure, with its spread (low-high) when the run was repeated."""
+    return lambda row: with_spread(row, key, _fmt(row.get(key)), _fmt) if row.get(key) is not None else _fmt(None)
 
 
 LIVE_COLUMNS = (

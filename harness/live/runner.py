@@ -143,7 +143,7 @@ class LiveRunner:
             "store": run.store, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
                                             "burst": run.policy.burst},
             "params": asdict(run.params), "scenario_params": dict(run.scenario.params), "workers": self.workers,
-            "processes": run.processes, "limiters": run.limiters,
+            "processes": run.processes, "limiters": run.limiters, "seed": run.seed, "repeat": run.repeat,
         }
         sampler = CpuSampler()
         cores = cpus.split(cpus.available()) if scale.pin else None
@@ -178,7 +178,7 @@ class LiveRunner:
             if not endpoint:
                 config = (peer_downstream_config if run.peer else target_config)(run, self.campaign, start_at, run_dir)
                 configs = node_configs(config, nodes, admin_ports, run_dir)
-            plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
+            plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, run.seed, start_at,
                             hosts, str(run_dir / HANDSHAKE_DIR), self.workers, str_params(run.scenario.params),
                             routing=run.routing, joins_s=list(run.joins_s))
             plan.save(run_dir / PLAN_FILE)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
 from contract.run_info import RunPolicy
-from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, SYSTEM_SUITE, run_dir_name
+from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, SYSTEM_SUITE, repeat_dir_name, run_dir_name
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
 from harness.events import RunnerEvents
@@ -38,10 +38,12 @@ class SimRun:
     policy: Policy
     decides_as: str | None = None
     """The algorithm that decides when ``algorithm`` is a peer's alias (nginx_limit_req: token_bucket)."""
+    repeat: int = 1
+    repeats: int = 1
 
     @property
     def name(self) -> str:
-        return run_dir_name(self.scenario, self.algorithm, STORE)
+        return repeat_dir_name(run_dir_name(self.scenario, self.algorithm, STORE), self.repeat, self.repeats)
 
     @property
     def system(self) -> str:
@@ -119,6 +121,7 @@ def make_plan(
     algorithm_params: list[tuple[str, str]],
     scenario_params: list[tuple[str, str]],
     seed: int,
+    repeats: int = 1,
 ) -> SimPlan:
     """The command line's plan (``--scenario``, ``--trace``, ``--param``, ``--scenario-param``);
     raises PolicyError/ScenarioError naming the problem."""
@@ -141,31 +144,38 @@ def make_plan(
     _check_unused("--scenario-param", s_scoped, {
         s: {f.name for f in fields(SCENARIOS[s].params)} for s in scenarios})
     params = {a: _params_for(a, policy, a_scoped) for a in algorithms}
-    models: list[tuple[str, TrafficModel]] = []
-    for s in scenarios:
-        names = {f.name for f in fields(SCENARIOS[s].params)}
-        overrides = {k: v for k, v in s_scoped.get(None, {}).items() if k in names}
-        overrides.update(s_scoped.get(s, {}))
-        models.append((s, build_model(s, policy.limit, policy.window_s, seed, overrides)))
-    models.extend((m.name, m) for m in (TraceFile(path) for path in traces))
-    runs = [run for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
+    runs: list[SimRun] = []
+    for k in range(1, repeats + 1):  # repeat k at the seed offset k - 1
+        models: list[tuple[str, TrafficModel]] = []
+        for s in scenarios:
+            names = {f.name for f in fields(SCENARIOS[s].params)}
+            overrides = {key: v for key, v in s_scoped.get(None, {}).items() if key in names}
+            overrides.update(s_scoped.get(s, {}))
+            models.append((s, build_model(s, policy.limit, policy.window_s, seed + k - 1, overrides)))
+        models.extend((m.name, m) for m in (TraceFile(path) for path in traces))
+        runs += [replace(run, repeat=k, repeats=repeats)
+                 for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
     return SimPlan(name, seed, runs, _config(name, seed, policy, runs, algorithms=algorithms,
-                                             scenarios=scenarios, traces=traces))
+                                             scenarios=scenarios, traces=traces, repeats=repeats))
 
 
-def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
+def plan_from_campaign(campaign: SimCampaign, repeats: int | None = None) -> SimPlan:
     """A campaign file's plan: each entry with its own parameters, policy and algorithms, its
-    runs named by the entry (``<scenario>-<label>``)."""
+    runs named by the entry (``<scenario>-<label>``), ``repeats`` times (default: the campaign's),
+    repeat k at the seed offset k - 1."""
+    n = repeats or campaign.repeats
     runs: list[SimRun] = []
     for entry in campaign.scenarios:
         policy = campaign.policy_for(entry)
         params = {a: campaign.params_for(a, policy) for a in campaign.algorithms_for(entry)}
-        try:
-            runs += _runs_of(entry.run_name, campaign.model_for(entry), policy, params)
-        except PolicyError as exc:
-            raise PolicyError(f"{entry.where}: {exc}") from None
+        for k in range(1, n + 1):
+            try:
+                runs += [replace(r, repeat=k, repeats=n)
+                         for r in _runs_of(entry.run_name, campaign.model_for(entry, k - 1), policy, params)]
+            except PolicyError as exc:
+                raise PolicyError(f"{entry.where}: {exc}") from None
     return SimPlan(campaign.name, campaign.seed, runs, _config(
-        campaign.name, campaign.seed, campaign.policy_for(), runs, algorithms=campaign.algorithms,
+        campaign.name, campaign.seed, campaign.policy_for(), runs, algorithms=campaign.algorithms, repeats=n,
         scenarios=[e.model_dump(exclude_defaults=True) for e in campaign.scenarios]))
 
 
@@ -197,6 +207,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         table, result = simulate(run.model, run.decides_as or run.algorithm, run.policy, run.params,
                                  ideal=ideals.get(id(run.model)))
         row: dict[str, Any] = {
+            "run": run.name,
             "scenario": run.scenario,
             "algorithm": run.algorithm,
             "system": run.system,

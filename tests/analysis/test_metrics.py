@@ -58,6 +58,7 @@ def test_peak_in_flight_half_open_intervals():
     start, end = np.array([0.0, 1.0, 0.5]), np.array([1.0, 2.0, 1.5])
     assert peak_in_flight(start, end, np.ones(3)) == 2.0
     assert peak_in_flight(start, end, np.array([1.0, 1.0, 2.0])) == 3.0
+    assert peak_in_flight(start, end, np.ones(3), np.array([0, 0, 1])) == 1.0  # per key: never two of one key at once
 
 
 def test_concurrency_limiters_are_measured_in_flight_not_per_key():
