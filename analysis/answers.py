@@ -106,7 +106,7 @@ def over_admission(rows: Sequence[Row]) -> Answer | None:
                 f"({w['run']})")
     if w is not b and not set(map(id, worst)) & set(map(id, best)):
         sentence += f"; {_tied(best)} held it to {_times(b)} ({b['run']})"
-    else:
+    elif len(runs) > 1:
         sentence += "; every limiter within noise of it"
     if any(r["algorithm"] in FIXED_WINDOW_FAMILY for r in runs):
         above = [r for r in runs if r["over_admission"] > LINE + 1e-9]
@@ -171,7 +171,8 @@ def bounded_p99(rows: Sequence[Row]) -> Answer | None:
     if others:
         worst = _extreme(others, field, True)
         low = min(r[field] for r in others)
-        spread = f"{_num(low)} to {_num(worst[0][field])} ms" if len(others) > 1 else f"{_num(worst[0][field])} ms"
+        spread = f"{_num(low)} to {_num(worst[0][field])} ms" if len(others) > 1 else \
+            _figure(worst[0], field, f"{_num(worst[0][field])} ms", lambda v: f"{_num(v)} ms")
         who = _names(others, 1) if len(others) == 1 else f"the {len(others)} others"
         named = f"worst: {_who(worst[0])}, {worst[0]['run']}" if len(worst) == 1 and len(others) > 1 else \
             ("within noise of each other" if len(others) > 1 else worst[0]["run"])

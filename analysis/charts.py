@@ -76,7 +76,7 @@ def _facets(n: int, title: str, cols: int, height: float, share: bool = False) -
     axes = list(np.atleast_1d(fig.subplots(rows, used, squeeze=False, sharex=share, sharey=share)).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=12, fontweight="bold")
+    fig.suptitle(title, fontsize=12 if used == cols else 10, fontweight="bold", wrap=True)  # a narrow figure: its title wraps
     return fig, axes[:n]
 
 

@@ -216,9 +216,12 @@ def load_results(root: Path) -> Results:
     if not runs_dir.is_dir():
         raise ResultsError(f"{root} is not a results folder: it has no {RUNS_DIR}/ "
                            f"(expected {RUNS_DIR}/<scenario>__<algorithm>__<store>/{DECISIONS_FILE})")
+    paths = sorted(p for p in runs_dir.iterdir() if p.is_dir())
+    if not paths:
+        raise ResultsError(f"{root} has no runs: {RUNS_DIR}/ is empty (a campaign interrupted before its first run?)")
     campaign = _campaign(root)
     runs, left_out = [], []
-    for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+    for path in paths:
         try:
             runs.append(_open_run(path, campaign))
         except RunDataError as exc:

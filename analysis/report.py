@@ -110,7 +110,7 @@ def _numeric(body: Sequence[Sequence[str]], i: int) -> bool:
     return bool(cells) and all(_NUMBER.match(c) for c in cells)
 
 
-TABLE_COLUMNS = 9
+TABLE_COLUMNS = 7
 """The most columns one HTML table holds: a wider one is split into parts that repeat its name
 columns, so the report fits 1,000 px without scrolling sideways."""
 

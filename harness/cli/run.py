@@ -95,7 +95,13 @@ def _summarize(out: Path, console: Console, wide: bool) -> None:
 
 def _cell(key: str) -> Callable[[dict[str, Any]], str]:
     """The figure, with its spread (low-high) when the run was repeated."""
-    return lambda row: with_spread(row, key, _fmt(row.get(key)), _fmt) if row.get(key) is not None else _fmt(None)
+    def cell(row: dict[str, Any]) -> str:
+        value = row.get(key)
+        if value is None or isinstance(value, bool):
+            return _fmt(value)
+        return with_spread(row, key, _fmt(value), (lambda v: f"{v:,.0f}") if isinstance(value, int) else _fmt)
+
+    return cell
 
 
 LIVE_COLUMNS = (
