@@ -27,10 +27,12 @@ import numpy as np
 
 from .backoff import POLICIES, delays
 from .base import LEGIT, Arrivals, DecisionLike, ModelParams, Request, ScenarioError, TrafficModel, non_negative, positive
+from .client_throttle import WINDOW_S, AdaptiveThrottle
 
 ROUTE = "POST /api/reports"
 KEY = "storm-app"
 TRIGGERS = ("burst", "outage")
+THROTTLES = ("none", "adaptive")
 
 
 @dataclass(frozen=True)
@@ -57,6 +59,12 @@ class Params(ModelParams):
     """trigger=outage: when the downstream goes down (model time; the first sends are at 0). Default 0."""
     outage_s: float | None = None
     """trigger=outage: how long it stays down. Default 1."""
+    client_throttle: str = "none"
+    """adaptive: the application's clients also throttle themselves (Google SRE's client-side
+    adaptive throttling, ``client_throttle.py``): a retry is dropped locally with probability
+    max(0, (requests - K x accepts) / (requests + 1)) over the last ``throttle_window_s``."""
+    throttle_k: float = 2.0
+    throttle_window_s: float = WINDOW_S
 
     def check(self) -> None:
         positive("clients", self.clients)
@@ -77,6 +85,10 @@ class Params(ModelParams):
         if self.outage_at_s is not None:
             non_negative("outage_at_s", self.outage_at_s)
         positive("outage_s", self.outage_s)
+        if self.client_throttle not in THROTTLES:
+            raise ScenarioError(f"client_throttle must be one of {', '.join(THROTTLES)}, got {self.client_throttle!r}")
+        positive("throttle_k", self.throttle_k)
+        positive("throttle_window_s", self.throttle_window_s)
         for name in ("outage_at_s", "outage_s"):
             if self.trigger != "outage" and getattr(self, name) is not None:
                 raise ScenarioError(f"{name} needs trigger=outage (the trigger is {self.trigger})")
@@ -106,6 +118,9 @@ class RetryStorm(TrafficModel):
         # each client's delays are fixed by the seed, so every algorithm meets the same clients
         uniforms = rng.random((params.clients, max(0, params.max_attempts - 1)))
         self._delays = [delays(params.backoff, params.base_s, params.cap_s, row) for row in uniforms.tolist()]
+        self._throttle = AdaptiveThrottle(params.throttle_k, params.throttle_window_s)
+        self._throttle_draws = np.random.default_rng(seed + 1)
+        """The throttle's own uniform numbers, drawn in the order the answers arrive."""
 
     @property
     def max_cost(self) -> float:
@@ -116,16 +131,26 @@ class RetryStorm(TrafficModel):
             Request(float(t), f"client-{i}", LEGIT, KEY, ROUTE, self.p.cost) for i, t in enumerate(self._first))
 
     def react(self, request: Request, decision: DecisionLike) -> Iterable[Request]:
-        if decision.allowed or request.attempt >= self.p.max_attempts:
+        throttled = self.p.client_throttle == "adaptive"
+        if throttled:
+            if request.attempt == 1:
+                self._throttle.sent_without_asking(request.t)
+            if decision.allowed:
+                self._throttle.accepted(request.t)
+        if decision.allowed:
             return ()
         client = int(request.client_id.rpartition("-")[2])
-        wait = self._delays[client][request.attempt - 1]
-        if self.p.honour_retry_after and math.isfinite(decision.retry_after_s):
-            wait = max(wait, decision.retry_after_s)
-        t = request.t + wait
-        if t - self._first[client] > self.p.deadline_s:
-            return ()
-        return (request._replace(t=t, attempt=request.attempt + 1),)
+        t, attempt = request.t, request.attempt
+        while attempt < self.p.max_attempts:
+            wait = self._delays[client][attempt - 1]
+            if self.p.honour_retry_after and math.isfinite(decision.retry_after_s):
+                wait = max(wait, decision.retry_after_s)
+            t, attempt = t + wait, attempt + 1
+            if t - self._first[client] > self.p.deadline_s:
+                return ()
+            if not throttled or self._throttle.attempt(t, float(self._throttle_draws.random())):
+                return (request._replace(t=t, attempt=attempt),)
+        return ()  # every attempt left was rejected locally (a local rejection is a failed attempt)
 
     def horizon_s(self) -> float:
         return float(self._first[-1]) + self.p.deadline_s

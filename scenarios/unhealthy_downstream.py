@@ -59,7 +59,12 @@ class UnhealthyDownstream(TrafficModel):
         p = self.p
         rng = np.random.default_rng(self.seed)
         count = rng.poisson(p.rate_rps * p.duration_s)
-        times = rng.uniform(0.0, p.duration_s, count)
-        ids = np.array([f"client-{i}" for i in rng.integers(0, p.clients, count)], dtype=object)
-        return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
-                                     np.full(count, "GET /api/items", dtype=object), np.ones(count))
+        return legit_items(rng.uniform(0.0, p.duration_s, count), rng, p.clients)
+
+
+def legit_items(times: np.ndarray, rng: np.random.Generator, clients: int) -> Arrivals:
+    """Legitimate cost-1 ``GET /api/items`` at ``times``, each from one of ``clients`` drawn at random."""
+    count = len(times)
+    ids = np.array([f"client-{i}" for i in rng.integers(0, clients, count)], dtype=object)
+    return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
+                                 np.full(count, "GET /api/items", dtype=object), np.ones(count))

@@ -23,7 +23,7 @@ from fastapi import APIRouter, FastAPI, HTTPException, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, model_validator
 
-from .config import Factor, Health, TargetConfig
+from .config import Factor, OverrideHealth, TargetConfig
 from .decision_log import DecisionLog
 from .downstream import GONE, Downstream
 from .idempotency import IdempotencyMiddleware
@@ -31,6 +31,7 @@ from .keys import KeyPolicy
 from .layers import Layer, build_layers, remote_stores
 from .metrics import Metrics
 from .middleware import RateLimitMiddleware
+from .readings import sampling
 from .siblings import Siblings, merge_counters
 
 JSON = "application/json"
@@ -56,7 +57,7 @@ class Target:
 
 class HealthUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    health: Health | None
+    health: OverrideHealth | None
     """None: back to the configured schedule."""
     factor: Factor = 1.0
 
@@ -81,7 +82,8 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
         if log is not None:
             log.start()
         try:
-            yield
+            async with sampling(layers):
+                yield
         finally:
             for _, store in remote_stores(layers):
                 await store.aclose()

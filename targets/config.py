@@ -27,9 +27,13 @@ from .algorithms.policy import Policy
 Scope = Literal["client", "ip", "user", "api_key", "tenant", "account", "global"]
 """Which identity a limit counts by. ``client`` is API key > authenticated user > client IP."""
 AdmittedHeaders = Literal["full", "draft", "none"]
-Health = Literal["healthy", "degraded", "recovered", "outage"]
+OverrideHealth = Literal["healthy", "degraded", "recovered", "outage"]
+"""What ``/_bench/health`` can switch to at run time (a phase with no parameters but a factor)."""
+Health = Literal["healthy", "degraded", "recovered", "outage", "stuck", "paused"]
 """Downstream phases: ``degraded`` multiplies the service time by its factor; during an
-``outage`` every admitted request is answered 503 at once."""
+``outage`` every admitted request is answered 503 at once; ``stuck`` holds every call exactly
+``latency_ms``; ``paused`` stops the world for ``pause_ms`` every ``period_s``
+(``targets/downstream_phases.py``)."""
 Name = Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]{1,64}$")]
 PositiveFloat = Annotated[float, Field(gt=0, allow_inf_nan=False)]
 NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
@@ -99,6 +103,18 @@ class Phase(_Strict):
     health: Health
     factor: Factor = 1.0
     """Service-time multiplier while degraded."""
+    latency_ms: Annotated[float, Field(ge=0, le=MAX_FACTOR * 1000, allow_inf_nan=False)] = 1000.0
+    """``stuck``: what every call takes (a timeout-level latency)."""
+    period_s: PositiveFloat = 1.0
+    """``paused``: a pause starts every this many seconds from the phase's start."""
+    pause_ms: NonNegativeFloat = 100.0
+    """``paused``: how long each pause stops the world."""
+
+    @model_validator(mode="after")
+    def _pause_shorter_than_period(self) -> Phase:
+        if self.health == "paused" and self.pause_ms / 1000.0 >= self.period_s:
+            raise ValueError(f"pause_ms ({self.pause_ms}) must be shorter than period_s ({self.period_s}) x 1000")
+        return self
 
 
 def parse_schedule(text: str) -> list[dict[str, Any]]:

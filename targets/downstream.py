@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from starlette.exceptions import HTTPException
 
-from .config import DownstreamConfig
+from .config import DownstreamConfig, Phase
+from .downstream_phases import call_duration
 
 OUTAGE = "outage"
 GONE = 499
@@ -52,7 +53,7 @@ class Downstream:
         self.sigma = config.service_time.sigma
         self.start_at = start_at
         self._phase_at = [p.at_s for p in config.schedule]
-        self._phases = [(p.health, p.factor) for p in config.schedule]
+        self._phases = list(config.schedule)
         self.override: tuple[str, float] | None = None
         self.counters = Counters()
         self._random = random.Random(config.seed)
@@ -61,20 +62,32 @@ class Downstream:
         """(phase name, service-time factor) at ``now``: the override, else the schedule."""
         if self.override is not None:
             return self.override
-        i = bisect.bisect_right(self._phase_at, (time.time() if now is None else now) - self.start_at)
-        if i == 0:
+        phase = self.phase(time.time() if now is None else now)
+        if phase is None:
             return ("healthy", 1.0)
-        health, factor = self._phases[i - 1]
-        return (health, factor if health == "degraded" else 1.0)
+        return (phase.health, phase.factor if phase.health == "degraded" else 1.0)
+
+    def phase(self, now: float) -> Phase | None:
+        """The scheduled phase at ``now`` (None before the first)."""
+        i = bisect.bisect_right(self._phase_at, now - self.start_at)
+        return self._phases[i - 1] if i else None
 
     def set_health(self, health: str, factor: float = 1.0) -> None:
         self.override = (health, factor if health == "degraded" else 1.0)
 
     def service_time(self) -> float:
-        if self.median_s <= 0:
-            return 0.0
-        base = self.median_s * math.exp(self._random.gauss(0.0, self.sigma)) if self.sigma else self.median_s
-        return base * self.health()[1]
+        """This call's duration: a lognormal draw shaped by the health phase (an admin override
+        first, else the schedule's phase: ``downstream_phases.call_duration``)."""
+        base = 0.0
+        if self.median_s > 0:
+            base = self.median_s * math.exp(self._random.gauss(0.0, self.sigma)) if self.sigma else self.median_s
+        now = time.time()
+        phase = None if self.override is not None else self.phase(now)
+        if phase is None:
+            health, factor = self.health(now)
+            return base * factor if health == "degraded" else base
+        return call_duration(phase.health, base, now - self.start_at - phase.at_s, phase.factor,
+                             phase.latency_ms, phase.period_s, phase.pause_ms)
 
     async def call(self) -> None:
         """One unit of downstream work: wait for a slot, then the service time; during an

@@ -66,6 +66,9 @@ class ScenarioEntry(StrictModel):
     """Overrides the campaign's policy for this entry (e.g. a strict per-second limit)."""
     algorithms: list[str] | None = None
     """Restricts the campaign's algorithms for this entry."""
+    algorithm_params: dict[str, dict[str, ParamValue]] = {}
+    """Per-algorithm parameters for this entry, over the campaign's ``params`` (e.g. one entry
+    per adaptive rule: ``{adaptive: {rule: vegas}}``)."""
 
     @field_validator("label")
     @classmethod
@@ -144,7 +147,7 @@ class CampaignHeader(StrictModel):
             policy = self.policy_for(entry)
             for a in self.algorithms_for(entry):
                 try:
-                    self.params_for(a, policy)
+                    self.params_for(a, policy, entry)
                 except PolicyError as exc:
                     why = str(exc).replace("unknown --param", "unknown parameter")
                     raise ValueError(f"params.{a}: {why} (under the policy of {entry.where})") from None
@@ -162,8 +165,10 @@ class CampaignHeader(StrictModel):
     def algorithms_for(self, entry: ScenarioEntry) -> list[str]:
         return entry.algorithms or self.algorithms
 
-    def params_for(self, algorithm: str, policy: Policy) -> Any:
-        return build_params(algorithm, policy, str_params(self.params.get(algorithm, {})))
+    def params_for(self, algorithm: str, policy: Policy, entry: ScenarioEntry | None = None) -> Any:
+        """The algorithm's parameters: the campaign's, then the entry's own on top."""
+        own = entry.algorithm_params.get(algorithm, {}) if entry else {}
+        return build_params(algorithm, policy, str_params({**self.params.get(algorithm, {}), **own}))
 
     def model_for(self, entry: ScenarioEntry, seed_offset: int = 0) -> TrafficModel:
         """The entry's traffic model under its policy (a repeat's: at its seed offset); a bad

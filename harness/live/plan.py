@@ -91,7 +91,7 @@ def _plan_once(campaign: Campaign, only: list[str] | None, store: str | None) ->
             for st in stores:
                 if only and not {sc.name, sc.run_name, algorithm} & set(only):
                     continue
-                runs.append(LiveRun(sc, algorithm, st, policy, campaign.params_for(algorithm, policy), joins, routing,
+                runs.append(LiveRun(sc, algorithm, st, policy, campaign.params_for(algorithm, policy, sc), joins, routing,
                                     model=model, processes=campaign.processes_for(sc)))
         for peer in campaign.peer_names:
             if only and not {sc.name, sc.run_name, peer} & set(only):

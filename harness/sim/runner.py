@@ -167,7 +167,7 @@ def plan_from_campaign(campaign: SimCampaign, repeats: int | None = None) -> Sim
     runs: list[SimRun] = []
     for entry in campaign.scenarios:
         policy = campaign.policy_for(entry)
-        params = {a: campaign.params_for(a, policy) for a in campaign.algorithms_for(entry)}
+        params = {a: campaign.params_for(a, policy, entry) for a in campaign.algorithms_for(entry)}
         for k in range(1, n + 1):
             try:
                 runs += [replace(r, repeat=k, repeats=n)

@@ -1,45 +1,53 @@
 """Adaptive concurrency limit: at most ``limit`` cost units in flight, where the limit itself
-moves with the latency the downstream shows (as Netflix concurrency-limits).
+moves with what the protected service shows (latency; for some rules CPU or load).
 
-Two rules, chosen with the ``rule`` parameter:
+The ``rule`` parameter picks the judgement, each a port of a limiter people deploy
+(``adaptive_rules/``, every module citing its source): ``gradient2`` (default), ``aimd`` and
+``vegas`` (Netflix concurrency-limits), ``envoy`` (Envoy's gradient controller),
+``sentinel_bbr`` and ``sentinel_cpu`` (Alibaba Sentinel's system rule), ``gozero`` (go-zero's
+adaptive shedder). ``window=average`` feeds any of them through Netflix's ``WindowedLimit``.
 
-- ``gradient2`` (Netflix ``Gradient2Limit``): a long-term RTT (average of the first samples,
-  then an exponential average over ``long_window`` samples) is compared with each new sample:
-  ``gradient = clamp(tolerance * long_rtt / rtt, 0.5, 1)``, ``new = limit * gradient + queue_size``,
-  smoothed: ``limit = limit * (1 - smoothing) + new * smoothing``. When the long RTT is more than
-  twice the sample (latency recovered after a long bad phase) it decays by 5% so the limit can
-  grow back. No change while the caller is app-limited (in flight < limit / 2).
-- ``aimd``: a sample slower than ``timeout_s`` multiplies the limit by ``backoff_ratio``;
-  otherwise, when at least half of the limit is in use, it grows by ``increase``.
+The interface is the same for every rule, live and in virtual time:
 
-The transitions are pure: ``decide``/``release`` as every concurrency algorithm, and ``observe``
-folds one latency sample into the state. The limit is a float (smooth updates); admission uses
-its integer part, which is also what the target shows in its ``X-Concurrency-Limit`` header.
+- ``decide(state, now, cost, p)`` admits while the rule allows (the limit's integer part minus
+  what is in flight, for the limit rules) and may fire the rule's timers;
+- ``observe(state, now, rtt_s, p)`` folds one completed request's latency in; call it before
+  ``release`` so ``in_flight`` still counts the request;
+- ``release(state, now, cost, p)`` gives its slots back;
+- ``observe_reading(state, now, reading, p)`` folds one ``Reading`` (CPU, load) in, for the
+  rules whose ``reads`` is true: the live target samples its own process off the hot path, the
+  simulator passes its model's CPU.
+
+State: ``(limit, in flight, the rule's memo)``. The limit is a float (smooth updates); what a
+client sees in ``X-Concurrency-Limit`` is its integer part (``current_limit``).
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, ClassVar, Literal
 
+from .adaptive_rules import RULES, Reading, Rule, windowed
 from .base import INF, Algorithm, Decision, new_decision
 from .policy import Policy, PolicyError, require_positive
 
-# (limit, cost units in flight, long-term RTT in seconds, RTT samples seen)
-State = tuple[float, float, float, int]
-
-RULES = ("gradient2", "aimd")
-WARMUP_SAMPLES = 10
-"""Gradient2's long RTT is a plain average over this many first samples, then an EMA."""
-MIN_RTT_S = 1e-6
+State = tuple[float, float, Any]
+RuleName = Literal["gradient2", "aimd", "vegas", "envoy", "sentinel_bbr", "sentinel_cpu", "gozero"]
+WindowKind = Literal["none", "average"]
+WINDOWS = ("none", "average")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Params:
     max_limit: float
     initial_limit: float
     min_limit: float = 1.0
-    rule: str = "gradient2"
+    rule: RuleName = "gradient2"
+    window: WindowKind = "none"
+    """``average``: Netflix ``WindowedLimit`` in front of the rule (one sample per window)."""
+    seed: int = 0
+    """Seeds the rules' jitter (Vegas's probe, Envoy's minRTT interval)."""
     # gradient2
     smoothing: float = 0.2
     tolerance: float = 1.5
@@ -49,23 +57,47 @@ class Params:
     backoff_ratio: float = 0.9
     timeout_s: float = 0.25
     increase: float = 1.0
+    # vegas (alpha and beta multiply log10root(limit), as the source's default functions)
+    vegas_alpha: float = 3.0
+    vegas_beta: float = 6.0
+    vegas_smoothing: float = 1.0
+    vegas_probe_multiplier: float = 30.0
+    # envoy
+    envoy_percentile: float = 50.0
+    envoy_interval_s: float = 0.1
+    envoy_min_rtt_interval_s: float = 60.0
+    envoy_request_count: int = 50
+    envoy_min_concurrency: int = 3
+    envoy_jitter: float = 0.15
+    envoy_buffer: float = 0.25
+    # sentinel_bbr, sentinel_cpu, gozero
+    sentinel_load_threshold: float = 5.0
+    cpu_threshold: float = 0.9
+    gozero_window_s: float = 5.0
+    gozero_buckets: int = 50
+    gozero_cool_off_s: float = 1.0
+    # windowed (window=average)
+    window_min_s: float = 1.0
+    window_max_s: float = 1.0
+    window_size: int = 10
+    window_min_rtt_s: float = 1e-4
     hold_s: float = 0.1
-    """Retry-After hint, and how long the simulator holds a slot (it has no real latency)."""
+    """Retry-After hint, and how long the simulator holds a slot where it has no latency."""
+    judge: ClassVar[Rule]
+    """The rule these params select (wrapped by the window), resolved once."""
 
     def __post_init__(self) -> None:
-        require_positive(self, "max_limit", "initial_limit", "min_limit", "smoothing", "tolerance",
-                         "backoff_ratio", "timeout_s", "hold_s")
+        require_positive(self, "max_limit", "initial_limit", "min_limit", "timeout_s", "hold_s")
         if self.rule not in RULES:
             raise PolicyError(f"rule must be one of {', '.join(RULES)}, got {self.rule!r}")
+        if self.window not in WINDOWS:
+            raise PolicyError(f"window must be one of {', '.join(WINDOWS)}, got {self.window!r}")
         if not self.min_limit <= self.initial_limit <= self.max_limit:
             raise PolicyError(f"need min_limit <= initial_limit <= max_limit, got "
                               f"{self.min_limit} / {self.initial_limit} / {self.max_limit}")
-        if self.smoothing > 1 or self.backoff_ratio >= 1:
-            raise PolicyError("smoothing must be in (0, 1] and backoff_ratio in (0, 1)")
-        if self.long_window < 1 or not (math.isfinite(self.queue_size) and self.queue_size >= 0):
-            raise PolicyError("long_window must be >= 1 and queue_size >= 0")
-        if not (math.isfinite(self.increase) and self.increase >= 0):
-            raise PolicyError(f"increase must be >= 0, got {self.increase!r}")
+        judge = RULES[self.rule] if self.window == "none" else windowed(RULES[self.rule])
+        judge.check(self)
+        object.__setattr__(self, "judge", judge)
 
 
 def from_policy(policy: Policy) -> Params:
@@ -76,49 +108,45 @@ def from_policy(policy: Policy) -> Params:
 
 
 def _fresh(p: Params) -> State:
-    return (p.initial_limit, 0.0, 0.0, 0)
+    limit, memo = p.judge.fresh(p)
+    return (limit, 0.0, memo)
 
 
 def decide(state: State | None, now: float, cost: float, p: Params) -> tuple[Decision, State]:
-    limit, in_flight, long_rtt, samples = state or _fresh(p)
-    room = math.floor(limit) - in_flight
-    if cost <= room:
-        new = (limit, in_flight + cost, long_rtt, samples)
-        return new_decision(Decision, (True, room - cost, 0.0, p.hold_s, 0.0)), new
+    limit, in_flight, memo = state or _fresh(p)
+    allowed, limit, memo = p.judge.admit(limit, in_flight, memo, now, cost, p)
+    room = max(0.0, math.floor(limit) - in_flight)
+    if allowed:
+        return new_decision(Decision, (True, max(0.0, room - cost), 0.0, p.hold_s, 0.0)), (limit, in_flight + cost, memo)
     retry = p.hold_s if cost <= p.max_limit else INF
-    return new_decision(Decision, (False, max(0.0, room), retry, p.hold_s, 0.0)), state or _fresh(p)
+    return new_decision(Decision, (False, room, retry, p.hold_s, 0.0)), (limit, in_flight, memo)
 
 
 def release(state: State | None, now: float, cost: float, p: Params) -> State:
-    limit, in_flight, long_rtt, samples = state or _fresh(p)
-    return (limit, max(0.0, in_flight - cost), long_rtt, samples)
+    limit, in_flight, memo = state or _fresh(p)
+    in_flight = max(0.0, in_flight - cost)
+    limit, memo = p.judge.released(limit, memo, in_flight, p)
+    return (limit, in_flight, memo)
 
 
 def observe(state: State | None, now: float, rtt_s: float, p: Params) -> State:
     """Fold one completed request's latency into the limit (call before ``release``, so that
     ``in_flight`` still counts the request, as Netflix's limiter sees it)."""
-    limit, in_flight, long_rtt, samples = state or _fresh(p)
-    rtt = max(rtt_s, MIN_RTT_S)
-    if p.rule == "aimd":
-        if rtt > p.timeout_s:
-            limit *= p.backoff_ratio
-        elif in_flight * 2 >= limit:
-            limit += p.increase
-        return (min(p.max_limit, max(p.min_limit, limit)), in_flight, long_rtt, samples + 1)
-    if samples < WARMUP_SAMPLES:
-        long_rtt = (long_rtt * samples + rtt) / (samples + 1)
-    else:
-        factor = 2.0 / (p.long_window + 1)
-        long_rtt = long_rtt * (1.0 - factor) + rtt * factor
-    samples += 1
-    if long_rtt / rtt > 2.0:
-        long_rtt *= 0.95
-    if in_flight < limit / 2:
-        return (limit, in_flight, long_rtt, samples)
-    gradient = max(0.5, min(1.0, p.tolerance * long_rtt / rtt))
-    target = limit * gradient + p.queue_size
-    limit = limit * (1.0 - p.smoothing) + target * p.smoothing
-    return (min(p.max_limit, max(p.min_limit, limit)), in_flight, long_rtt, samples)
+    limit, in_flight, memo = state or _fresh(p)
+    limit, memo = p.judge.sample(limit, in_flight, memo, now, rtt_s, p)
+    return (limit, in_flight, memo)
+
+
+def observe_reading(state: State | None, now: float, reading: Reading, p: Params) -> State:
+    """Fold one CPU/load reading in (only the rules whose ``reads`` is true look at it)."""
+    limit, in_flight, memo = state or _fresh(p)
+    limit, memo = p.judge.read(limit, memo, now, reading, p)
+    return (limit, in_flight, memo)
+
+
+def reads(p: Params) -> bool:
+    """Whether these params' rule needs CPU/load readings (the live target samples only then)."""
+    return p.judge.reads
 
 
 def current_limit(state: State | None, p: Params) -> int:
@@ -128,7 +156,8 @@ def current_limit(state: State | None, p: Params) -> int:
 
 ALGORITHM = Algorithm(
     name="adaptive",
-    summary="concurrency limit moved by downstream latency (rule=gradient2 as Netflix Gradient2, or aimd)",
+    summary="concurrency limit moved by the service's latency or CPU (rule=gradient2, aimd, vegas, envoy, "
+            "sentinel_bbr, sentinel_cpu, gozero)",
     params_type=Params,
     params_from_policy=from_policy,
     decide=decide,
@@ -136,4 +165,5 @@ ALGORITHM = Algorithm(
     max_cost=lambda p: p.max_limit,
     release=release,
     observe=observe,
+    observe_reading=observe_reading,
 )

@@ -107,3 +107,7 @@ class Algorithm:
     """Latency-driven algorithms: ``observe(state, now, rtt_s, params) -> state`` folds one
     completed request's latency into the state (the live target calls it; the simulator has
     no real latency and does not)."""
+    observe_reading: Callable[[Any, float, Any, Any], Any] | None = None
+    """Load-driven algorithms: ``observe_reading(state, now, reading, params) -> state`` folds one
+    CPU/load reading (``adaptive_rules.Reading``) into the state, pushed in from outside: the
+    live target samples its process off the hot path, the simulator passes its model's CPU."""

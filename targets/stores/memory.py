@@ -140,6 +140,17 @@ class MemoryStore:
                 entry[0] = release(entry[0], now, cost, self.params)
             return entry[0]
 
+    def observe_reading(self, now: float, reading: Any) -> list[str]:
+        """Fold one CPU/load reading into every key's state (``observe_reading`` algorithms;
+        a background sampler calls it, off the per-request path). Returns the keys touched."""
+        observe = self.algorithm.observe_reading
+        if observe is None:
+            return []
+        with self._lock:
+            for entry in self._entries.values():
+                entry[0] = observe(entry[0], now, reading, self.params)
+            return list(self._entries)
+
     def peek(self, key: str, now: float, cost: float = 1.0) -> tuple[Decision, Any]:
         """The decision and the state it would leave, storing nothing. Layered limits peek at
         every layer and ``commit`` only when all admit, so a rejected request consumes no quota

@@ -224,7 +224,7 @@ def test_answers_become_decisions():
                                                   ("outage_s=2", "outage_s needs trigger=outage")])
 def test_out_of_range_parameters_exit_2_naming_the_parameter(param, message):
     proc = subprocess.run([sys.executable, "run_bench.py", "simulate", "--scenario", "retry_storm",
-                           "--scenario-param", param], cwd=ROOT, capture_output=True, text=True, timeout=60)
+                           "--scenario-param", param], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1
 

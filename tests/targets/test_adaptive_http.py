@@ -54,3 +54,16 @@ def test_adaptive_limit_falls_under_a_degraded_downstream_and_says_so(start):
     counters = httpx.get(target.admin_url + "/_bench/counters").json()
     assert counters["limits"]["adaptive"]["current_limit"] < 16
     assert 'ratelimit_adaptive_limit{limit="adaptive"}' in httpx.get(target.url + "/metrics").text
+
+
+def test_the_rules_run_on_the_target_through_the_same_interface(start):
+    """Envoy's controller starts pinned at its minimum concurrency (3) to measure its minRTT;
+    go-zero's shedder, fed the target's CPU by the sampler, admits up to the ceiling (16)."""
+    targets = start.many({rule: ["--algorithm", "adaptive", *POLICY, "--param", f"rule={rule}"]
+                          for rule in ("envoy", "gozero")})
+    envoy = httpx.get(targets["envoy"].url + "/api/items")
+    assert envoy.status_code == 200 and envoy.headers["ratelimit-policy"] == '"adaptive";q=3'
+    gozero = httpx.get(targets["gozero"].url + "/api/items")
+    assert gozero.status_code == 200 and gozero.headers["ratelimit-policy"] == '"adaptive";q=16'
+    counters = httpx.get(targets["gozero"].admin_url + "/_bench/counters").json()
+    assert counters["limits"]["adaptive"]["current_limit"] == 16

@@ -12,7 +12,7 @@ from targets.ports import free_port
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "targets", *args], capture_output=True, text=True, timeout=60)
+    return subprocess.run([sys.executable, "-m", "targets", *args], capture_output=True, text=True, timeout=600)
 
 
 def listening(port: int) -> bool:

@@ -44,6 +44,6 @@ def test_campaign_yaml_has_no_password(tmp_path):
 
 def test_the_startup_error_does_not_print_the_password():
     done = subprocess.run([sys.executable, "-m", "targets", "--port", str(free_port()), "--store", "redis",
-                           "--redis-url", "redis://bob:hunter2@127.0.0.1:1/0"], capture_output=True, text=True, timeout=60)
+                           "--redis-url", "redis://bob:hunter2@127.0.0.1:1/0"], capture_output=True, text=True, timeout=600)
     assert done.returncode == 2
     assert "hunter2" not in done.stderr and "redis://bob:***@127.0.0.1:1/0" in done.stderr, done.stderr

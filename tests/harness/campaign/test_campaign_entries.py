@@ -97,7 +97,7 @@ def test_one_scenario_twice_on_the_command_line_exits_2(capsys):
      "scenarios[retry_storm].params: backoff must be one of none, fixed, exponential"),
     ("run", [{"name": "steady", "stores": ["memroy"]}], {}, "scenarios[steady].stores[memroy]: Input should be 'memory', 'redis',"),
     ("run", [{"name": "steady", "colour": "red"}], {},
-     "scenarios[steady].colour: unknown field; valid: name, label, params, policy, algorithms, stores, target"),
+     "scenarios[steady].colour: unknown field; valid: name, label, params, policy, algorithms, algorithm_params, stores, target"),
     ("simulate", [{"name": "steady", "stores": ["memory"]}], {}, "scenarios[steady].stores: only live campaigns"),
     ("simulate", ["steady"], {"params": {"token_bucket": {"size": 3}}},
      "params.token_bucket: unknown parameter 'size' for token_bucket; valid: capacity, rate"),
@@ -164,3 +164,16 @@ def test_a_run_folder_without_run_json_under_a_live_campaign_yaml_loads(tmp_path
     (out / "campaign.yaml").write_text(yaml.safe_dump(config))
     [loaded] = load_results(out).runs
     assert loaded.info.policy.limit == 10 and loaded.info.params == {}
+
+
+def test_an_entry_runs_with_its_own_algorithm_params_over_the_campaigns(tmp_path):
+    from harness.campaign.simulate import load_sim_campaign
+    from harness.sim.runner import plan_from_campaign
+
+    path = write(tmp_path, [
+        {"name": "steady", "label": "vegas", "params": {"duration_s": 2}, "algorithm_params": {"adaptive": {"rule": "vegas"}}},
+        {"name": "steady", "label": "default", "params": {"duration_s": 2}},
+    ], algorithms=["adaptive"], params={"adaptive": {"rule": "aimd", "timeout_s": 0.5}})
+    plan = plan_from_campaign(load_sim_campaign(path))
+    rules = {run.scenario: (run.params.rule, run.params.timeout_s) for run in plan.runs}
+    assert rules == {"steady-vegas": ("vegas", 0.5), "steady-default": ("aimd", 0.5)}

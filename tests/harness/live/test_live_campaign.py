@@ -16,12 +16,14 @@ import pytest
 import yaml
 
 from analysis.answers import answers
-from analysis.metrics import over_admission
 from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from harness.campaign.live import load_campaign
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
+from harness.sim.simulator import simulate
+from targets.algorithms import build_params
 from tests.analysis.render import fits_the_page
+from tests.recorded import suite_model_agrees
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOKE = ROOT / "campaigns" / "smoke.yaml"
@@ -90,27 +92,46 @@ def test_every_request_is_logged_on_both_sides(smoke):
     assert set(client["status"]) <= {200, 429}
 
 
-def test_boundary_burst_live_matches_physics_and_the_simulator(smoke):
+def test_boundary_burst_live_is_its_model_on_its_own_times_and_2x_in_virtual_time(smoke):
     path = run_dir(smoke, "boundary_burst", "fixed_window")
     info = json.loads((path / "run.json").read_text())
-    live = over_admission(pd.read_parquet(path / "decisions.parquet"), 20, 1.0)
-    assert live >= 1.8
-    assert abs(live - info["virtual_over_admission"]) <= 0.05 * info["virtual_over_admission"]
+    # the physics where the sends are exact: 20 just before a boundary, 20 just after, 2x
+    assert info["virtual_over_admission"] == 2.0
+    # live, the target's decisions are the fixed window's on the times the target recorded
+    suite_model_agrees(path)
     assert info["burst_size"] == 20 and info["burst_spread_ms"]["max"] > 0
 
 
 def test_page_loads_hurt_a_strict_limit_more_than_a_bucket(smoke):
-    rows = {(r["scenario"], r["algorithm"]): r for r in json.loads((smoke / "summary.json").read_text())["runs"]}
-    bucket, strict = rows["page_load_burst", "token_bucket"], rows["page_load_burst", "sliding_log"]
-    assert strict["rejected_legit"] > bucket["rejected_legit"]
+    """Live, each limiter decided as its model on its own times; the comparison itself in virtual
+    time (the same model and seed), where no busy moment stretches a page load."""
+    for algorithm in ("token_bucket", "sliding_log"):
+        suite_model_agrees(run_dir(smoke, "page_load_burst", algorithm))
+    campaign = load_campaign(SMOKE)
+    entry = next(e for e in campaign.scenarios if e.name == "page_load_burst")
+    policy, model = campaign.policy_for(entry), campaign.model_for(entry)
+    legit = {}
+    for algorithm in ("token_bucket", "sliding_log"):
+        table, _ = simulate(model, algorithm, policy, build_params(algorithm, policy))
+        df = table.to_pandas()
+        legit[algorithm] = int(((df["client_class"] == "legit") & ~df["allowed"]).sum())
+    assert legit["sliding_log"] > legit["token_bucket"]
 
 
-def test_adaptive_keeps_p99_below_the_fixed_window_when_the_downstream_degrades(smoke):
-    rows = {(r["scenario"], r["algorithm"]): r for r in json.loads((smoke / "summary.json").read_text())["runs"]}
-    adaptive, fixed = rows["unhealthy_downstream", "adaptive"], rows["unhealthy_downstream", "fixed_window"]
-    assert adaptive["latency_p99_intended_ms"] < fixed["latency_p99_intended_ms"]
-    for run_dir in (smoke / "runs").glob("unhealthy_downstream__*"):  # the degraded phase is recorded
-        info = json.loads((run_dir / "run.json").read_text())
+def test_adaptive_lowers_its_limit_when_the_downstream_degrades(smoke):
+    """What the limiter decided, from its own records; that this keeps P99 below the fixed window's
+    is a measurement (the default campaign's answer, ``run_bench.py bench twin``), not a test."""
+    path = run_dir(smoke, "unhealthy_downstream", "adaptive")
+    info = json.loads((path / "run.json").read_text())
+    decisions = pd.read_parquet(path / "decisions.parquet").sort_values("t")
+    [degraded] = info["phases"]
+    before = decisions.loc[decisions["t"] < degraded["start_t"], "adaptive_limit"]
+    during = decisions.loc[decisions["t"].between(degraded["start_t"], degraded["end_t"]), "adaptive_limit"]
+    assert during.min() < before.iloc[-1]
+    refused = decisions.loc[~decisions["allowed"]]
+    assert refused["adaptive_limit"].notna().all()
+    for run_dir_ in (smoke / "runs").glob("unhealthy_downstream__*"):  # the degraded phase is recorded
+        info = json.loads((run_dir_ / "run.json").read_text())
         assert [p["name"] for p in info["phases"]] == ["degraded"]
         assert info["phases"][0]["end_t"] > info["phases"][0]["start_t"] > info["start_at"]
 

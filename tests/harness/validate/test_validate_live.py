@@ -37,7 +37,7 @@ def policy_copy(tmp: Path, name: str, thresholds: list[str]) -> Path:
 
 def validate_live(*args: str) -> tuple[int, dict, str]:
     proc = subprocess.run([sys.executable, "run_bench.py", "validate", *args, "--live", "--json", "-"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=180)
+                          capture_output=True, text=True, timeout=600)
     assert proc.returncode in (0, 1), proc.stderr[-3000:]
     return proc.returncode, json.loads(proc.stdout), proc.stderr
 

@@ -16,16 +16,21 @@ from harness.live.peers.nginx import ACCESS_LOG, access_log_decisions
 from harness.live.peers.response import PROBE_PREFIX, refusal, without_probe
 from harness.live.peers.standalone import peer_before_none
 from targets.algorithms import Policy
+from tests.recorded import peer_model_agrees
 
 pytestmark = pytest.mark.skipif(shutil.which("nginx") is None and os.environ.get("CI", "").lower() != "true",
                                 reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")
 
 
 def test_plain_nginx_refuses_with_an_html_page_and_nginx_problem_as_the_suite_does(tmp_path):
-    policy = Policy(10, 1, 3)  # burst=2: 3 at once
-    with peer_before_none("nginx", policy, tmp_path / "plain") as (url, _):
+    policy = Policy(10, 1, 3)  # burst=2: 3 at once on a fresh key, then one back every 100 ms
+    with peer_before_none("nginx", policy, tmp_path / "plain") as (url, logs):
         plain = refusal(url, 20)
-    assert (plain.statuses, plain.content_type, plain.retry_after) == ([200, 200, 200, 429], "text/html", None)
+        time.sleep(0.2)  # the last lines reach the access log
+        peer_model_agrees("nginx", policy, access_log_decisions(logs / ACCESS_LOG, store="zone").to_pandas())
+    # 3 at once always; a busy machine that takes 100 ms for a request earns one more
+    assert (plain.statuses[:3], plain.statuses[-1], plain.content_type, plain.retry_after) == (
+        [200] * 3, 429, "text/html", None)
     assert plain.findings() == [
         "its 429 is text/html, not application/problem+json: a client cannot read why",
         "no Retry-After: a client cannot tell when to retry",
@@ -34,11 +39,13 @@ def test_plain_nginx_refuses_with_an_html_page_and_nginx_problem_as_the_suite_do
         problem = refusal(url, 20)
         time.sleep(0.2)  # the last lines reach the access log
         table = access_log_decisions(logs / ACCESS_LOG, store="zone")
-    assert problem.statuses == [200, 200, 200, 429] and problem.findings() == []
+    admitted = len(problem.statuses) - 1
+    assert problem.statuses == [200] * admitted + [429] and admitted >= 3 and problem.findings() == []
     assert (problem.content_type, problem.retry_after, problem.cache_control, problem.retry_status) == \
         ("application/problem+json", "1", "no-store", 200)  # 1 s after the refusal, 10 requests are back
     # refusals go to the named location, which logs too: every request is a decision, probe ids left out
-    assert table.column("allowed").to_pylist() == [True, True, True, False, True]
+    assert table.column("allowed").to_pylist() == [True] * admitted + [False, True]
+    peer_model_agrees("nginx", policy, table.to_pandas())
     assert without_probe(table).num_rows == 0 and all(r.startswith(PROBE_PREFIX) for r in table.column("request_id").to_pylist())
 
 

@@ -64,7 +64,7 @@ def test_a_peer_that_does_not_start_fails_its_run_with_the_log_tail_and_the_next
     path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": ["nginx", "nginx-problem"]}))
     env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
     proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--only", "nginx",
-                           "--only", "nginx-problem"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+                           "--only", "nginx-problem"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     failed = json.loads((out / "runs" / "boundary_burst__nginx" / "run.json").read_text())
     ok = json.loads((out / "runs" / "boundary_burst__nginx-problem" / "run.json").read_text())

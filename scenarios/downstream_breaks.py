@@ -1,0 +1,105 @@
+"""The downstreams that break adaptive limiters, one ``kind`` a run, each followed by a
+recovery (except ``step``, which never recovers by definition):
+
+- ``timeout``: every call hangs ``timeout_ms`` (latency stuck at a timeout: Gradient2 climbs);
+- ``overload``: the downstream stays healthy, the offered rate goes to ``overload`` x its
+  capacity (mild sustained overload: Gradient2 creeps up);
+- ``gc_pauses``: stop-the-world pauses of ``pause_ms`` every ``period_s`` (read as congestion);
+- ``step``: the service time steps up ``factor`` times for good (a new normal, read as
+  overload for ever by a rule that cannot re-measure its base latency);
+- ``errors``: the downstream answers 503 at once instead of slowing (latency rules see it fast).
+
+The scenario sets the downstream's slots and service time (``target_config``), so its capacity
+(slots / mean service time) is known to the traffic. Everything is plain ``DownstreamConfig``
+data: the live target and the virtual-time model honour the same phases.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import numpy as np
+
+from .base import Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+from .unhealthy_downstream import legit_items
+
+Kind = Literal["timeout", "overload", "gc_pauses", "step", "errors"]
+KINDS = ("timeout", "overload", "gc_pauses", "step", "errors")
+
+
+@dataclass(frozen=True)
+class Params(ModelParams):
+    kind: Kind = "timeout"
+    clients: int = 10
+    load: float = 0.5
+    """Offered rate outside the break, as a share of the downstream's capacity."""
+    overload: float = 1.1
+    """kind=overload: the offered rate during the break, as a multiple of the capacity."""
+    slots: int = 8
+    median_ms: float = 20.0
+    sigma: float = 0.3
+    break_at_s: float = 2.0
+    recover_at_s: float = 6.0
+    duration_s: float = 8.0
+    timeout_ms: float = 1000.0
+    period_s: float = 1.0
+    pause_ms: float = 200.0
+    factor: float = 1.5
+    """kind=step: the new normal's service-time multiplier (1.5 at load 0.5: still under capacity)."""
+
+    def check(self) -> None:
+        if self.kind not in KINDS:
+            raise ScenarioError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
+        for name in ("clients", "load", "overload", "slots", "median_ms", "duration_s", "timeout_ms",
+                     "period_s", "factor"):
+            positive(name, getattr(self, name))
+        if not 0 <= self.break_at_s < self.recover_at_s <= self.duration_s:
+            raise ScenarioError("need 0 <= break_at_s < recover_at_s <= duration_s, got "
+                                f"{self.break_at_s}, {self.recover_at_s}, {self.duration_s}")
+        if not 0 <= self.pause_ms < self.period_s * 1000:
+            raise ScenarioError(f"pause_ms must be in [0, period_s x 1000), got {self.pause_ms}")
+
+    @property
+    def capacity_rps(self) -> float:
+        """Slots over the lognormal's mean service time."""
+        return self.slots / (self.median_ms / 1000.0 * math.exp(self.sigma**2 / 2))
+
+    def schedule(self) -> list[dict[str, Any]]:
+        broken: dict[str, Any] = {
+            "timeout": {"health": "stuck", "latency_ms": self.timeout_ms},
+            "overload": {"health": "healthy"},
+            "gc_pauses": {"health": "paused", "period_s": self.period_s, "pause_ms": self.pause_ms},
+            "step": {"health": "degraded", "factor": self.factor},
+            "errors": {"health": "outage"},
+        }[self.kind]
+        phases = [{"at_s": 0.0, "health": "healthy"}, {"at_s": self.break_at_s, **broken}]
+        if self.kind != "step":
+            phases.append({"at_s": self.recover_at_s, "health": "recovered"})
+        return phases
+
+
+class DownstreamBreaks(TrafficModel):
+    name = "downstream_breaks"
+    summary = ("the downstreams that break adaptive limiters (kind=timeout, overload, gc_pauses, step, errors), "
+               "then recovery")
+
+    p: Params
+
+    def target_config(self) -> dict[str, Any]:
+        p = self.p
+        return {"downstream": {"concurrency": p.slots, "service_time": {"median_ms": p.median_ms, "sigma": p.sigma},
+                               "schedule": self.p.schedule()}}
+
+    def generate(self) -> Arrivals:
+        """Poisson arrivals at ``load`` x capacity, at ``overload`` x capacity during an overload break."""
+        p = self.p
+        rng = np.random.default_rng(self.seed)
+        base = p.load * p.capacity_rps
+        spans = [(0.0, p.duration_s, base)]
+        if p.kind == "overload":
+            spans = [(0.0, p.break_at_s, base), (p.break_at_s, p.recover_at_s, p.overload * p.capacity_rps),
+                     (p.recover_at_s, p.duration_s, base)]
+        times = np.sort(np.concatenate([rng.uniform(a, b, rng.poisson(rate * (b - a))) for a, b, rate in spans]))
+        return legit_items(times, rng, p.clients)
