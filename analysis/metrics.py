@@ -207,7 +207,7 @@ def in_flight(df: pd.DataFrame, bound: float, done_t: np.ndarray | None = None,
         start = start + df["delay_s"].fillna(0.0).to_numpy(dtype=np.float64)
     end = start + hold_s
     if done_t is not None:
-        end = np.where(np.isfinite(done_t) & (done_t >= start), done_t, end)
+        end = np.where(np.isfinite(done_t) & (done_t > start), done_t, end)
     codes, _ = pd.factorize(df["key"])
     peak = peak_in_flight(start[allowed], end[allowed], df["cost"].to_numpy(dtype=np.float64)[allowed], codes[allowed])
     return {"in_flight_peak": round(peak, 6), "in_flight_bound": bound, "in_flight_ratio": round(peak / bound, 6)}

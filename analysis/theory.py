@@ -43,7 +43,7 @@ def _capacity_rate(algorithm: str, policy: RunPolicy, params: dict[str, Any]) ->
 
 def over_admission_bound(algorithm: str, policy: RunPolicy, params: dict[str, Any]) -> float | None:
     """The most admitted cost in any window W, as a multiple of L."""
-    if algorithm in ("fixed_window", "sliding_window_counter", "sliding_window_ring"):
+    if algorithm in ("fixed_window", "sliding_window_counter", "sliding_window_ring", "limits_fixed_window"):
         return 2.0
     if algorithm == "sliding_log":
         return 1.0

@@ -146,6 +146,9 @@ verdict), ``error`` (why a run failed: the log's tail), ``decided_from`` (``clie
 peer, whose decisions are inferred from the client log; absent: ``target``) with ``round_trip_ms``
 (``{"p50", "p99", "max"}`` of the answered requests: the uncertainty of those decisions' times). ``policy`` is ``{"limit",
 "window_s", "burst"}`` with ``burst`` null for the default (= limit)."""
+KIND_VIRTUAL = "virtual"
+"""run.json's and the summary's ``kind`` of a simulated run with the system model (harness/sim/system.py):
+its client log and CPU samples are virtual; absent in run.json: a live run."""
 DEGRADED_PHASE = "degraded"
 DOWNSTREAM_OUTAGE_PHASE = "downstream_outage"
 RAMP_PHASE = "ramp"
@@ -176,3 +179,9 @@ def parse_run_dir_name(name: str) -> tuple[str, str, str] | None:
     if len(parts) != 3 or not all(parts):
         return None
     return parts[0], parts[1], parts[2]
+
+# judge-client.csv: `run_bench.py judge`'s client log, one row per request it sent: its role (learn,
+# probe, hunt-clock-edge, hunt-first-edge), key, source address, times, status and parsed limit fields.
+JUDGE_LOG = "judge-client.csv"
+JUDGE_LOG_COLUMNS = ("role", "key", "address", "sent", "done", "status", "retry_after_s", "limit", "window_s",
+                     "remaining", "reset_s", "form")

@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("analysis", "benchmarks", "contract", "harness", "scenarios", "targets")
-HARNESS_FLOORS = ("campaign", "sim", "live", "validate", "cli")
+HARNESS_FLOORS = ("campaign", "sim", "live", "judge", "validate", "cli")
 """harness/'s subpackages from the bottom up: each imports only those below it (and itself);
 modules at harness/'s own root (the runners' events) stand below them all."""
 NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.remote_sides"}

@@ -1,0 +1,153 @@
+"""An endpoint seen only through its answers, with every request on a key of its own.
+
+``Endpoint`` is what the hunt needs: a clock, a wait, and ``send(key, role)`` on a fresh key the
+hunt numbers. ``HttpEndpoint`` is a real URL: a key is an ``X-API-Key``-like header value or a
+source address of its own (Linux routes all of 127.0.0.0/8 to loopback, so a limiter on this
+machine keyed by address sees each probe as a client of its own); it holds the caps (requests,
+rate) and the client log, where every request is written with its role.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import secrets
+import time
+from dataclasses import dataclass, field
+from typing import Protocol
+from urllib.parse import urlsplit
+
+import httpx
+
+from analysis.header_truth import Answer
+from contract.errors import BadInput
+from contract.limit_headers import parse_limit_fields
+
+NEEDS_KEY = (401, 403, 407)
+
+
+class JudgeError(BadInput):
+    """The endpoint cannot be judged as given: it times out, fails, or needs a key."""
+
+
+class CapReached(Exception):
+    """The request cap is spent: the hunt stops and is judged on what it has."""
+
+
+@dataclass(frozen=True)
+class Sent:
+    """One request in the client log: its answer, why it was sent, and from where."""
+
+    answer: Answer
+    role: str
+    address: str
+
+
+class Endpoint(Protocol):
+    log: list[Sent]
+
+    def now(self) -> float: ...
+
+    def sleep_until(self, t: float) -> None: ...
+
+    def send(self, key: int, role: str) -> Answer: ...
+
+
+@dataclass(frozen=True)
+class KeySpec:
+    """How the endpoint's limiter tells clients apart: ``ip`` (the source address) or
+    ``header:NAME[=PREFIX]`` (fresh values PREFIX<run>-<n>)."""
+
+    header: str | None = None
+    prefix: str = "judge-"
+
+    @classmethod
+    def parse(cls, text: str) -> KeySpec:
+        if text == "ip":
+            return cls()
+        kind, _, rest = text.partition(":")
+        name, _, prefix = rest.partition("=")
+        if kind != "header" or not name.strip():
+            raise JudgeError(f"--key {text!r}: expected ip or header:NAME[=PREFIX]")
+        return cls(name.strip(), prefix or "judge-")
+
+
+@dataclass
+class HttpEndpoint:
+    """A real URL, within ``max_requests`` and ``max_rate`` per second, ``timeout_s`` per request."""
+
+    url: str
+    keys: KeySpec
+    max_requests: int
+    max_rate: float
+    timeout_s: float = 5.0
+    log: list[Sent] = field(default_factory=list)
+    run: str = field(default_factory=lambda: secrets.token_hex(3))
+    _clients: dict[str, httpx.Client] = field(default_factory=dict)
+    _last: float = 0.0
+
+    def __post_init__(self) -> None:
+        host = urlsplit(self.url).hostname or ""
+        if self.keys.header is None and not _loopback(host):
+            raise JudgeError(f"--key ip needs an endpoint on 127.0.0.0/8 to send from fresh addresses, not {host!r};"
+                             " give --key header:NAME")
+        base = int.from_bytes(secrets.token_bytes(2), "big") % 250 + 2
+        self._net = (127, base // 16 + 1, (base % 16) * 16)
+
+    def address(self, key: int) -> str:
+        """Key n's own source address (127.a.b.c, never 127.0.0.1), or 127.0.0.1 for header keys."""
+        if self.keys.header is not None:
+            return "127.0.0.1"
+        a, b, c = self._net
+        return f"{a}.{b}.{c + key // 250}.{key % 250 + 2}"
+
+    def now(self) -> float:
+        return time.time()
+
+    def sleep_until(self, t: float) -> None:
+        time.sleep(max(0.0, t - time.time()))
+
+    def send(self, key: int, role: str) -> Answer:
+        if len(self.log) >= self.max_requests:
+            raise CapReached
+        self.sleep_until(self._last + 1.0 / self.max_rate)
+        address = self.address(key)
+        name = f"{self.keys.prefix}{self.run}-{key}" if self.keys.header else address
+        headers = {self.keys.header: name} if self.keys.header else {}
+        sent = time.time()
+        self._last = sent
+        try:
+            response = self._client(address).get(self.url, headers=headers)
+        except httpx.TimeoutException:
+            raise JudgeError(f"{self.url} timed out after {self.timeout_s:g} s (request {len(self.log) + 1})") from None
+        except httpx.HTTPError as exc:
+            raise JudgeError(f"{self.url}: {type(exc).__name__}: {exc}") from None
+        done = time.time()
+        answer = Answer(name, sent, done, response.status_code, parse_limit_fields(response.headers.items(), done))
+        self.log.append(Sent(answer, role, address))
+        self._refuse_failures(answer)
+        return answer
+
+    def _refuse_failures(self, answer: Answer) -> None:
+        if answer.status >= 500:
+            raise JudgeError(f"{self.url} answers {answer.status} (request {len(self.log)}, role "
+                             f"{self.log[-1].role}): judge a limiter that answers 2xx or 429")
+        if answer.status in NEEDS_KEY:
+            raise JudgeError(f"{self.url} answers {answer.status} to key {answer.key!r}: it needs a key the judge "
+                             "was not given (--key header:NAME=PREFIX, and keys with that prefix accepted)")
+
+    def _client(self, address: str) -> httpx.Client:
+        if address not in self._clients:
+            transport = httpx.HTTPTransport(local_address=address) if self.keys.header is None else None
+            self._clients[address] = httpx.Client(transport=transport, timeout=self.timeout_s)
+        return self._clients[address]
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host).is_loopback and ipaddress.ip_address(host).version == 4
+    except ValueError:
+        return host == "localhost"

@@ -1,0 +1,195 @@
+"""Learn a key's window from outside, then aim bursts at its edges.
+
+Every probe is a fresh key (``Endpoint.send`` numbers them), so no quota under test is spent
+unseen. Learning: a fresh key is saturated (how many before its first refusal), probed at growing
+intervals until admitted again (how long its quota took to come back), then saturated again (did
+it come back whole, a window, or a token at a time, a refill); a second key repeats it at another
+phase, probing finely where the first came back: clock-aligned windows come back at the same
+clock edges, windows opened by a key's first request a whole W after it. The fingerprint of
+those decisions names the window the hunt aims at:
+- a clock edge: L just before a multiple of W since the epoch, L just after;
+- a first-hit edge: one request opens a key's window, L-1 just before its end, L just after;
+both are always tried (the hunt does not trust one fingerprint), each on its own key.
+"""
+
+from __future__ import annotations
+
+import math
+
+from analysis.header_truth import Answer, header_truth
+from harness.sim.fingerprint import Fit, Seen, fingerprint
+
+from .endpoint import Endpoint, JudgeError
+
+GROWTH = 1.05
+"""Each probe waits 5% longer than the last since the key's first request: a window of W is
+found within 5% in about 60 probes whatever W is; the second key narrows it to 0.5%."""
+FINE_STEPS = 10
+MARGIN = 0.04
+"""How far from a learned edge a burst stops or starts, as a fraction of W."""
+
+
+class NoLimit(JudgeError):
+    """No refusal within the requests the cap allows."""
+
+
+def seen(answers: list[Answer]) -> list[Seen]:
+    """The decisions for the fingerprint, each half the fastest round trip before its answer: a
+    slow request on loopback is slow before the limiter decides (a new connection, a busy event
+    loop picking it up), its answer comes back as fast as any (measured: a token bucket's first
+    request taking 0.18 s, dated at its middle, gave the model 0.9 tokens the limiter never had)."""
+    fastest = min((a.done - a.sent for a in answers), default=0.0)
+    return [Seen(max(a.sent, a.done - fastest / 2), a.key, a.allowed, a.done) for a in answers]
+
+
+class Hunt:
+    """One judging session on ``endpoint``, waiting at most ``max_wait_s`` for a quota to return."""
+
+    def __init__(self, endpoint: Endpoint, max_wait_s: float = 30.0, first_burst: int = 400) -> None:
+        self.endpoint, self.max_wait_s, self.first_burst = endpoint, max_wait_s, first_burst
+        self.keys = 0
+        self.refusal: Answer | None = None
+
+    def fresh(self) -> int:
+        self.keys += 1
+        return self.keys
+
+    def burst(self, key: int, role: str, most: int) -> list[Answer]:
+        """Send until a refusal or ``most`` admitted."""
+        answers: list[Answer] = []
+        while sum(a.allowed for a in answers) < most:
+            answers.append(self.endpoint.send(key, role))
+            if not answers[-1].allowed:
+                break
+        return answers
+
+    def probe_back(self, key: int, t0: float, fine: tuple[float, float] | None = None) -> tuple[float, Answer]:
+        """Probe ``key`` until admitted; (when the last refused probe was answered, the admitted one).
+        Delays since ``t0`` grow by ``GROWTH``; inside ``fine`` (delays) they step by a tenth of it."""
+        e = self.endpoint
+        refused_at = e.now()
+        while True:
+            elapsed = e.now() - t0
+            step = elapsed * (GROWTH - 1)
+            if fine is not None and fine[0] - step <= elapsed <= fine[1] + (fine[1] - fine[0]):
+                step = max((fine[1] - fine[0]) / FINE_STEPS, 1e-3)
+            elif fine is not None and elapsed < fine[0]:
+                step = min(step, fine[0] - elapsed)
+            if elapsed + step > self.max_wait_s:
+                raise JudgeError(f"no quota came back within {self.max_wait_s:g} s of a key's first request "
+                                 "(a window longer than --max-wait?)")
+            e.sleep_until(t0 + elapsed + step)
+            answer = e.send(key, "probe")
+            if answer.allowed:
+                return refused_at, answer
+            refused_at = answer.done
+
+    def learn_key(self, fine: tuple[float, float] | None) -> tuple[tuple[float, float], float]:
+        """One key saturated, probed until admitted, saturated again: (when its quota came back,
+        between two delays after its first request; how long one request took, a burst's pace)."""
+        key = self.fresh()
+        first = self.burst(key, "learn", self.first_burst)
+        if first[-1].allowed:
+            raise NoLimit(f"no limit found within {len(first)} requests of one key")
+        self.refusal, t0 = first[-1], first[0].sent
+        refused_at, back = self.probe_back(key, t0, fine)
+        again = self.burst(key, "learn", max(2, len(first) // 2))
+        if sum(a.allowed for a in again) < len(first) // 2:
+            gap = back.done - first[-1].done
+            self.refill(key, gap, max(back.done - t0, 1.0))
+        pace = (first[-1].done - t0) / len(first)
+        return (refused_at - t0, back.done - t0), pace
+
+    def refill(self, key: int, gap: float, longest: float) -> None:
+        """The quota came back a little (about a token per ``gap``): let the key rest 3 gaps, then
+        6 (never longer than ``longest``), saturating it after each; a bucket admits its refill
+        rate times the rest, which the fingerprint reads off these answers. Bursts after a rest,
+        not a steady knock: only a burst's last request sits on a token's edge, where a few ms of
+        the client's timing can flip a decision, not every knock."""
+        e = self.endpoint
+        for rest in (min(3 * gap, longest / 2), min(6 * gap, longest)):
+            e.sleep_until(e.now() + rest)
+            self.burst(key, "learn", self.first_burst)
+
+    def learn(self) -> float:
+        """Two keys, the second started half a window after the first came back: windows opened by
+        a first request bring each back a whole W after its start, clock-aligned ones bring them
+        back at edges a whole W apart. (Started one W apart, both kinds would look alike.) Returns
+        a burst's pace: how long one request took."""
+        start = self.endpoint.now()
+        back, pace = self.learn_key(None)
+        if self.refusal is not None:
+            self.check_fields(self.refusal, [s.answer for s in self.endpoint.log])
+        half = start + 0.5 * back[1]
+        self.endpoint.sleep_until(half + math.ceil((self.endpoint.now() - half) / back[1]) * back[1])
+        self.learn_key(back)
+        return pace
+
+    def check_fields(self, refusal: Answer, so_far: list[Answer]) -> None:
+        """Test what a refusal promises on fresh keys, each saturated and then sent one request
+        exactly when its own refusal promised: at its Retry-After (admitted?) and, when the reset
+        says another time, at the reset (admitted with the whole quota?); a promise the first
+        key's probes already tested (``so_far``) is not tested again. The header truth reads them."""
+        f, truth = refusal.fields, header_truth(so_far)
+        tested = {"retry_after_s": truth.retry_after.kept + truth.retry_after.broken,
+                  "reset_s": truth.reset.kept + truth.reset.broken}
+        kinds = [k for k in ("retry_after_s", "reset_s") if getattr(f, k) is not None and not tested[k]]
+        if f.retry_after_s is not None and f.reset_s == f.retry_after_s:
+            kinds = kinds[:1]
+        for kind in kinds:
+            key = self.fresh()
+            first = self.burst(key, "check-fields", self.first_burst)
+            wait = getattr(first[-1].fields, kind)
+            if first[-1].allowed or wait is None or wait > self.max_wait_s:
+                continue
+            self.endpoint.sleep_until(first[-1].done + wait)
+            self.endpoint.send(key, "check-fields")
+
+    def aligned_edge(self, limit: int, window_s: float, pace: float) -> None:
+        """``limit`` just before the next multiple of W since the epoch, ``limit`` just after."""
+        e, key, m = self.endpoint, self.fresh(), MARGIN * window_s
+        edge = next_edge(e.now(), limit, window_s, pace)
+        e.sleep_until(edge - m - 2 * limit * pace)  # early is harmless, late spills past the edge
+        self.burst(key, "hunt-clock-edge", limit)
+        e.sleep_until(edge + m)
+        self.after_edge(key, "hunt-clock-edge", limit, window_s, pace)
+
+    def after_edge(self, key: int, role: str, limit: int, window_s: float, pace: float) -> None:
+        """Past the edge: knock until admitted (for a tenth of W at most: a W learned a little
+        short must not waste the burst on refusals), then send until refused."""
+        e = self.endpoint
+        until = e.now() + window_s / 10
+        while not e.send(key, role).allowed:
+            if e.now() > until:
+                return
+            e.sleep_until(e.now() + max(pace, window_s / 100))
+        self.burst(key, role, 2 * limit)
+
+    def first_hit_edge(self, limit: int, window_s: float, pace: float, meanwhile: float = 0.0) -> None:
+        """One request opens a key's window, ``limit - 1`` just before its end, ``limit`` just after;
+        the clock-edge hunt runs meanwhile when it fits inside the wait (``meanwhile`` its W)."""
+        e, key, m = self.endpoint, self.fresh(), MARGIN * window_s
+        opened = e.send(key, "hunt-first-edge")
+        before = opened.sent + window_s - m - 2 * (limit - 1) * pace
+        if meanwhile and next_edge(e.now(), limit, meanwhile, pace) + (MARGIN * meanwhile + 4 * limit * pace) < before:
+            self.aligned_edge(limit, meanwhile, pace)
+            meanwhile = 0.0
+        e.sleep_until(before)
+        self.burst(key, "hunt-first-edge", limit - 1)
+        e.sleep_until(opened.done + window_s + m)
+        self.after_edge(key, "hunt-first-edge", limit, window_s, pace)
+        if meanwhile:
+            self.aligned_edge(limit, meanwhile, pace)
+
+
+def next_edge(now: float, limit: int, window_s: float, pace: float) -> float:
+    """The first multiple of W since the epoch far enough ahead for ``limit`` requests before it."""
+    return math.ceil((now + 2 * limit * pace + 2 * MARGIN * window_s) / window_s) * window_s
+
+
+def fingerprint_of(answers: list[Answer]) -> list[Fit]:
+    """The fingerprint of a session's answers, seeded by the quota their fields claim."""
+    limits = [a.fields.limit for a in answers if a.fields.limit]
+    windows = [a.fields.window_s for a in answers if a.fields.window_s]
+    return fingerprint(seen(answers), limits[-1] if limits else None, windows[-1:])
+

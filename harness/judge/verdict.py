@@ -1,0 +1,123 @@
+"""One judging session's verdict: the fingerprint, the worst case with its evidence, the header
+truth, and what it cost (requests by role, seconds); as text and as the client log's rows."""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from analysis.header_truth import HeaderTruth, header_truth
+from analysis.theory import over_admission_bound
+from analysis.worst_case import WorstCase, worst_case
+from contract.run_info import RunPolicy
+from contract.schema import JUDGE_LOG_COLUMNS
+from harness.sim.fingerprint import Fit
+
+from .endpoint import CapReached, Endpoint, JudgeError
+from .hunt import Hunt, NoLimit, fingerprint_of
+
+EDGE_WORTH = 1.9
+"""Below this share of its bound found at an edge of a model that allows 2L, the hunt tries once
+more, aimed at the edge the fingerprint names (a busy machine can spill a burst past an edge)."""
+
+
+@dataclass
+class Verdict:
+    fits: list[Fit]
+    worst: WorstCase
+    truth: HeaderTruth
+    roles: Counter
+    seconds: float
+    capped: bool
+    """The request cap ended the hunt early: the worst case may be higher."""
+
+    @property
+    def best(self) -> Fit:
+        return self.fits[0]
+
+    @property
+    def ratio(self) -> float:
+        return self.worst.admitted / self.best.policy.limit
+
+    @property
+    def bound(self) -> float | None:
+        """The fitted model's own bound on admitted cost in any W, as a multiple of L."""
+        p = self.best.policy
+        return over_admission_bound(self.best.model, RunPolicy(p.limit, p.window_s, p.effective_burst), {})
+
+
+def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
+    """Learn, fingerprint, hunt both edges at the fitted L and W (until the request cap), judge all."""
+    hunt = Hunt(endpoint, max_wait_s)
+    start = endpoint.now()
+    try:
+        pace = hunt.learn()
+    except CapReached:
+        if all(s.answer.allowed for s in endpoint.log):
+            raise NoLimit(f"no limit found within {len(endpoint.log)} requests (--max-requests)") from None
+        raise JudgeError(f"the request cap ({len(endpoint.log)}) was reached before the window was learned; "
+                         "raise --max-requests") from None
+    first = fingerprint_of([s.answer for s in endpoint.log])[0]
+    capped = False
+    try:
+        hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
+                            meanwhile=first.policy.window_s)
+        verdict = verdict_of(endpoint, start, capped)
+        if verdict.bound is not None and verdict.ratio < EDGE_WORTH <= verdict.bound:  # one more aimed try
+            limit, window = max(1, round(verdict.best.policy.limit)), verdict.best.policy.window_s
+            if verdict.best.model == "limits_fixed_window":
+                hunt.first_hit_edge(limit, window, pace)
+            else:
+                hunt.aligned_edge(limit, window, pace)
+    except CapReached:
+        capped = True
+    return verdict_of(endpoint, start, capped)
+
+
+def verdict_of(endpoint: Endpoint, start: float, capped: bool) -> Verdict:
+    answers = [s.answer for s in endpoint.log]
+    fits = fingerprint_of(answers)
+    return Verdict(fits, worst_case(answers, fits[0].policy.window_s), header_truth(answers),
+                   Counter(s.role for s in endpoint.log), endpoint.now() - start, capped)
+
+
+def clock(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S.%f")[:-3]
+
+
+def render(v: Verdict, url: str, log_path: str) -> list[str]:
+    """What the terminal shows, one finding a line."""
+    best, w, truth = v.best, v.worst, v.truth
+    lines = [f"judged {url} in {v.seconds:.1f} s with {sum(v.roles.values())} requests "
+             f"({', '.join(f'{role} {n}' for role, n in v.roles.most_common())}), each probe on a key of its own",
+             f"fingerprint: {best.sentence()}"]
+    if len(v.fits) > 1 and v.fits[1].model not in best.alike:
+        lines.append(f"  next best: {v.fits[1].model} {v.fits[1].agreement:.1%}")
+    bound = f"; {best.model}'s bound {v.bound:.2f}x" if v.bound is not None else ""
+    lines.append(f"worst case: {w.admitted} admitted to one key within {w.span_s:.3f} s (< W = "
+                 f"{best.policy.window_s:g} s): {v.ratio:.2f}x L = {best.policy.limit:g}{bound}; evidence: key "
+                 f"{w.key}, first sent {clock(w.first_sent)}, last answered {clock(w.last_done)} UTC")
+    if v.capped:
+        lines.append("  the request cap ended the hunt early: the worst case may be higher (raise --max-requests)")
+    forms = ", ".join(f"{form} {n}" for form, n in truth.forms.most_common() if form != "none") or "none"
+    lines.append(f"header truth: limit fields in {forms} answers; Retry-After {truth.retry_after.text()}; "
+                 f"remaining {truth.remaining.text()}; reset {truth.reset.text()}"
+                 + (f" (quota back up to {truth.reset_early_s:.2f} s before it said)" if truth.reset_early_s else ""))
+    lines += [f"  broken: {why}" for tally in (truth.retry_after, truth.remaining, truth.reset) for why in tally.evidence]
+    lines.append(f"client log: {log_path}")
+    return lines
+
+
+def client_log(endpoint: Endpoint) -> str:
+    """Every request the session sent, with its role and source address, as CSV."""
+    out = io.StringIO()
+    writer = csv.writer(out)
+    writer.writerow(JUDGE_LOG_COLUMNS)
+    for s in endpoint.log:
+        a, f = s.answer, s.answer.fields
+        writer.writerow([s.role, a.key, s.address, f"{a.sent:.6f}", f"{a.done:.6f}", a.status, f.retry_after_s,
+                         f.limit, f.window_s, f.remaining, f.reset_s, f.form])
+    return out.getvalue()

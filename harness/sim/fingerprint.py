@@ -1,0 +1,230 @@
+"""Which of the suite's models behaves like a limiter seen only from outside: every algorithm and
+peer model replayed on the decisions a client recorded, L, W and B fitted, the best named.
+
+The fit is a search, not a formula: a grid seeded by what the answers said (``RateLimit-Policy``'s
+q and w) and by what the decisions show (the most a fresh key got before its first refusal; how
+long until a refused key was admitted again; the spacing of those re-admissions across keys),
+widened by the round numbers windows are configured with, then refined around each model's best.
+Clock-aligned models (windows at multiples of W since the epoch) agree only at the exact W, which
+is why round values are candidates and not only multiples of a seed.
+
+Models that no sequence of client decisions can tell apart are reported together (a token bucket,
+GCRA and a metering leaky bucket admit the same requests for the same burst and rate).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from targets.algorithms import ALGORITHMS, PEER_MODELS, Policy, PolicyError, build_params, get_algorithm
+
+WINDOWED = ("fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "limits_fixed_window",
+            "limits_sliding_window_counter_redis", "haproxy_freq_ctr")
+BUCKETED = ("token_bucket", "gcra", "leaky_bucket")
+IN_FLIGHT = ("concurrency", "adaptive")
+MODELS = (*ALGORITHMS, *PEER_MODELS)
+"""Every model of the suite, in the order ties are named (the ten algorithms first)."""
+ROUND_S = (0.1, 0.25, 0.5, 1.0, 5.0, 10.0, 60.0)
+PHRASES = {
+    "fixed_window": "a fixed window of {L} per {W} s aligned to the clock",
+    "limits_fixed_window": "a fixed window of {L} per {W} s opened by each key's first request (refusals count)",
+    "sliding_log": "a sliding log of {L} in any {W} s",
+    "sliding_window_counter": "a sliding window counter of {L} per {W} s (two clock-aligned windows)",
+    "sliding_window_ring": "a ring of sub-windows holding {L} per {W} s",
+    "limits_sliding_window_counter_redis": "limits' sliding window counter (Redis) of {L} per {W} s",
+    "haproxy_freq_ctr": "HAProxy's frequency counter of {L} per {W} s (refusals count)",
+    "token_bucket": "a token bucket of {B} refilled at {L} per {W} s",
+    "gcra": "GCRA with a burst of {B} at {L} per {W} s",
+    "leaky_bucket": "a leaky bucket (meter) of {B} leaking {L} per {W} s",
+    "concurrency": "a limit of {B} in flight", "adaptive": "an adaptive concurrency limit of {B} in flight",
+    "none": "no limit",
+}
+
+
+@dataclass(frozen=True)
+class Seen:
+    """One decision as a client saw it: when (the middle of its request), its key, the verdict,
+    and when its answer arrived (the release of an in-flight slot)."""
+
+    t: float
+    key: str
+    allowed: bool
+    done: float | None = None
+
+
+@dataclass(frozen=True)
+class Fit:
+    model: str
+    policy: Policy
+    agreed: int
+    decisions: int
+    alike: tuple[str, ...] = ()
+    """Other models that agree exactly as well."""
+
+    @property
+    def agreement(self) -> float:
+        return self.agreed / self.decisions if self.decisions else 0.0
+
+    def sentence(self) -> str:
+        p = self.policy
+        what = PHRASES[self.model].format(L=f"{p.limit:g}", W=f"{p.window_s:g}", B=f"{p.effective_burst:g}")
+        also = f" (as well: {', '.join(self.alike)})" if self.alike else ""
+        return f"behaves like {what}: {self.agreement:.1%} of {self.decisions} decisions{also}"
+
+
+def agreement(model: str, policy: Policy, seen: Sequence[Seen], misses: int | None = None) -> int:
+    """How many of the decisions ``model`` under ``policy`` repeats, a state per key, in time order;
+    an in-flight model's slot is released when its answer arrived. -1 once more than ``misses``
+    differ (the search's bound: a candidate worse than the best so far is dropped early)."""
+    algorithm = get_algorithm(model)
+    try:
+        params = build_params(model, policy)
+    except PolicyError:
+        return -1
+    decide, release = algorithm.decide, algorithm.release
+    budget = len(seen) if misses is None else misses
+    states: dict[str, object] = {}
+    pending: list[tuple[float, str]] = []
+    for s in seen:
+        if release is not None:
+            for done, key in [p for p in pending if p[0] <= s.t]:
+                states[key] = release(states.get(key), done, 1.0, params)
+                pending.remove((done, key))
+        decision, states[s.key] = decide(states.get(s.key), s.t, 1.0, params)
+        if decision.allowed != s.allowed:
+            budget -= 1
+            if budget < 0:
+                return -1
+        if release is not None and decision.allowed:
+            pending.append((s.done if s.done is not None else s.t, s.key))
+    return len(seen) - ((len(seen) if misses is None else misses) - budget)
+
+
+def first_runs(seen: Sequence[Seen]) -> list[int]:
+    """Per key, how many it was admitted before its first refusal (keys never refused excluded)."""
+    runs = []
+    for decisions in by_key(seen).values():
+        n = next((i for i, s in enumerate(decisions) if not s.allowed), None)
+        if n is not None:
+            runs.append(n)
+    return runs
+
+
+def readmissions(seen: Sequence[Seen]) -> list[tuple[float, float]]:
+    """Per key, (its first request, its first admission after a refusal)."""
+    found = []
+    for decisions in by_key(seen).values():
+        refused = next((i for i, s in enumerate(decisions) if not s.allowed), None)
+        back = None if refused is None else next((s for s in decisions[refused:] if s.allowed), None)
+        if back is not None:
+            found.append((decisions[0].t, back.t))
+    return found
+
+
+def by_key(seen: Iterable[Seen]) -> dict[str, list[Seen]]:
+    keyed: dict[str, list[Seen]] = defaultdict(list)
+    for s in seen:
+        keyed[s.key].append(s)
+    return keyed
+
+
+def window_seeds(seen: Sequence[Seen], hinted: Iterable[float]) -> list[float]:
+    """Windows worth trying, likeliest first: the hints, then round values of and values within 6%
+    of (and of half) each key's time to re-admission and of the spacing of re-admissions across
+    keys (aligned windows re-admit at multiples of W)."""
+    back = readmissions(seen)
+    edges = sorted(b for _, b in back)
+    seeds = [b - a for a, b in back] + [b - a for a, b in itertools.pairwise(edges) if b - a > 0.01]
+    seeds += [seed / 2 for seed in seeds]  # refused knocks that count (HAProxy) delay re-admission past W
+    grid = [w for w in hinted if w and w > 0]
+    grid += [round(seed / r) * r for seed in seeds for r in ROUND_S if round(seed / r) > 0]
+    grid += [seed * (1 + k / 50) for seed in seeds for k in (0, -1, 1, -2, 2, -3, 3)]
+    return list(dict.fromkeys(round(w, 3) for w in grid if w >= 0.001))
+
+
+def refill_seeds(seen: Sequence[Seen], limits: Sequence[float]) -> list[float]:
+    """Windows worth trying for a bucket: L over the rate a key was admitted at after its first
+    refusal (a bucket kept empty admits at its refill rate: W = L / r)."""
+    rates = []
+    for decisions in by_key(seen).values():
+        refused = next((s for s in decisions if not s.allowed), None)
+        after = [] if refused is None else [s.t for s in decisions if s.allowed and s.t > refused.t]
+        if len(after) >= 3 and after[-1] > after[0]:
+            rates.append((len(after) - 1) / (after[-1] - after[0]))
+    return list(dict.fromkeys(round(L / r * (1 + k / 25), 3) for r in rates for L in limits for k in range(-3, 4)))
+
+
+def limit_seeds(seen: Sequence[Seen], hinted: Iterable[float]) -> list[float]:
+    runs = first_runs(seen)
+    seeds = [round(h) for h in hinted if h and h >= 1]
+    # the first key's run (a fresh key saturated) and the shortest (a key that found no edge to exploit)
+    seeds += [n + d for n in (*runs[:1], *([min(runs)] if runs else [])) for d in (0, -1, 1) if n + d >= 1]
+    return list(dict.fromkeys(seeds)) or [1.0]
+
+
+TOLD_SLACK = 1
+"""How many more decisions the numbers an endpoint states may miss than the best fit and still be
+the fit: a client's timing can flip one decision on a token's or a window's very edge."""
+
+
+def fit_model(model: str, seen: Sequence[Seen], limits: Sequence[float], windows: Sequence[float],
+              misses: int, told: tuple[float, float] | None = None) -> Fit | None:
+    """The best (L, W) of one model on the grid, then W refined in 0.2% steps around it; the L and
+    W the endpoint ``told`` instead when they miss at most ``TOLD_SLACK`` more. None when no
+    candidate misses ``misses`` decisions or fewer."""
+    def policy(limit: float, window: float) -> Policy:
+        return Policy(limit, window, limit) if model not in IN_FLIGHT else Policy(limit, 1.0, limit)
+
+    grid = [(L, W) for L in limits for W in (windows if model not in IN_FLIGHT else (1.0,))]
+    if model == "none":
+        grid = [(1.0, 1.0)]
+    best: tuple[int, float, float] | None = None
+    for L, W in grid:
+        agreed = agreement(model, policy(L, W), seen, misses)
+        if agreed >= 0 and (best is None or agreed > best[0]):
+            best, misses = (agreed, L, W), len(seen) - agreed
+    if best is None:
+        return None
+    if model not in IN_FLIGHT and model != "none":
+        _, L, W = best
+        for w in sorted((round(W * (1 + k / 500), 3) for k in range(-10, 11)), key=lambda w: abs(w - W)):
+            agreed = agreement(model, policy(L, w), seen, misses - 1)
+            if agreed > best[0]:
+                best, misses = (agreed, L, w), len(seen) - agreed
+        if told is not None and (best[1], best[2]) != told:
+            agreed = agreement(model, policy(*told), seen, misses + TOLD_SLACK)
+            if agreed >= best[0] - TOLD_SLACK:
+                best = (agreed, *told)
+    return Fit(model, policy(best[1], best[2]), best[0], len(seen))
+
+
+def fingerprint(seen: Iterable[Seen], limit_hint: float | None = None, window_hints: Sequence[float] = (),
+                models: Sequence[str] = MODELS, slack: float = 0.02) -> list[Fit]:
+    """The models that fit within ``slack`` of the best, best first (ties in the models' order);
+    the first names the models that agree exactly as well."""
+    ordered = sorted(seen, key=lambda s: s.t)
+    limits = limit_seeds(ordered, [limit_hint or 0])
+    windows = window_seeds(ordered, window_hints)
+    if not windows:
+        span = (ordered[-1].t - ordered[0].t) if ordered else 1.0
+        windows = [round(span * 2 ** (-k / 4), 3) for k in range(40) if span * 2 ** (-k / 4) >= 0.001]
+    refills = list(dict.fromkeys([*windows, *refill_seeds(ordered, limits)]))
+    fits: list[Fit] = []
+    bound = len(ordered)
+    for model in models:
+        told = (limit_hint, window_hints[0]) if limit_hint and window_hints else None
+        fit = fit_model(model, ordered, limits, refills if model in BUCKETED else windows, bound, told)
+        if fit is not None:
+            fits.append(fit)
+            bound = min(bound, fit.decisions - fit.agreed + math.ceil(slack * len(ordered)))
+    fits = sorted((f for f in fits if f.decisions - f.agreed <= bound), key=lambda f: -f.agreed)
+    if not fits:
+        return []
+    best = fits[0]
+    alike = tuple(f.model for f in fits[1:] if f.agreed == best.agreed and
+                  math.isclose(f.policy.limit, best.policy.limit, rel_tol=0.05))
+    return [Fit(best.model, best.policy, best.agreed, best.decisions, alike), *fits[1:]]

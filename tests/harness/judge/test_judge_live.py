@@ -1,0 +1,95 @@
+"""``judge`` against the suite's own limiters served as black boxes on loopback (real processes),
+keyed by source address and by API key; a first-hit window from a third-party library (slowapi).
+
+Judged on the times the client recorded (a run proven inside W: first sent to last answered less
+than W apart), never on the times the hunt meant to send: the machine may be busy.
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+import re
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from harness.cli.main import main
+from harness.judge.endpoint import HttpEndpoint, KeySpec
+from harness.judge.verdict import Verdict, judge
+from harness.live.peers.standalone import peer_before_none
+from targets.algorithms import Policy
+from targets.process import TargetProcess, start_target
+
+L = 10
+SERVED = {"fixed_window": 2.0, "sliding_log": 1.0, "token_bucket": 1.0}
+"""W per algorithm: 2 s where the hunt must land bursts on both sides of an edge, 1 s elsewhere."""
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, TargetProcess]]:
+    logs = tmp_path_factory.mktemp("judge-targets")
+    argv = {name: ["--algorithm", name, "--limit", str(L), "--window", str(w), "--service-ms", "0"]
+            for name, w in SERVED.items()}
+    with ThreadPoolExecutor(len(argv)) as pool:
+        futures = {name: pool.submit(start_target, a, log_dir=logs) for name, a in argv.items()}
+        started = {name: f.result() for name, f in futures.items()}
+    try:
+        yield started
+    finally:
+        for target in started.values():
+            target.stop()
+
+
+def judged(url: str, key: str) -> tuple[Verdict, HttpEndpoint]:
+    endpoint = HttpEndpoint(url, KeySpec.parse(key), max_requests=1000, max_rate=500.0)
+    try:
+        return judge(endpoint, max_wait_s=10), endpoint
+    finally:
+        endpoint.close()
+
+
+def assert_named(v: Verdict, model: str, window_s: float) -> None:
+    assert model in (v.best.model, *v.best.alike), v.best.sentence()
+    assert v.best.agreement >= 0.99, v.best.sentence()
+    assert math.isclose(v.best.policy.limit, L, rel_tol=0.05) and math.isclose(v.best.policy.window_s, window_s,
+                                                                                rel_tol=0.05), v.best.sentence()
+
+
+def test_a_clock_aligned_window_keyed_by_address_through_the_command(served, tmp_path, capsys):
+    url = f"{served['fixed_window'].url}/api/items"
+    assert main(["judge", url, "--max-rate", "500", "--max-wait", "10", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "fingerprint: behaves like a fixed window of 10 per 2 s aligned to the clock" in out
+    worst = next(line for line in out.splitlines() if line.startswith("worst case: "))
+    assert int(worst.split()[2]) >= 1.9 * L  # the hunt's bursts at a clock edge, proven inside W
+    kept = re.search(r"Retry-After (\d+) of (\d+) kept", out)
+    assert kept and kept[1] == kept[2] and int(kept[1]) >= 1, out  # at least the retry sent when a refusal said
+    with (tmp_path / "judge-client.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    assert {r["role"] for r in rows} == {"learn", "probe", "check-fields", "hunt-first-edge", "hunt-clock-edge"}
+    addresses = {r["address"] for r in rows}
+    assert len(addresses) >= 4 and "127.0.0.1" not in addresses  # every probe a client of its own
+    assert all(r["key"] == r["address"] for r in rows) and len(rows) < 1000
+
+
+@pytest.mark.parametrize(("model", "key"), [("sliding_log", "header:X-API-Key"), ("token_bucket", "ip")])
+def test_sliding_logs_and_buckets_are_named_and_held_to_their_bound(served, model, key):
+    v, endpoint = judged(f"{served[model].url}/api/items", key)
+    assert_named(v, model, SERVED[model])
+    assert v.bound is not None and v.ratio <= v.bound
+    assert v.truth.retry_after.broken == 0 and v.truth.remaining.broken == 0
+    if key.startswith("header"):
+        assert {s.address for s in endpoint.log} == {"127.0.0.1"} and len({s.answer.key for s in endpoint.log}) >= 4
+
+
+def test_a_window_opened_by_each_keys_first_request_in_a_third_party_library(tmp_path):
+    """slowapi (limits' fixed window, its headers off): nothing told, everything measured; keyed
+    by the API key, else by the client's address, as its users deploy it."""
+    with peer_before_none("slowapi-fixed-window", Policy(L, 2), tmp_path) as (url, _):
+        for key in ("header:X-API-Key", "ip"):
+            v, _ = judged(f"{url}/api/items", key)
+            assert_named(v, "limits_fixed_window", 2.0)
+            assert v.worst.admitted >= 1.9 * L
+            assert v.truth.forms == {"none": sum(v.roles.values())}

@@ -1,0 +1,51 @@
+"""The whole judging session against each suite model standing in for an endpoint (virtual time):
+the fingerprint names it, the hunt finds its worst case, within the caps."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from harness.judge.endpoint import JudgeError
+from harness.judge.hunt import NoLimit
+from harness.judge.verdict import judge, render
+from harness.judge.virtual import VirtualEndpoint
+from harness.sim.fingerprint import BUCKETED, WINDOWED
+from targets.algorithms import Policy
+
+POLICY = Policy(10, 1.0, 10)
+FIRST_OR_CLOCK = ("fixed_window", "limits_fixed_window")
+"""Windows a burst at the edge doubles: the hunt must find 1.9x or more."""
+
+
+@pytest.mark.parametrize("model", [*WINDOWED, *BUCKETED])
+def test_the_fingerprint_names_each_model_without_headers_and_the_hunt_finds_its_worst_case(model):
+    endpoint = VirtualEndpoint(model, POLICY, headers=False)
+    v = judge(endpoint, max_wait_s=30)
+    assert model in (v.best.model, *v.best.alike)
+    assert v.best.agreement >= 0.99
+    assert math.isclose(v.best.policy.limit, 10, rel_tol=0.05) and math.isclose(v.best.policy.window_s, 1.0, rel_tol=0.05)
+    assert len(endpoint.log) < 1000 and endpoint.now() - endpoint.start < 60
+    if model in FIRST_OR_CLOCK:
+        assert v.ratio >= 1.9
+    if v.bound is not None:
+        assert v.ratio <= v.bound
+    assert 4 <= len({s.answer.key for s in endpoint.log}) <= 5  # learning, each hunt (and one more try) on keys of their own
+
+
+def test_header_truth_is_measured_on_answers_that_carry_fields():
+    v = judge(VirtualEndpoint("fixed_window", POLICY), max_wait_s=30)
+    assert v.truth.retry_after.kept == 1 and v.truth.retry_after.broken == 0  # the retry sent at Retry-After
+    assert v.truth.remaining.kept > 10 and v.truth.remaining.broken == 0
+    assert v.truth.forms["ietf-list"] == sum(v.roles.values())
+    text = "\n".join(render(v, "virtual", "log.csv"))
+    assert "fingerprint: behaves like a fixed window of 10 per 1 s aligned to the clock" in text
+    assert "worst case: 20 admitted to one key" in text and "2.00x L = 10" in text
+
+
+def test_no_limit_and_a_cap_too_small_are_one_line_each():
+    with pytest.raises(NoLimit, match="no limit found within 400 requests"):
+        judge(VirtualEndpoint("none", POLICY), max_wait_s=30)
+    with pytest.raises(JudgeError, match=r"request cap \(30\) was reached before the window was learned"):
+        judge(VirtualEndpoint("fixed_window", POLICY, max_requests=30), max_wait_s=30)
