@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
-import yaml
 
 from analysis.analyze import analyze
 from analysis.loader import ResultsError, load_results
@@ -36,9 +35,9 @@ def test_a_folder_without_runs_is_refused_and_nothing_written(tmp_path: Path, ca
 
 def test_runs_of_one_scenario_under_two_policies_are_refused(sim_folder: Path, copy_of, capsys) -> None:
     root = copy_of(sim_folder)
-    campaign = yaml.safe_load((root / "campaign.yaml").read_text())
-    campaign["runs"]["boundary_burst__sliding_log__memory"]["policy"]["limit"] = 50
-    (root / "campaign.yaml").write_text(yaml.safe_dump(campaign))
+    info_path = root / "runs" / "boundary_burst__sliding_log__memory" / RUN_FILE  # a virtual run's run.json
+    info = json.loads(info_path.read_text())
+    info_path.write_text(json.dumps({**info, "policy": {**info["policy"], "limit": 50}}))
     (root / "report.html").unlink(missing_ok=True)
     assert main(["report", str(root)]) == 2
     errors = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("analysed ")]
