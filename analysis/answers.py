@@ -39,9 +39,11 @@ def family(scenario: str) -> str:
 
 
 def _of(rows: Sequence[Row], name: str, field: str, one_scenario: bool = True) -> list[Row]:
-    """The rows of family ``name`` that have ``field``; with ``one_scenario``, of its first scenario
-    only: one policy and one panel (a labelled second entry is another scenario)."""
-    found = [r for r in rows if family(r["scenario"]) == name and r.get(field) is not None]
+    """The rows of family ``name`` that have ``field``, leaving out degraded runs (a fallback, not
+    their store, made some of their decisions: the report's warnings name them); with
+    ``one_scenario``, of its first scenario only: one policy and one panel (a labelled second entry
+    is another scenario)."""
+    found = [r for r in rows if family(r["scenario"]) == name and r.get(field) is not None and not r.get("degraded_share")]
     return [r for r in found if r["scenario"] == found[0]["scenario"] or not one_scenario] if found else []
 
 

@@ -18,6 +18,8 @@ import numpy as np
 
 from contract.errors import BadInput
 
+from .fleet import Fleet
+
 LEGIT, ABUSIVE = "legit", "abusive"
 
 
@@ -141,6 +143,19 @@ class TrafficModel:
         key policy keys requests that carry headers, and while an ``outage`` phase lasts a
         closed-loop model is told that an admitted request failed (a 503)."""
         return {}
+
+    def outage(self) -> tuple[float, float] | None:
+        """(stop, restart) of the shared store in model time, for a model that fails it (a live run
+        stops and starts the runner's own Redis then); None: the store stays up."""
+        return None
+
+    def ramp(self) -> tuple[float, float] | None:
+        """Model seconds a rising offered rate spans (a live run's ``ramp`` phase); None: no ramp."""
+        return None
+
+    def fleet(self) -> Fleet | None:
+        """The fleet the model runs on (when each node joins, the routing); None: the campaign's nodes."""
+        return None
 
     @property
     def max_cost(self) -> float:

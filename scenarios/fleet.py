@@ -32,12 +32,6 @@ class Fleet:
         return len(self.joins_s)
 
 
-def fleet_of(model: object) -> Fleet | None:
-    """The model's fleet, or None for a model that runs on the campaign's nodes."""
-    fleet = getattr(model, "fleet", None)
-    return fleet() if callable(fleet) else None
-
-
 def assign_nodes(times: Sequence[float], client_ids: Sequence[str], fleet: Fleet) -> list[int]:
     """The node index of every request (arrivals in time order)."""
     joins = sorted(range(fleet.nodes), key=lambda i: fleet.joins_s[i])

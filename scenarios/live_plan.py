@@ -65,7 +65,19 @@ class LivePlan:
         return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
 
     def model(self) -> TrafficModel:
-        return build_model(self.scenario, self.limit, self.window_s, self.seed, self.params)
+        """The plan's model, built once per plan (or the one handed over: ``with_model``)."""
+        if "_model" not in self.__dict__:
+            self.with_model(build_model(self.scenario, self.limit, self.window_s, self.seed, self.params))
+        return self.__dict__["_model"]
+
+    def with_model(self, model: TrafficModel) -> LivePlan:
+        """This plan replaying ``model``, the run's own (the same scenario, policy, seed and params):
+        the harness does not build it, nor generate its arrivals, again. Not part of the plan file."""
+        if (model.name, model.limit, model.window_s, model.seed) != (self.scenario, self.limit, self.window_s, self.seed):
+            raise ValueError(f"the plan replays {self.scenario} at {self.limit:g}/{self.window_s:g} s, seed {self.seed}; "
+                             f"not {model.name} at {model.limit:g}/{model.window_s:g} s, seed {model.seed}")
+        object.__setattr__(self, "_model", model)  # frozen: the plan's fields never change, this is a cache
+        return self
 
     def arrivals(self) -> Arrivals:
         return self.model().arrivals()

@@ -10,6 +10,8 @@ from typing import NoReturn
 from .algorithms import PolicyError, parse_param
 
 EXIT_BAD_INPUT = 2
+HOST = "127.0.0.1"
+"""Where a target listens by default, and every process the suite starts (loopback only)."""
 
 
 class Parser(argparse.ArgumentParser):

@@ -15,13 +15,15 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("analysis", "benchmarks", "contract", "harness", "scenarios", "targets")
-HARNESS_FLOORS = ("campaign", "sim", "live", "judge", "validate", "cli")
+HARNESS_FLOORS = ("processes", "campaign", "sim", "live", "judge", "validate", "cli")
 """harness/'s subpackages from the bottom up: each imports only those below it (and itself);
 modules at harness/'s own root (the runners' events) stand below them all."""
 NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.remote_sides"}
 """scenarios/ modules that replay models over HTTP rather than being models."""
 ERRORS = "contract.errors"
 """The one module of the project the pure rooms may import: the base class of bad input."""
+STORE_MAY_IMPORT = ("targets.stores", "targets.algorithms", "contract", "targets.redact")
+"""A store's imports: stores, algorithms, the contract, and the redaction of a Redis URL's password."""
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,12 @@ def violations(root: Path) -> list[str]:
             found.append(f"{where}: a traffic model imports nothing of the project")
         if (_in(s, "targets") or _in(s, "scenarios")) and any(_in(t, p) for p in ("analysis", "harness", "benchmarks")):
             found.append(f"{where}: targets and scenarios import only targets, scenarios and contract")
+        if (_in(s, "targets") and _in(t, "scenarios")) or (_in(s, "scenarios") and _in(t, "targets")):
+            found.append(f"{where}: targets and scenarios never import each other (they meet in the contract)")
+        if _in(s, "targets.stores") and not any(_in(t, p) for p in STORE_MAY_IMPORT):
+            found.append(f"{where}: a store imports only stores, algorithms and the contract")
+        if s == "harness.events" and not _in(t, "contract"):
+            found.append(f"{where}: the runners' events import only the contract")
         if _in(s, "contract") and not _in(t, "contract"):
             found.append(f"{where}: the results contract imports nothing of the project")
         if _in(s, "analysis") and not (_in(t, "analysis") or _in(t, "contract")):
@@ -173,7 +181,12 @@ def test_the_checker_reads_this_house():
 
 BREACHES = {
     "targets/algorithms/leak.py": ("from targets.config import X\n", "an algorithm imports nothing"),
-    "scenarios/model.py": ("from targets.algorithms import Policy\n", "a traffic model imports nothing"),
+    "scenarios/model.py": ("from contract.schema import X\n", "a traffic model imports nothing"),
+    "scenarios/live_plan.py": ("from targets.config import X\n", "targets and scenarios never import each other"),
+    "targets/config.py": ("from scenarios import live_plan\n", "targets and scenarios never import each other"),
+    "targets/stores/memory.py": ("from targets.config import X\n", "a store imports only stores"),
+    "harness/events.py": ("from targets.config import X\n", "the runners' events import only the contract"),
+    "harness/processes/ports.py": ("from harness.campaign import live\n", "imports only those below it"),
     "targets/app.py": ("def f():\n    from analysis import charts\n", "targets and scenarios import only"),
     "contract/schema.py": ("from analysis.metrics import m\n", "the results contract imports nothing"),
     "analysis/metrics.py": ("from harness.live import runner\n", "analysis imports only analysis and contract"),
@@ -200,7 +213,8 @@ def test_each_rule_fails_when_broken(tmp_path, path):
     text, rule = BREACHES[path]
     base = {"targets/config.py": "", "targets/algorithms/policy.py": "", "analysis/charts.py": "", "analysis/metrics.py": "",
             "harness/live/runner.py": "", "harness/campaign/live.py": "", "harness/cli/main.py": "",
-            "benchmarks/core.py": "", "contract/errors.py": "",
+            "benchmarks/core.py": "", "contract/errors.py": "", "contract/schema.py": "", "targets/stores/memory.py": "",
+            "scenarios/live_plan.py": "", "harness/events.py": "", "harness/processes/ports.py": "",
             "harness/validate_lints.py": ""}
     assert violations(_tree(tmp_path / "clean", base)) == []
     found = violations(_tree(tmp_path / "broken", {**base, path: text}))

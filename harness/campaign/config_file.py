@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from contract.errors import BadInput
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
@@ -102,6 +102,8 @@ class CampaignHeader(StrictModel):
     """Algorithm names, or ``all``."""
     params: dict[str, dict[str, ParamValue]] = Field(default_factory=dict)
     """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
+    _models: dict[tuple[Any, ...], TrafficModel] = PrivateAttr(default_factory=dict)
+    """Every entry's model, built once (``model_for``)."""
 
     @field_validator("scenarios", mode="before", check_fields=False)
     @classmethod
@@ -171,13 +173,18 @@ class CampaignHeader(StrictModel):
         return build_params(algorithm, policy, str_params({**self.params.get(algorithm, {}), **own}))
 
     def model_for(self, entry: ScenarioEntry, seed_offset: int = 0) -> TrafficModel:
-        """The entry's traffic model under its policy (a repeat's: at its seed offset); a bad
-        parameter names the entry."""
-        policy = self.policy_for(entry)
-        try:
-            return build_model(entry.name, policy.limit, policy.window_s, self.seed + seed_offset, str_params(entry.params))
-        except ScenarioError as exc:
-            raise ValueError(f"{entry.where}.params: {exc}") from None
+        """The entry's traffic model under its policy (a repeat's: at its seed offset), built once:
+        the checks, every run of the entry and its virtual twin share it and its arrivals (a model
+        is seeded and deterministic); a bad parameter names the entry."""
+        policy, params = self.policy_for(entry), str_params(entry.params)
+        seed = self.seed + seed_offset
+        built = (entry.name, policy.limit, policy.window_s, seed, tuple(sorted(params.items())))
+        if built not in self._models:
+            try:
+                self._models[built] = build_model(entry.name, policy.limit, policy.window_s, seed, params)
+            except ScenarioError as exc:
+                raise ValueError(f"{entry.where}.params: {exc}") from None
+        return self._models[built]
 
 
 def check_algorithms(names: list[str], *, all_allowed: bool) -> None:

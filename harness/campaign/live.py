@@ -9,8 +9,6 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from scenarios.fleet import fleet_of
-
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
 from .peers import PEERS, Peer, PeerError
 from .peers.url import UrlPeer, UrlPeerEntry
@@ -99,18 +97,19 @@ class Campaign(CampaignHeader):
     @model_validator(mode="after")
     def _runs_are_buildable(self) -> Campaign:
         """What only live runs need: fleets on a shared store, Redis for store outages (the
-        entries themselves are checked by CampaignHeader)."""
+        entries themselves are checked by CampaignHeader). Pure: nothing here looks at the machine
+        or the network (harness/live/preflight.py does, once, before a campaign starts)."""
         if self.nodes > 1 and set(self.stores) == {"memory"}:
             raise ValueError("nodes: more than one node needs a shared store; the memory store is per process")
         for sc in self.scenarios:
             if "processes" in sc.target:
                 raise ValueError(f"{sc.where}.target.processes: set processes on the entry itself (processes: N)")
             model = self.model_for(sc)
-            fleet = fleet_of(model)
+            fleet = model.fleet()
             if fleet is not None and fleet.nodes > 1 and "memory" in self.stores_for(sc):
                 raise ValueError(f"{sc.where}.stores: {sc.name} runs {fleet.nodes} nodes; the memory store is per process "
                                  "(use redis-local for independent nodes)")
-            if hasattr(model, "outage") and any(self.redis_mode(st) in (None, "local") for st in self.stores_for(sc)):
+            if model.outage() is not None and any(self.redis_mode(st) in (None, "local") for st in self.stores_for(sc)):
                 raise ValueError(f"{sc.where}.stores: {sc.name} stops Redis mid-run; it needs redis-shared, redis-leased or redis-naive")
         self._peers_can_run()
         return self
@@ -124,8 +123,8 @@ class Campaign(CampaignHeader):
         return next((UrlPeer(p) for p in self.peers if isinstance(p, UrlPeerEntry) and p.name == name), None) or PEERS[name]
 
     def _peers_can_run(self) -> None:
-        """Every peer is known, installed (a url peer: answering) and can express each entry's
-        policy and route costs."""
+        """Every peer is known and can express each entry's policy and route costs (whether it is
+        installed, or a url peer answers, is the preflight's: harness/live/preflight.py)."""
         names = self.peer_names
         for peer, item in zip(names, self.peers):
             if isinstance(item, str) and peer not in PEERS:
@@ -140,12 +139,6 @@ class Campaign(CampaignHeader):
                     spec.check(self.policy_for(sc), sorted(set(self.model_for(sc).arrivals().cost) - {1.0}))
                 except PeerError as exc:
                     raise ValueError(f"{sc.where}: {exc}") from None
-            try:
-                spec.executable()
-                if isinstance(spec, UrlPeer):
-                    spec.reachable()
-            except PeerError as exc:
-                raise ValueError(str(exc)) from None
 
     def processes_for(self, scenario: LiveScenario) -> int:
         return scenario.processes or self.processes

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, get_args
 
@@ -18,6 +20,7 @@ from contract.schema import RUN_OK
 from harness.campaign.config_file import CampaignError, check_out, check_repeats
 from harness.campaign.live import StoreName, load_campaign
 from harness.live.plan import plan_runs
+from harness.live.preflight import preflight
 from harness.live.remote import DEFAULT_PORT, DEFAULT_TIMEOUT_S, RemoteWorkers, parse_address
 from harness.live.runner import LiveRunner
 from harness.live.supervise import Interrupted
@@ -51,6 +54,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_run(args: argparse.Namespace) -> int:
     campaign = load_campaign(args.campaign)
+    preflight(campaign, str(args.campaign))  # the machine and the network, once, before anything starts
     if args.workers is not None and args.workers < 1:
         raise CampaignError(f"--workers must be at least 1, got {args.workers}")
     remote = None
@@ -75,7 +79,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             results = runner.run_all(runs)
     except Interrupted as exc:
         console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
-        _summarize(out, console, args.wide)
+        # every run is recorded by now: a further signal only cuts the summary short (its files are written atomically)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        with suppress(KeyboardInterrupt):
+            _summarize(out, console, args.wide)
         return 130
     _summarize(out, console, args.wide)
     failed = [r for r in results if r["status"] != RUN_OK]

@@ -19,8 +19,9 @@ from contract.atomic import write_text
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
+from harness.campaign.peers.nginx_config import with_includes
 from harness.campaign.policy_file import PolicyFile, load_policy
-from harness.live.peers import LivePeer, live_peer
+from harness.live.peers import ProcessPeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
 from harness.validate.inputs import check_url, policy_of_config, read_config, read_text, reject_status, which_peer
@@ -85,7 +86,7 @@ def validate(policy: PolicyFile) -> list[CheckVerdict]:
 class PeerInput:
     """``--config`` or ``--url``: what judges the policy live instead of a suite target."""
 
-    live: LivePeer | None = None
+    live: ProcessPeer | None = None
     url: str | None = None
     nominal: Policy | None = None
     refused: frozenset[int] = frozenset({429})
@@ -114,6 +115,8 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
         assert base is not None
         return base, str(args.policy), None
     text = read_text(args.config)
+    if args.peer is None or args.peer.startswith("nginx"):
+        text = with_includes(text, args.config)
     spec = which_peer(text, args.peer, str(args.config))
     config = read_config(spec, text, args.config)
     policy = policy_of_config(spec, config, base, args.config)

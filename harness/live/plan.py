@@ -10,7 +10,6 @@ from contract.schema import SYSTEM_SUITE, peer_run_dir_name, repeat_dir_name, ru
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.peers import Peer
 from scenarios import TrafficModel
-from scenarios.fleet import fleet_of
 from targets.algorithms import Policy, build_params
 from targets.stores.redis import SUFFIXES
 
@@ -81,7 +80,7 @@ def _plan_once(campaign: Campaign, only: list[str] | None, store: str | None) ->
     for sc in campaign.scenarios:
         policy = campaign.policy_for(sc)
         model = campaign.model_for(sc)
-        fleet = fleet_of(model)
+        fleet = model.fleet()
         joins = list(fleet.joins_s) if fleet is not None else [0.0] * campaign.nodes
         routing = fleet.routing if fleet is not None else campaign.routing
         stores = [campaign.store_label(st) for st in campaign.stores_for(sc)]

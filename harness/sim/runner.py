@@ -229,9 +229,9 @@ def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
     schedule = [(p.at_s, p.health) for p in served.spec.downstream.schedule] if served is not None else []
     phases = [{"name": names[health], "start_t": at, "end_t": following[0] if following else end}
               for (at, health), following in zip(schedule, [*schedule[1:], None]) if health in names]
-    ramp = getattr(run.model, "ramp", None)
+    ramp = run.model.ramp()
     if ramp is not None:
-        begin, finish = ramp()
+        begin, finish = ramp
         phases.append({"name": RAMP_PHASE, "start_t": begin, "end_t": finish})
     return {"status": RUN_OK, "kind": KIND_VIRTUAL, "scenario": run.scenario, "algorithm": run.algorithm,
             "store": STORE, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,

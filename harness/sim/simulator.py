@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
-from scenarios.fleet import Fleet, assign_nodes, fleet_of
+from scenarios.fleet import Fleet, assign_nodes
 from targets.algorithms import Algorithm, Decision, Policy, adaptive, build_params, get_algorithm
 from targets.algorithms.adaptive_rules import Reading
 from targets.algorithms.base import decided_at
@@ -133,7 +133,7 @@ def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: 
     dealt over N independent memory stores as the balancer would (local limits on N nodes).
     ``system``: the path around the limiter (harness/sim/system.py); limiters that hold or
     observe, and closed-loop models, always run through one (by default the model's)."""
-    fleet = fleet or fleet_of(model)
+    fleet = fleet or model.fleet()
     if fleet is not None and fleet.virtual_store != "shared":
         arrivals = virtual_arrivals(model)
         per_node = local_params(params, fleet.nodes) if fleet.virtual_store == "local_split" else params

@@ -15,7 +15,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.campaign.policy_file import PolicyFile, params_of
-from harness.live.peers import LivePeer
+from harness.live.peers import ProcessPeer
 from harness.live.peers.response import Refusal, refusal
 from harness.live.peers.standalone import model_decisions, peer_before_none
 from harness.live.supervise import signals_interrupt
@@ -30,7 +30,7 @@ GENERIC_FIX = ("answer a refusal with 429, Content-Type: application/problem+jso
 
 
 @contextmanager
-def _served(live: LivePeer | None, url: str | None, policy: Policy, out: Path | None) -> Iterator[str]:
+def _served(live: ProcessPeer | None, url: str | None, policy: Policy, out: Path | None) -> Iterator[str]:
     if live is None:
         assert url is not None
         yield url
@@ -41,7 +41,7 @@ def _served(live: LivePeer | None, url: str | None, policy: Policy, out: Path | 
             yield served
 
 
-def peer_verdicts(policy: PolicyFile, *, live: LivePeer | None = None, url: str | None = None,
+def peer_verdicts(policy: PolicyFile, *, live: ProcessPeer | None = None, url: str | None = None,
                   nominal: Policy | None = None, refused: frozenset[int] = frozenset({429}),
                   out: Path | None = None) -> list[CheckVerdict]:
     """The live rows: the refusal's shape, Retry-After's truth and, for one limit, the requests

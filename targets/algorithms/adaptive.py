@@ -165,5 +165,6 @@ ALGORITHM = Algorithm(
     max_cost=lambda p: p.max_limit,
     release=release,
     observe=observe,
+    current_limit=current_limit,
     observe_reading=observe_reading,
 )

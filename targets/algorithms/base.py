@@ -107,6 +107,9 @@ class Algorithm:
     """Latency-driven algorithms: ``observe(state, now, rtt_s, params) -> state`` folds one
     completed request's latency into the state (the live target calls it; the simulator has
     no real latency and does not)."""
+    current_limit: Callable[[Any, Any], float] | None = None
+    """Algorithms whose limit moves (latency-driven): ``current_limit(state, params)``, the limit
+    a key's state stands at (None: a fresh key), shown in headers and metrics."""
     observe_reading: Callable[[Any, float, Any, Any], Any] | None = None
     """Load-driven algorithms: ``observe_reading(state, now, reading, params) -> state`` folds one
     CPU/load reading (``adaptive_rules.Reading``) into the state, pushed in from outside: the

@@ -28,8 +28,8 @@ from harness.live.peers import live_peer
 from harness.live.peers.nginx import ACCESS_LOG, ERROR_LOG, access_log_decisions
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from harness.live.supervise import Processes, RunFailed
+from harness.processes.ports import free_ports
 from targets.algorithms import Policy
-from targets.ports import free_ports
 from tests.recorded import peer_model_agrees, planned, suite_model_agrees
 
 ROOT = Path(__file__).resolve().parents[4]
