@@ -70,6 +70,13 @@ class Run:
         dictionary = [c for c in CATEGORICAL if c in names]
         return _guard(path, lambda p: decision_file.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
 
+    def request_ids(self) -> pd.Series | None:
+        """Each decision's request id, in the log's row order (None when the log has none)."""
+        path = self.path / DECISIONS_FILE
+        if "request_id" not in _guard(path, decision_file.read_schema).names:
+            return None
+        return _guard(path, lambda p: decision_file.read_table(p, columns=["request_id"])).to_pandas()["request_id"]
+
     def rejected_decisions(self) -> pd.DataFrame:
         """Rejected decisions with request id and Retry-After, for matching client retries."""
         table = _guard(self.path / DECISIONS_FILE, lambda p: decision_file.read_table(
@@ -211,9 +218,12 @@ def load_results(root: Path) -> Results:
     if not runs_dir.is_dir():
         raise ResultsError(f"{root} is not a results folder: it has no {RUNS_DIR}/ "
                            f"(expected {RUNS_DIR}/<scenario>__<algorithm>__<store>/{DECISIONS_FILE})")
+    paths = sorted(p for p in runs_dir.iterdir() if p.is_dir())
+    if not paths:
+        raise ResultsError(f"{root} has no runs: {RUNS_DIR}/ is empty (a campaign interrupted before its first run?)")
     campaign = _campaign(root)
     runs, left_out = [], []
-    for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+    for path in paths:
         try:
             runs.append(_open_run(path, campaign))
         except RunDataError as exc:

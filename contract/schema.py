@@ -162,9 +162,24 @@ LATE_S = 0.005
 such groups in run.json's ``late_groups``; a ramp's bins count such requests)."""
 
 
+REPEAT_MARK = "__r"
+"""A repeated run's folder: ``<run>__r<k>`` (k = 1..N); the summary groups the repeats of a run."""
+
+
+def repeat_dir_name(name: str, repeat: int, repeats: int) -> str:
+    """The folder of repeat ``repeat`` of ``repeats``: the run's own name when it runs once."""
+    return name if repeats == 1 else f"{name}{REPEAT_MARK}{repeat}"
+
+
+def split_repeat(name: str) -> tuple[str, int | None]:
+    """``<run>__r<k>`` -> (``<run>``, k); a name without a repeat -> (name, None)."""
+    base, mark, k = name.rpartition(REPEAT_MARK)
+    return (base, int(k)) if mark and base and k.isdigit() and int(k) >= 1 else (name, None)
+
+
 def parse_run_dir_name(name: str) -> tuple[str, str, str] | None:
-    """The inverse of run_dir_name; None when the folder name does not have three parts."""
-    parts = name.split("__")
+    """The inverse of run_dir_name (a repeat's suffix dropped); None when the folder name does not have three parts."""
+    parts = split_repeat(name)[0].split("__")
     if len(parts) != 3 or not all(parts):
         return None
     return parts[0], parts[1], parts[2]

@@ -7,6 +7,7 @@ Every error becomes one ``ConfigError`` whose message starts with the field's do
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import os
@@ -367,7 +368,8 @@ def load(path: Path | None, overrides: dict[str, Any], warn: list[str] | None = 
     try:
         config = TargetConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()  # an unknown field first: a typo's missing twin would hide it
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         field = ".".join(str(p) for p in err["loc"]) or "config"
         raise ConfigError(f"{field}: {_message(err)}") from None
     warnings = check(config)
@@ -377,8 +379,24 @@ def load(path: Path | None, overrides: dict[str, Any], warn: list[str] | None = 
 
 
 def _message(err: Any) -> str:
+    if err.get("type") == "extra_forbidden":
+        valid = _valid_names(err["loc"][:-1])
+        near = difflib.get_close_matches(str(err["loc"][-1]), valid, n=1)
+        return "unknown field" + (f" (did you mean {near[0]!r}?)" if near else "") + (
+            f"; valid: {', '.join(valid)}" if valid else "")
     text = str(err.get("msg", "invalid"))
     return text.removeprefix("Value error, ")
+
+
+def _valid_names(loc: tuple[Any, ...]) -> list[str]:
+    """The fields of the model at ``loc`` in TargetConfig (empty where the path leaves the models)."""
+    model: Any = TargetConfig
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) and hasattr(model, "model_fields") else None
+        if field is None:
+            return []
+        model = field.annotation
+    return list(model.model_fields) if hasattr(model, "model_fields") else []
 
 
 def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

@@ -5,6 +5,7 @@ entries both campaigns list, and the check that a results folder will not overwr
 
 from __future__ import annotations
 
+import difflib
 import re
 import types
 import typing
@@ -94,6 +95,9 @@ class CampaignHeader(StrictModel):
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
     seed: int = Field(default=1, ge=0, le=2**63 - 1)
+    repeats: int = Field(default=1, ge=1, le=100)
+    """Each run this many times, repeat k with the seed ``seed + k - 1`` (folders ``<run>__r<k>``):
+    every figure then carries its spread (docs/analysis.md, "Repeats and spread")."""
     policy: PolicyConfig
     algorithms: list[str] = Field(min_length=1)
     """Algorithm names, or ``all``."""
@@ -169,15 +173,16 @@ class CampaignHeader(StrictModel):
         own = entry.algorithm_params.get(algorithm, {}) if entry else {}
         return build_params(algorithm, policy, {**self.params.get(algorithm, {}), **own})
 
-    def model_for(self, entry: ScenarioEntry) -> TrafficModel:
-        """The entry's traffic model under its policy, built once: the checks, every run of the
-        entry and its virtual twin share it and its arrivals (a model is seeded and deterministic);
-        a bad parameter names the entry."""
+    def model_for(self, entry: ScenarioEntry, seed_offset: int = 0) -> TrafficModel:
+        """The entry's traffic model under its policy (a repeat's: at its seed offset), built once:
+        the checks, every run of the entry and its virtual twin share it and its arrivals (a model
+        is seeded and deterministic); a bad parameter names the entry."""
         policy, params = self.policy_for(entry), entry.params
-        built = (entry.name, policy.limit, policy.window_s, self.seed, repr(sorted(params.items())))
+        seed = self.seed + seed_offset
+        built = (entry.name, policy.limit, policy.window_s, seed, repr(sorted(params.items())))
         if built not in self._models:
             try:
-                self._models[built] = build_model(entry.name, policy.limit, policy.window_s, self.seed, params)
+                self._models[built] = build_model(entry.name, policy.limit, policy.window_s, seed, params)
             except ScenarioError as exc:
                 raise ValueError(f"{entry.where}.params: {exc}") from None
         return self._models[built]
@@ -188,6 +193,12 @@ def check_algorithms(names: list[str], *, all_allowed: bool) -> None:
     if unknown:
         choices = ", ".join((["all"] if all_allowed else []) + list(ALGORITHMS))
         raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from: {choices}")
+
+
+def check_repeats(repeats: int | None) -> None:
+    """``--repeats`` as the campaign's ``repeats`` field bounds it."""
+    if repeats is not None and not 1 <= repeats <= 100:
+        raise CampaignError(f"--repeats must be between 1 and 100, got {repeats}")
 
 
 def read_yaml(path: Path) -> Any:
@@ -201,18 +212,27 @@ def read_yaml(path: Path) -> Any:
 
 def validate_model(model: type[M], raw: Any, source: str) -> M:
     """``model.model_validate(raw)``; the first error becomes one CampaignError with the field's path
-    (a scenario entry named by its name and label), and an unknown field lists the valid ones."""
+    (a scenario entry named by its name and label), and an unknown field, reported before the field
+    it was likely meant to be (a typo ``window:`` leaves ``window_s`` missing), names the nearest
+    valid one and lists them all."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = list(err["loc"])
         where = _where(loc, raw)
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             valid = _fields_at(model, loc[:-1])
-            msg = f"unknown field; valid: {', '.join(valid)}" if valid else msg
+            msg = unknown_field(str(loc[-1]), valid) if valid else msg
         raise CampaignError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
+
+
+def unknown_field(name: str, valid: list[str]) -> str:
+    """``unknown field (did you mean 'window_s'?); valid: ...``: the nearest name by difflib."""
+    near = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    return "unknown field" + (f" (did you mean {near[0]!r}?)" if near else "") + f"; valid: {', '.join(valid)}"
 
 
 def _where(loc: list[Any], raw: Any) -> str:

@@ -216,7 +216,7 @@ class LiveRunner:
 
     def _plan(self, run: LiveRun, run_dir: Path, hosts: list[str], start_at: float) -> LivePlan:
         """The plan Locust replays, saved in the run folder; it carries the run's own model."""
-        plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
+        plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, run.seed, start_at,
                         hosts, str(run_dir / HANDSHAKE_DIR), self.workers, dict(run.scenario.params),
                         routing=run.routing, joins_s=list(run.joins_s)).with_model(run.model)
         plan.save(run_dir / PLAN_FILE)

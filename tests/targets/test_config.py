@@ -69,3 +69,9 @@ def test_default_layers():
     assert [(lim.name, lim.scope) for lim in config.layers()] == [("adaptive", "global")]
     names = [(lim.name, lim.scope) for lim in load(None, {}).layers()]
     assert names == [("per-client", "client"), ("login-ip", "ip"), ("login-account", "account")]
+
+
+def test_an_unknown_field_is_named_with_the_nearest_valid_one(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load(write(tmp_path, "algoritm: fixed_window\n"), {})
+    assert str(err.value).startswith("algoritm: unknown field (did you mean 'algorithm'?); valid: ")

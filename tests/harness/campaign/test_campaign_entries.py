@@ -101,7 +101,9 @@ def test_one_scenario_twice_on_the_command_line_exits_2(capsys):
     ("simulate", [{"name": "steady", "stores": ["memory"]}], {}, "scenarios[steady].stores: only live campaigns"),
     ("simulate", ["steady"], {"params": {"token_bucket": {"size": 3}}},
      "params.token_bucket: unknown parameter 'size' for token_bucket; valid: capacity, rate"),
-    ("run", ["steady"], {"redis": {"mod": "shared"}}, "redis.mod: unknown field; valid: url, mode, batch"),
+    ("run", ["steady"], {"redis": {"mod": "shared"}}, "redis.mod: unknown field (did you mean 'mode'?); valid: url, mode, batch"),
+    ("run", ["steady"], {"policy": {"limit": 10, "window": 1}},  # the typo, not the missing window_s it leaves
+     "policy.window: unknown field (did you mean 'window_s'?); valid: limit, window_s, burst"),
     ("simulate", [{"name": "steady", "label": "a__b"}], {}, "scenarios[steady-a__b].label: 'a__b': use letters, digits"),
 ])
 def test_config_errors_name_the_entry_and_list_the_choices(tmp_path, capsys, command, scenarios, extra, message):

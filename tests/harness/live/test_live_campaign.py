@@ -198,7 +198,7 @@ def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"colour": "red"}, "colour: unknown field; valid: name, description, seed, policy, algorithms, params, stores"),
+        ({"colour": "red"}, "colour: unknown field; valid: name, description, seed, repeats, policy, algorithms, params, stores"),
         ({"policy": {"limit": "lots", "window_s": 1}}, "policy.limit: Input should be a valid number"),
         ({"nodes": 2}, "more than one node needs a shared store"),
         ({"scenarios": [{"name": "page_load_burst", "params": {"users": 0}}]}, "scenarios[page_load_burst].params: users must be > 0"),
