@@ -108,6 +108,9 @@ def test_an_nginx_file_is_judged_by_its_mapped_model(tmp_path, capsys):
     (["--peer", "nginx", "{yaml}"], "--peer: only with --config FILE"),
     (["{yaml}", "--url", "http://127.0.0.1:{port}", "--live"], "http://127.0.0.1:{port}: ConnectError"),
     (["{yaml}", "--url", "http://127.0.0.1:{port}"], "--url: with --live and the policy file it claims to enforce"),
+    (["{yaml}", "--key", "ip"], "--key: only with --url URL"),
+    (["{yaml}", "--url", "http://127.0.0.1:{port}", "--live", "--key", "cookie:x"],
+     "--key 'cookie:x': expected ip or header:NAME[=PREFIX]"),
 ])
 def test_bad_inputs_is_one_line_exit_2(tmp_path, capsys, args, message):
     conf, yaml_file = tmp_path / "site.conf", tmp_path / "policy.yaml"
