@@ -71,7 +71,7 @@ def _base_row(run: Run) -> dict[str, Any]:
             "decided_from": i.decided_from, "decision_uncertainty_ms": i.decision_uncertainty_ms, "limit": i.policy.limit,
             "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
             "scenario_params": i.scenario_params, "run": run.name,
-            "kind": "live" if run.live else "simulated", "processes": i.processes, "limiters": i.limiters}
+            "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters}
 
 
 def _rate(part: int, whole: int) -> float | None:

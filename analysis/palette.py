@@ -10,8 +10,8 @@ import re
 
 from contract.schema import ALGORITHM_NAMES
 
-_TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
-PALETTE = dict(zip(ALGORITHM_NAMES, _TAB10))
+TAB10 = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf")
+PALETTE = dict(zip(ALGORITHM_NAMES, TAB10))
 OTHER_COLOUR = "#444444"
 _NAMES = re.compile(r"\b(" + "|".join(sorted(ALGORITHM_NAMES, key=len, reverse=True)) + r")\b")
 

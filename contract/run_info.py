@@ -79,6 +79,9 @@ class RunInfo:
     """``per-process`` when each of a node's processes kept its own counts (memory store,
     Redis local mode): the node could admit up to processes x L."""
 
+    kind: str = "live"
+    """``live``, or ``virtual`` (contract.schema.KIND_VIRTUAL): a simulated run with the system model."""
+
     @property
     def degraded(self) -> Phase | None:
         return next((p for p in self.phases if p.name == DEGRADED_PHASE), None)
@@ -119,4 +122,5 @@ def read_run_json(path: Path) -> RunInfo:
         decision_uncertainty_ms=(raw.get("round_trip_ms") or {}).get("p99"),
         response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
         processes=int(raw.get("processes") or 1), limiters=str(raw.get("limiters") or "shared"),
+        kind=str(raw.get("kind") or "live"),
     )

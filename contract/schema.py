@@ -146,6 +146,9 @@ verdict), ``error`` (why a run failed: the log's tail), ``decided_from`` (``clie
 peer, whose decisions are inferred from the client log; absent: ``target``) with ``round_trip_ms``
 (``{"p50", "p99", "max"}`` of the answered requests: the uncertainty of those decisions' times). ``policy`` is ``{"limit",
 "window_s", "burst"}`` with ``burst`` null for the default (= limit)."""
+KIND_VIRTUAL = "virtual"
+"""run.json's and the summary's ``kind`` of a simulated run with the system model (harness/sim/system.py):
+its client log and CPU samples are virtual; absent in run.json: a live run."""
 DEGRADED_PHASE = "degraded"
 DOWNSTREAM_OUTAGE_PHASE = "downstream_outage"
 RAMP_PHASE = "ramp"

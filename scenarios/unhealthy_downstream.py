@@ -1,9 +1,9 @@
 """Open-model arrivals at a fixed rate while the downstream goes healthy -> degraded ->
 recovered (the target's health schedule, shared start time).
 
-The traffic itself is steady: what changes is the service behind the limiter. In virtual time
-there is no downstream, so only the rejections are meaningful there; live runs measure what each
-limiter does to latency (from the intended send time) when the service slows down.
+The traffic itself is steady: what changes is the service behind the limiter. Live runs and
+virtual ones (harness/sim/system.py models the same downstream) measure what each limiter does
+to latency (from the intended send time) when the service slows down.
 """
 
 from __future__ import annotations
@@ -19,13 +19,14 @@ from .base import LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, pos
 @dataclass(frozen=True)
 class Params(ModelParams):
     clients: int = 10
-    rate_rps: float = 100.0
-    """Total arrival rate, shared evenly by the clients (open model: nobody waits for replies)."""
-    degrade_at_s: float = 2.0
-    recover_at_s: float = 4.0
-    factor: float = 10.0
+    rate_rps: float = 150.0
+    """Total arrival rate, shared evenly by the clients (open model: nobody waits for replies).
+    The defaults are the default campaign's: past a 16-slot, 10 ms downstream while it is 20x slower."""
+    degrade_at_s: float = 1.5
+    recover_at_s: float = 3.0
+    factor: float = 20.0
     """Service-time multiplier while degraded."""
-    duration_s: float = 6.0
+    duration_s: float = 4.0
 
     def check(self) -> None:
         positive("clients", self.clients)

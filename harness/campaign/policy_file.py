@@ -115,6 +115,19 @@ class Traffic(_Strict):
     seed: int = 1
 
 
+class Downstream(_Strict):
+    """The service behind the limits, for validate's latency checks (docs/validate.md): its
+    slots and service time (as a live target's downstream), the offered rate it must take at
+    peak, and the P99 bound at that rate."""
+
+    concurrency: int = Field(ge=1, le=100_000)
+    median_ms: float = Field(ge=0, le=60_000)
+    sigma: float = Field(default=0.5, ge=0, le=5)
+    peak_rps: float = Field(gt=0, le=200_000)
+    """All clients together, at peak."""
+    p99_bound_ms: float = Field(default=100.0, gt=0)
+
+
 class PolicyFile(_Strict):
     name: str = Field(pattern=NAME)
     description: str = ""
@@ -127,6 +140,8 @@ class PolicyFile(_Strict):
     traffic: Traffic = Traffic()
     thresholds: list[Annotated[Threshold, BeforeValidator(_threshold)]] = []
     """k6-style strings, parsed one by one so that an error names its index."""
+    downstream: Downstream | None = None
+    """Declared: the verdict adds P99 at the peak and the highest rate P99 stays under its bound."""
 
     def route(self, name: str) -> Route:
         return next(r for r in self.routes if r.name == name)

@@ -9,6 +9,8 @@ from pathlib import Path
 from pydantic import Field, model_validator
 
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
+from .live import DownstreamSettings
+from .system import SystemSettings
 
 LIVE_ONLY = ("stores", "target")
 """Entry fields of a live campaign (harness.campaign.live.LiveScenario) that a simulation has no use for."""
@@ -16,6 +18,10 @@ LIVE_ONLY = ("stores", "target")
 
 class SimCampaign(CampaignHeader):
     scenarios: list[ScenarioEntry] = Field(min_length=1)
+    downstream: DownstreamSettings = DownstreamSettings()
+    """The service behind the limiter, as a live campaign's (a model's health schedule on top)."""
+    system: SystemSettings = SystemSettings()
+    """The target's processes, CPU per request, network delay and store (harness/sim/system.py)."""
 
     @model_validator(mode="before")
     @classmethod

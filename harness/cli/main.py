@@ -20,6 +20,7 @@ from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.peers import PEERS
 from harness.campaign.peers.url import URL_ITEM, URL_SUMMARY
 from harness.campaign.simulate import load_sim_campaign
+from harness.campaign.system import settings_from_pairs
 from harness.events import RunnerEvents
 from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
@@ -44,7 +45,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--campaign", type=Path, help="a simulation campaign YAML (e.g. campaigns/simulate.yaml)")
     sim.add_argument("--scenario", action="append", default=[], metavar="NAME")
     sim.add_argument("--trace", action="append", default=[], metavar="FILE",
-                     help="CSV or Parquet with columns t, key[, cost, client_class, route]")
+                     help="CSV or Parquet with columns t, key[, cost, client_class, route], or an access log "
+                          "(NGINX/Apache, JSON lines, ALB, CloudFront; format detected; .gz too)")
+    sim.add_argument("--log-format", metavar="STRING", help="--trace LOG: the NGINX log_format it was written with")
     sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
     sim.add_argument("--limit", type=float, default=100.0, help="L: cost units per window (default 100)")
     sim.add_argument("--window", type=float, default=60.0, help="W: window in seconds (default 60)")
@@ -54,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--scenario-param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="scenario parameter; SCENARIO.KEY=VALUE for one scenario only")
     sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--system", action="append", type=key_value, default=[], metavar="KEY=VALUE",
+                     help="the path around the limiter: processes, cpu_us, one_way_us, store, store_rtt_us, "
+                          "concurrency, median_ms, sigma (docs/architecture.md: the sim room)")
     sim.add_argument("--json", metavar="PATH|-", help="write the summary as JSON ('-' for stdout)")
     sim.add_argument("--out", type=Path, help="write the results folder here")
     sim.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
@@ -89,8 +95,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_simulate(args: argparse.Namespace) -> int:
     if args.campaign is not None:
-        if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param:
-            raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param")
+        if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param or args.system:
+            raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param/--system")
         campaign = load_sim_campaign(args.campaign)
         if args.seed is not None:
             campaign.seed = args.seed
@@ -101,6 +107,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             name="simulate", policy=Policy(args.limit, args.window, args.burst), algorithms=args.algorithm,
             scenarios=args.scenario, traces=args.trace, algorithm_params=args.param,
             scenario_params=args.scenario_param, seed=1 if args.seed is None else args.seed,
+            **dict(zip(("system", "downstream"), settings_from_pairs(args.system))),
+            log_format=args.log_format,
         )
         out = args.out
     check_out(out)
@@ -137,10 +145,24 @@ SIM_COLUMNS = (
     Column("false admits", "false\nadm.", lambda r: f"{r['false_admits']:,}"),
     Column("false rejects", "false\nrej.", lambda r: f"{r['false_rejects']:,}"),
 )
+SYSTEM_COLUMNS = (
+    Column("P99 ms", "P99\nms", lambda r: _maybe(r.get("latency_p99_intended_ms"), "{:,.0f}")),
+    Column("sust./s", "sust.\n/s", lambda r: _maybe(r.get("ramp_sustained_rps"), "{:,.0f}")),
+    Column("cores", "target\ncores", lambda r: _maybe(r.get("target_cores"), "{:.1f}")),
+    Column("util.", "down.\nutil.", lambda r: _maybe(r.get("downstream_utilisation"), "{:.0%}")),
+)
+
+
+def _maybe(value: float | None, form: str) -> str:
+    return "-" if value is None else form.format(value)
 
 
 def summary_table(rows: list[dict], out: Console, wide: bool = False) -> Table:
-    return fit_table("simulation summary (virtual time, memory store)", rows, SIM_COLUMNS, out, wide=wide)
+    """The system model's columns (P99, a ramp's sustained rate, target cores, downstream
+    utilisation) when the rows have them."""
+    system = any(r.get("target_cores") is not None for r in rows)
+    return fit_table("simulation summary (virtual time, memory store" + ("; latency and CPU from the system model)" if system else ")"),
+                     rows, SIM_COLUMNS + (SYSTEM_COLUMNS if system else ()), out, wide=wide)
 
 
 def main(argv: list[str] | None = None) -> int:

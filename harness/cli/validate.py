@@ -18,18 +18,34 @@ from pathlib import Path
 from contract.atomic import write_text
 from contract.schema import JUDGE_LOG
 from harness.campaign.config_file import CampaignError, check_out
+from harness.campaign.key_classes import load_classes
+from harness.campaign.log_traffic import LogTraffic, load_traffic
 from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.judge.endpoint import KeySpec
 from harness.live.peers import LivePeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
 from harness.validate.inputs import check_url, policy_of_config, read_config, read_text, reject_status, which_peer
+from harness.validate.latency import run_latency_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
 from harness.validate.measured import key_spec, url_verdicts
 from harness.validate.peer_live import peer_verdicts
 from harness.validate.report import suggestions, to_json, to_junit, verdict_table
+from harness.validate.traffic import judge
+from harness.validate.traffic_report import (
+    class_table,
+    detail_tables,
+    notes,
+    summary_table,
+    to_html,
+    traffic_facts,
+    worst_timing,
+)
+from harness.validate.traffic_report import to_json as traffic_json
+from harness.validate.traffic_report import to_junit as traffic_junit
+from scenarios.access_log import FORMATS
 from targets.algorithms import PEER_MODELS, Policy
 
 from . import term_table
@@ -52,12 +68,22 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, metavar="DIR", help="--live: keep the live results folder (and its report) here")
     p.add_argument("--json", metavar="PATH|-", help="write the verdict as JSON ('-' for stdout)")
     p.add_argument("--junit", type=Path, metavar="PATH", help="write JUnit XML (one testcase per check)")
+    t = p.add_argument_group("judge on an access log (docs/validate.md: who would have been refused)")
+    t.add_argument("--traffic", type=Path, metavar="LOG", help="an access log (plain or .gz): whom the policy would have refused")
+    t.add_argument("--policy", dest="more_policies", type=Path, action="append", default=[], metavar="FILE",
+                   help="--traffic: another candidate policy, judged side by side (repeatable)")
+    t.add_argument("--format", dest="log_name", choices=FORMATS, help="--traffic: the log's format (default: detected)")
+    t.add_argument("--log-format", metavar="STRING", help="--traffic: the NGINX log_format string the log was written with")
+    t.add_argument("--field", action="append", default=[], metavar="NAME=FIELD",
+                   help="--traffic: JSON lines field mapping, e.g. t=start_time,key=user_id (repeatable)")
+    t.add_argument("--classes", type=Path, metavar="FILE", help="--traffic: key classes (regex on key or user agent -> class)")
+    t.add_argument("--html", type=Path, metavar="PATH", help="--traffic: write the report.html section here")
     p.set_defaults(func=cmd_validate)
 
 
 def validate(policy: PolicyFile) -> list[CheckVerdict]:
     """Every lint, then every simulated check that applies: the whole verdict."""
-    return run_lints(policy) + run_checks(policy)
+    return run_lints(policy) + run_checks(policy) + run_latency_checks(policy)
 
 
 @dataclass
@@ -123,7 +149,52 @@ def _measured(policy: PolicyFile, given: PeerInput, out: Path | None, console) -
     return rows
 
 
+def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, LogTraffic] | None:
+    """The candidate policies, the classes and the log, all read (bad input) before anything is
+    written; None without --traffic."""
+    if args.traffic is None:
+        if args.more_policies or args.log_name or args.log_format or args.field or args.classes or args.html:
+            raise CampaignError("--policy/--format/--log-format/--field/--classes/--html: only with --traffic LOG")
+        return None
+    if args.live or args.config is not None or args.url is not None:
+        raise CampaignError("--traffic: judges policy files on a log; not with --live, --config or --url")
+    if args.policy is None:
+        raise CampaignError("--traffic: give the policy file to judge (and more with --policy FILE)")
+    policies = [load_policy(path) for path in [args.policy, *args.more_policies]]
+    classes = load_classes(args.classes) if args.classes is not None else []
+    traffic = load_traffic(args.traffic, args.log_name, args.log_format, args.field)
+    return policies, classes, traffic
+
+
+def cmd_traffic(args: argparse.Namespace, policies: list[PolicyFile], classes: list, traffic: LogTraffic) -> int:
+    """Whom each policy would have refused on the log; exit 1 if a class's refused share passes its max."""
+    to_stdout = args.json == "-"
+    console = term_table.console(stderr=to_stdout)
+    started = time.perf_counter()
+    outcomes = judge(traffic, policies, classes)
+    facts = traffic_facts(traffic, detected=args.log_name is None and args.log_format is None and not args.field)
+    if to_stdout:
+        sys.stdout.write(traffic_json(facts, outcomes))
+    elif args.json:
+        write_text(Path(args.json), traffic_json(facts, outcomes))
+    if args.junit is not None:
+        write_text(args.junit, traffic_junit(outcomes, time.perf_counter() - started))
+    if args.html is not None:
+        write_text(args.html, to_html(facts, outcomes))
+    for note in notes(facts):
+        console.print(f"note: {note}", highlight=False)
+    console.print(summary_table(outcomes))
+    for o in worst_timing(outcomes):
+        console.print(detail_tables(o))
+        if (table := class_table(o)) is not None:
+            console.print(table)
+    return EXIT_PASS if all(o.passed for o in outcomes) else EXIT_FAIL
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
+    judged = _traffic_inputs(args)
+    if judged is not None:
+        return cmd_traffic(args, *judged)
     policy, source, given = _inputs(args)
     to_stdout = args.json == "-"
     console = term_table.console(stderr=to_stdout)

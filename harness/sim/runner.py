@@ -10,21 +10,41 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 import yaml
 
+from analysis import ramp
+from analysis.latency import admitted_latency, latency_percentiles
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
 from contract.atomic import write_text
 from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
-from contract.schema import CAMPAIGN_FILE, DECISIONS_FILE, SYSTEM_SUITE, run_dir_name
+from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
+from contract.schema import (
+    CAMPAIGN_FILE,
+    CLIENT_FILE,
+    CPU_FILE,
+    DECISIONS_FILE,
+    DEGRADED_PHASE,
+    DOWNSTREAM_OUTAGE_PHASE,
+    KIND_VIRTUAL,
+    RAMP_PHASE,
+    RUN_FILE,
+    RUN_OK,
+    SYSTEM_SUITE,
+    run_dir_name,
+)
+from harness.campaign.log_traffic import trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
+from harness.campaign.system import MAX_VIRTUAL_REQUESTS, DownstreamSettings, SystemSettings
 from harness.events import RunnerEvents
-from scenarios import SCENARIOS, ScenarioError, TraceFile, TrafficModel, build_model
+from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
 
-from .simulator import STORE, Replay, ideal_decisions, simulate, virtual_arrivals
+from .simulator import STORE, Replay, client_table, ideal_decisions, simulate, virtual_arrivals
+from .system import system_for
 
 
 @dataclass
@@ -55,6 +75,8 @@ class SimPlan:
     seed: int
     runs: list[SimRun]
     config: dict[str, Any] = field(default_factory=dict)
+    system: SystemSettings = field(default_factory=SystemSettings)
+    downstream: DownstreamSettings = field(default_factory=DownstreamSettings)
 
 
 def _split_scoped(pairs: Iterable[tuple[str, str]], scopes: Iterable[str]) -> dict[str | None, dict[str, str]]:
@@ -87,7 +109,12 @@ def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: di
 
 
 def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
-    """One run per algorithm; a request cost no algorithm could ever admit is refused."""
+    """One run per algorithm; a request cost no algorithm could ever admit is refused, and so is
+    a run too large for the memory bound."""
+    count = len(model.arrivals())
+    if count > MAX_VIRTUAL_REQUESTS:
+        raise ScenarioError(f"scenario {scenario}: {count:,} requests is beyond a simulated run's memory bound of "
+                            f"{MAX_VIRTUAL_REQUESTS:,} (4 GiB); shorten duration_s or lower the rate")
     for a, p in params.items():
         most = get_algorithm(decided_by(a, policy)[0]).max_cost(p)
         if model.max_cost > most:
@@ -118,6 +145,9 @@ def make_plan(
     algorithm_params: list[tuple[str, str]],
     scenario_params: list[tuple[str, str]],
     seed: int,
+    system: SystemSettings | None = None,
+    downstream: DownstreamSettings | None = None,
+    log_format: str | None = None,
 ) -> SimPlan:
     """The command line's plan (``--scenario``, ``--trace``, ``--param``, ``--scenario-param``);
     raises PolicyError/ScenarioError naming the problem."""
@@ -146,10 +176,12 @@ def make_plan(
         overrides = {k: v for k, v in s_scoped.get(None, {}).items() if k in names}
         overrides.update(s_scoped.get(s, {}))
         models.append((s, build_model(s, policy.limit, policy.window_s, seed, overrides)))
-    models.extend((m.name, m) for m in (TraceFile(path) for path in traces))
+    models.extend((m.name, m) for m in (trace_model(path, log_format) for path in traces))
     runs = [run for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
-    return SimPlan(name, seed, runs, _config(name, seed, policy, runs, algorithms=algorithms,
-                                             scenarios=scenarios, traces=traces))
+    system, downstream = system or SystemSettings(), downstream or DownstreamSettings()
+    return SimPlan(name, seed, runs, _config(name, seed, policy, runs, algorithms=algorithms, scenarios=scenarios,
+                                             traces=traces, system=system.model_dump(), downstream=downstream.model_dump()),
+                   system, downstream)
 
 
 def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
@@ -165,20 +197,63 @@ def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
             raise PolicyError(f"{entry.where}: {exc}") from None
     return SimPlan(campaign.name, campaign.seed, runs, _config(
         campaign.name, campaign.seed, campaign.policy_for(), runs, algorithms=campaign.algorithms,
-        scenarios=[e.model_dump(exclude_defaults=True) for e in campaign.scenarios]))
+        scenarios=[e.model_dump(exclude_defaults=True) for e in campaign.scenarios],
+        system=campaign.system.model_dump(), downstream=campaign.downstream.model_dump()),
+        campaign.system, campaign.downstream)
 
 
 def attempt_log(result: Replay) -> pd.DataFrame:
-    """A closed-loop replay as client-log attempts, sent and done at their virtual time, 200 if
-    admitted (503 if admitted during a downstream outage) else 429. A client's attempt 1 starts
-    a new logical request; its retries follow."""
-    a = result.arrivals
-    failed = result.unavailable or [False] * len(a)
-    status = [(503 if down else 200) if ok else 429 for ok, down in zip(result.allowed, failed)]
-    frame = pd.DataFrame({"client_id": a.client_id, "attempt": a.attempt, "sent_t": a.t, "done_t": a.t,
-                          "status": status})
-    seq = (frame["attempt"] == 1).groupby(frame["client_id"]).cumsum()
-    return frame.assign(request_id=frame["client_id"] + "#" + seq.astype(str)).drop(columns="client_id")
+    """A replay's client log (the system model's: sent and answered in virtual time, 200, 429
+    or 503 during a downstream outage) as a frame."""
+    return client_table(result).to_pandas()
+
+
+def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
+    """run.json of a virtual run (``kind: virtual``): what a live run's says, on the model's
+    clock (the downstream's unhealthy phases and a ramp's span, as harness/live/runner.py)."""
+    served = result.served
+    end = float(served.done_t.max()) if served is not None and len(served.done_t) else run.model.horizon_s()
+    names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
+    schedule = [(p.at_s, p.health) for p in served.spec.downstream.schedule] if served is not None else []
+    phases = [{"name": names[health], "start_t": at, "end_t": following[0] if following else end}
+              for (at, health), following in zip(schedule, [*schedule[1:], None]) if health in names]
+    ramp = getattr(run.model, "ramp", None)
+    if ramp is not None:
+        begin, finish = ramp()
+        phases.append({"name": RAMP_PHASE, "start_t": begin, "end_t": finish})
+    return {"status": RUN_OK, "kind": KIND_VIRTUAL, "scenario": run.scenario, "algorithm": run.algorithm,
+            "store": STORE, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
+                                                             "burst": run.policy.burst},
+            "params": asdict(run.params), "scenario_params": asdict(run.model.p) if hasattr(run.model, "p") else {},
+            "phases": phases, "processes": served.spec.processes if served is not None else 1}
+
+
+def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
+    """The summary's latency fields from the client log (the analysis's own functions: a ramp's
+    sustained rate too), and the system's: target cores used, downstream utilisation."""
+    if result.served is None:
+        return {}
+    client = attempt_log(result)
+    row = {**latency_percentiles(admitted_latency(client)), **result.served.measures()}
+    if run.scenario.split("-", 1)[0] == ramp.RAMP_SCENARIO:
+        info = _run_info(run, result)
+        row.update(ramp.measures(RunInfo(
+            status=RUN_OK, scenario=run.scenario, algorithm=run.algorithm, store=STORE,
+            policy=RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst),
+            scenario_params=info["scenario_params"], phases=tuple(Phase(**p) for p in info["phases"])), client)[0])
+    return row
+
+
+def _write_run(folder: ResultsFolder, run: SimRun, table: pa.Table, result: Replay) -> None:
+    """A virtual run's folder: the decision log, and with the system model the client log, the
+    target's CPU samples and run.json, as a live run's."""
+    run_dir = folder.run_dir(run.name)
+    write_parquet(run_dir / DECISIONS_FILE, table)
+    if result.served is None:
+        return
+    write_parquet(run_dir / CLIENT_FILE, client_table(result))
+    write_text(run_dir / CPU_FILE, result.served.cpu().to_csv(index=False))
+    write_run_json(run_dir / RUN_FILE, _run_info(run, result))
 
 
 def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None = None) -> list[dict]:
@@ -193,8 +268,10 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         started = time.perf_counter()
         if not run.model.reactive and id(run.model) not in ideals:
             ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), run.policy)
-        table, result = simulate(run.model, run.decides_as or run.algorithm, run.policy, run.params,
-                                 ideal=ideals.get(id(run.model)))
+        decider = run.decides_as or run.algorithm
+        system = system_for(run.model, decider, plan.system, plan.downstream, plan.seed)
+        table, result = simulate(run.model, decider, run.policy, run.params, ideal=ideals.get(id(run.model)),
+                                 system=system)
         row: dict[str, Any] = {
             "scenario": run.scenario,
             "algorithm": run.algorithm,
@@ -210,10 +287,12 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         row.update(summarize(table.to_pandas(), run.policy.limit, run.policy.window_s))
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))
+        row.update(system_row(run, result))
+        row["kind"] = KIND_VIRTUAL
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
         if folder is not None:
-            write_parquet(folder.run_dir(run.name) / DECISIONS_FILE, table)
+            _write_run(folder, run, table, result)
         rows.append(row)
         if events is not None:
             events.done(i, len(plan.runs), run, row)

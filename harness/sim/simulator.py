@@ -8,26 +8,26 @@ through ``sliding_log`` on the same arrivals to fill ``ideal_allowed``.
 
 from __future__ import annotations
 
-import bisect
 import dataclasses
 import gc
 import heapq
 import math
 import time
 import weakref
-from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 import numpy as np
+import pandas as pd
 import pyarrow as pa
 
-from contract.schema import DECISION_SCHEMA
+from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
 from scenarios.fleet import Fleet, assign_nodes, fleet_of
-from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
+from targets.algorithms import Algorithm, Decision, Policy, adaptive, build_params, get_algorithm
+from targets.algorithms.adaptive_rules import Reading
 from targets.algorithms.base import decided_at
 from targets.config import DownstreamConfig, KeyConfig
 from targets.downstream import OUTAGE
@@ -38,8 +38,13 @@ from targets.stores.protocol import ReplayStore
 from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
+from .system import UNAVAILABLE_STATUS, Path, Served, SystemSpec, serve_open, system_for
 
 NODE, STORE = "sim", "memory"
+READING_S = 0.25
+"""Model seconds between CPU/load readings (the live target's sampler: targets/readings.py)."""
+GLOBAL_KEY = "global"
+"""The one key of a limiter that guards the downstream as a whole (adaptive: scope ``global`` live)."""
 LIVE_PEER = "127.0.0.1"
 """The peer address every request reaches a live target from (the load generator on loopback)."""
 
@@ -60,6 +65,10 @@ class Replay:
     unavailable: list[bool] | None = None
     """Per request: admitted, but answered 503 by the downstream (an outage phase of the
     model's schedule); None: no outage was scheduled."""
+    served: Served | None = None
+    """What the system model did with each request (client times, status, target work)."""
+    limits: list[float] | None = None
+    """An observing limiter's limit after each decision (the log's ``adaptive_limit``)."""
 
     @property
     def allowed(self) -> list[bool]:
@@ -118,41 +127,46 @@ def outage_windows(model: TrafficModel) -> list[tuple[float, float]]:
     return [(p.at_s, end) for p, end in zip(phases, ends) if p.health == OUTAGE]
 
 
-class _Outages:
-    """``t -> True`` while the downstream is in an outage phase."""
-
-    def __init__(self, windows: list[tuple[float, float]]) -> None:
-        self.starts = [a for a, _ in windows]
-        self.ends = [b for _, b in windows]
-
-    def __call__(self, t: float) -> bool:
-        i = bisect.bisect_right(self.starts, t) - 1
-        return i >= 0 and t < self.ends[i]
-
-
 def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: int = 1_000_000,
-           fleet: Fleet | None = None) -> Replay:
+           fleet: Fleet | None = None, system: SystemSpec | None = None) -> Replay:
     """``fleet`` (default: the model's own, if any) with a local virtual store: the requests are
-    dealt over N independent memory stores as the balancer would (local limits on N nodes)."""
+    dealt over N independent memory stores as the balancer would (local limits on N nodes).
+    ``system``: the path around the limiter (harness/sim/system.py); limiters that hold or
+    observe, and closed-loop models, always run through one (by default the model's)."""
     fleet = fleet or fleet_of(model)
     if fleet is not None and fleet.virtual_store != "shared":
         arrivals = virtual_arrivals(model)
         per_node = local_params(params, fleet.nodes) if fleet.virtual_store == "local_split" else params
         cluster = ClusterStore(algorithm, per_node, fleet.nodes, assign_nodes(arrivals.t, arrivals.client_id, fleet))
-        return replay_on(cluster, model)
-    return replay_on(MemoryStore(algorithm, params, max_keys=max_keys), model)
+        return replay_on(cluster, model, system)
+    return replay_on(MemoryStore(algorithm, params, max_keys=max_keys), model, system)
 
 
-def replay_on(store: ReplayStore, traffic: TrafficModel | Arrivals) -> Replay:
+def replay_on(store: ReplayStore, traffic: TrafficModel | Arrivals, system: SystemSpec | None = None) -> Replay:
     """Replay a model (or bare open-loop arrivals, keys as given) through a store: a MemoryStore,
-    or several nodes behind a balancer (ClusterStore)."""
+    or several nodes behind a balancer (ClusterStore). Decisions that depend on answers (a
+    closed-loop model, a limiter that holds or observes) go through the event loop; the others
+    through the fast path, then (with ``system``) the system model over the whole columns."""
+    algorithm = store.algorithm
+    model = None if isinstance(traffic, Arrivals) else traffic
     with _no_gc():
-        if not isinstance(traffic, Arrivals) and traffic.reactive:
-            return _replay_general(traffic, store)
-        arrivals = _decided(traffic if isinstance(traffic, Arrivals) else virtual_arrivals(traffic))
-        if store.algorithm.release is not None:
-            return _replay_open_releasing(arrivals, store)
-        return _replay_open(arrivals, store)
+        if (model is not None and model.reactive) or algorithm.release is not None or algorithm.observe is not None:
+            spec = system or (system_for(model, algorithm.name) if model is not None else SystemSpec(DownstreamConfig()))
+            return _replay_events(traffic, store, spec)
+        arrivals = _decided(traffic if model is None else virtual_arrivals(model))
+        result = _replay_open(arrivals, store)
+        if system is not None:
+            allowed, delay = _columns(result.decisions)
+            result.served = serve_open(system, np.asarray(arrivals.t), arrivals.client_id, allowed, delay)
+        return result
+
+
+def _columns(decisions: list[Decision]) -> tuple[np.ndarray, np.ndarray]:
+    """(allowed, delay_s) of the decisions as numpy columns."""
+    if not decisions:
+        return np.zeros(0, dtype=bool), np.zeros(0)
+    allowed, _, _, _, delay = zip(*decisions)
+    return np.fromiter(allowed, dtype=bool, count=len(allowed)), np.fromiter(delay, dtype=np.float64, count=len(delay))
 
 
 @contextmanager
@@ -183,76 +197,104 @@ def _replay_open(arrivals: Arrivals, store: ReplayStore) -> Replay:
     return Replay(arrivals, decisions, micros, store.evictions)
 
 
-def _replay_open_releasing(arrivals: Arrivals, store: ReplayStore) -> Replay:
-    """Open-loop traffic through a concurrency limiter: the arrivals stay columns; the virtual
-    completions that give the slots back wait in a FIFO."""
-    decide, releases, clock = store.decide, _Releases(store), time.perf_counter_ns
-    due, schedule, until = releases.due, releases.schedule, releases.until
-    ts, keys, costs = arrivals.t, arrivals.key, arrivals.cost
-    decisions: list[Decision] = []
-    append = decisions.append
-    micros: list[float] = []
-    for first in range(0, len(ts), TIMING_BLOCK):
-        last = first + TIMING_BLOCK
-        start = clock()
-        for t, key, cost in zip(ts[first:last], keys[first:last], costs[first:last]):
-            if due and due[0][0] <= t:
-                until(t)
-            d = decide(key, t, cost)
-            if d[0]:
-                schedule(t + d[4], key, cost)
-            append(d)
-        count = len(ts[first:last])
-        micros.extend([(clock() - start) / 1000.0 / count] * count)  # block mean, releases included
-    return Replay(arrivals, decisions, micros, store.evictions)
+def _requests(traffic: TrafficModel | Arrivals) -> tuple[Iterator[Request], KeyOf | None]:
+    """The planned requests in time order, and how a follow-up's headers give its key."""
+    if isinstance(traffic, Arrivals):
+        return traffic.requests(), None
+    return virtual_arrivals(traffic).requests(), header_keys(traffic) if traffic.arrivals().headers is not None else None
 
 
-def _replay_general(model: TrafficModel, store: ReplayStore) -> Replay:
-    """Closed-loop traffic, one request at a time: planned arrivals are merged with each
-    decision's follow-ups (a heap), and virtual completions release slots. A request admitted
-    during a scheduled downstream outage is answered 503: the model reacts to a refusal whose
-    hint is the RateLimit field's ``t`` of that answer (a 503 has no Retry-After)."""
-    planned = virtual_arrivals(model).requests()
-    key_of = header_keys(model) if model.arrivals().headers is not None else None
-    windows = outage_windows(model)
-    down = _Outages(windows) if windows else None
-    unavailable: list[bool] = []
-    heap: list[tuple[float, int, Request]] = []
+def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: SystemSpec) -> Replay:
+    """The event loop, one request at a time: planned arrivals merged with closed-loop follow-ups
+    (a heap, each sent when its answer reached the client), and the simulated completions that
+    give slots back and feed latency samples to an observing limiter (a heap) before each
+    decision. A limiter that observes guards the downstream as a whole (one key, as live: its
+    limit's scope is ``global``)."""
+    model = None if isinstance(traffic, Arrivals) else traffic
+    planned, key_of = _requests(traffic)
+    observes, holds = store.algorithm.observe is not None, store.algorithm.release is not None
+    scope_key, limit_of = (GLOBAL_KEY, getattr(store, "state", None)) if observes else (None, None)
+    finish, path = _finisher(store), Path(spec)
+    readings, serve = _Readings(store, path), path.serve
+    reactive = model is not None and model.reactive
+    follow_ups: list[tuple[float, int, Request]] = []
+    completions: list[tuple[float, int, str, float, float]] = []
     seq = 0
     done: list[Request] = []
     decisions: list[Decision] = []
     micros: list[float] = []
-    releases = _Releases(store)
+    limits: list[float] = []
     clock = time.perf_counter_ns
     nxt = next(planned, None)
-    while nxt is not None or heap:
-        if heap and (nxt is None or heap[0][0] < nxt[0]):
-            req = heapq.heappop(heap)[2]
+    while nxt is not None or follow_ups:
+        if follow_ups and (nxt is None or follow_ups[0][0] < nxt[0]):
+            req = heapq.heappop(follow_ups)[2]
         else:
-            req = nxt
-            nxt = next(planned, None)
-        if releases.pending:
-            releases.until(req.t)
+            req, nxt = nxt, next(planned, None)
+        t = req.t
+        while completions and completions[0][0] <= t:
+            end, _, key, cost, rtt = heapq.heappop(completions)
+            finish(key, end, cost, rtt)
+        if readings.due <= t:
+            readings.until(t)
+        key = scope_key or req.key
         start = clock()
-        d = store.decide(req.key, req.t, req.cost)
+        d = store.decide(key, t, req.cost)
         micros.append((clock() - start) / 1000.0)
+        status, client_done, completed, rtt = serve(t, req.client_id, d[0], d[4])
+        if d[0] and (holds or observes):
+            heapq.heappush(completions, (completed, seq, key, req.cost, rtt))
+            seq += 1
+        if limit_of is not None:
+            limits.append(float(adaptive.current_limit(limit_of(key), store.params)))
         done.append(req)
         decisions.append(d)
-        if d.allowed and releases.enabled:
-            releases.schedule(req.t + d.delay_s, req.key, req.cost)
-        answer: Decision | Answer = d
-        if down is not None:
-            failed = d.allowed and down(req.t)
-            unavailable.append(failed)
-            if failed:
-                answer = Answer(False, float(reset_seconds(d.reset_s)))
-        for follow in model.react(req, answer):
-            if key_of is not None and follow.headers is not None and follow.headers is not req.headers:
-                follow = follow._replace(key=key_of(follow.headers))
-            heapq.heappush(heap, (follow.t, seq, follow))
-            seq += 1
+        if reactive:
+            answer: Decision | Answer = d if status != UNAVAILABLE_STATUS else Answer(False, float(reset_seconds(d.reset_s)))
+            for follow in model.react(req._replace(t=client_done + spec.one_way_s), answer):
+                if key_of is not None and follow.headers is not None and follow.headers is not req.headers:
+                    follow = follow._replace(key=key_of(follow.headers))
+                heapq.heappush(follow_ups, (follow.t, seq, follow))
+                seq += 1
+    served = path.served()
+    failed = served.status == UNAVAILABLE_STATUS
     return Replay(_decided(Arrivals.from_requests(done)), decisions, micros, store.evictions,
-                  unavailable if down is not None else None)
+                  failed.tolist() if failed.any() or spec.downstream.schedule else None, served, limits or None)
+
+
+class _Readings:
+    """CPU/load readings for the rules that read them (``adaptive.reads``), every READING_S of
+    model time as the live target samples its process: ``cpu`` the target processes' mean busy
+    share over the last interval, ``load`` the cores they kept busy (the host's run queue)."""
+
+    def __init__(self, store: ReplayStore, path: Path) -> None:
+        observe = getattr(store, "observe_reading", None)
+        reads = store.algorithm.observe_reading is not None and observe is not None and adaptive.reads(store.params)
+        self.observe = observe
+        self.path = path
+        self.due = READING_S if reads else math.inf
+        self.busy = 0.0
+
+    def until(self, now: float) -> None:
+        processes = self.path.spec.processes
+        while self.due <= now:
+            cores = (self.path.busy_s - self.busy) / READING_S
+            self.busy = self.path.busy_s
+            self.observe(self.due, Reading(cpu=cores / processes, load=cores))
+            self.due += READING_S
+
+
+def _finisher(store: ReplayStore) -> Callable[[str, float, float, float], None]:
+    """``finish(key, now, cost, rtt_s)``: the store's observe-then-release (MemoryStore,
+    ClusterStore), else its release alone."""
+    finish = getattr(store, "finish", None)
+    if finish is not None:
+        return finish
+
+    def release_only(key: str, now: float, cost: float, rtt_s: float) -> None:
+        store.release(key, now, cost)
+
+    return release_only
 
 
 def _decided(arrivals: Arrivals) -> Arrivals:
@@ -260,31 +302,6 @@ def _decided(arrivals: Arrivals) -> Arrivals:
     the same, and the log's times are the decided ones, so its over-admission is measured on the
     times the limiter saw (two requests W - 0.3 µs apart are W apart to it)."""
     return dataclasses.replace(arrivals, t=decided_at(np.asarray(arrivals.t, dtype=np.float64)).tolist())
-
-
-class _Releases:
-    """Virtual completions for concurrency limiters: each admitted request holds its slots for
-    the algorithm's ``hold_s`` (a stand-in for service time). Decisions come in time order and
-    the hold is constant, so completions are due in admission order: a FIFO, not a heap."""
-
-    def __init__(self, store: ReplayStore) -> None:
-        self.store = store
-        self.enabled = store.algorithm.release is not None
-        self.hold_s = getattr(store.params, "hold_s", 0.0)
-        self.due: deque[tuple[float, str, float]] = deque()
-
-    @property
-    def pending(self) -> bool:
-        return bool(self.due)
-
-    def schedule(self, t: float, key: str, cost: float) -> None:
-        self.due.append((t + self.hold_s, key, cost))
-
-    def until(self, now: float) -> None:
-        due, release = self.due, self.store.release
-        while due and due[0][0] <= now:
-            t, key, cost = due.popleft()
-            release(key, t, cost)
 
 
 def ideal_decisions(arrivals: Arrivals, policy: Policy) -> list[bool]:
@@ -317,25 +334,50 @@ def decision_table(result: Replay, algorithm: str, ideal: list[bool], limit_name
         "retry_after_s": pa.array(retry_after, pa.float64()),
         "decision_us": pa.array(result.decision_us, pa.float64()),
         "client_class": pa.array(a.client_class, pa.string()),
-        "request_id": pa.array(np.arange(n)).cast(pa.string()),
+        "request_id": pa.array(request_ids(a), pa.string()),
         "client_id": pa.array(a.client_id, pa.string()),
         "route": pa.array(a.route, pa.string()),
         "delay_s": pa.array(delay, pa.float64()),
         "ideal_allowed": pa.array(ideal, pa.bool_()),
         "source": constant(STORE),
-        "adaptive_limit": pa.nulls(n, pa.float64()),
+        "adaptive_limit": pa.array(result.limits, pa.float64()) if result.limits else pa.nulls(n, pa.float64()),
         "arrived_t": pa.array(a.t, pa.float64()),
     }
     return pa.Table.from_pydict(columns, schema=DECISION_SCHEMA)
 
 
+def request_ids(arrivals: Arrivals) -> list[str]:
+    """The id a client gives each request, shared by both logs: with attempts, a client's
+    attempt 1 starts a new logical request (``<client>#<n>``) and its retries follow; else
+    the request's index."""
+    if arrivals.attempt is None:
+        return np.arange(len(arrivals)).astype(str).tolist()
+    frame = pd.DataFrame({"client_id": arrivals.client_id, "attempt": arrivals.attempt})
+    seq = (frame["attempt"] == 1).groupby(frame["client_id"]).cumsum()
+    return (frame["client_id"] + "#" + seq.astype(str)).tolist()
+
+
+def client_table(result: Replay) -> pa.Table:
+    """The client log (contract.schema.CLIENT_SCHEMA) the system model gives: every request was
+    sent when planned (intended = sent: a virtual client is never late)."""
+    served, a = result.served, result.arrivals
+    assert served is not None
+    attempt = np.ones(len(a), dtype=np.int32) if a.attempt is None else np.asarray(a.attempt, dtype=np.int32)
+    return pa.Table.from_pydict({
+        "request_id": pa.array(request_ids(a), pa.string()), "intended_t": pa.array(served.sent_t),
+        "sent_t": pa.array(served.sent_t), "done_t": pa.array(served.done_t),
+        "status": pa.array(served.status, pa.int32()), "attempt": pa.array(attempt, pa.int32()),
+    }, schema=CLIENT_SCHEMA)
+
+
 def simulate(model: TrafficModel, algorithm_name: str, policy: Policy, params: Any,
              *, max_keys: int = 1_000_000, ideal: list[bool] | None = None,
-             fleet: Fleet | None = None) -> tuple[pa.Table, Replay]:
-    """One run: replay, the ideal replay (unless given: for an open-loop model it is the same
-    for every algorithm), and the decision log."""
+             fleet: Fleet | None = None, system: SystemSpec | None = None) -> tuple[pa.Table, Replay]:
+    """One run: replay (through ``system``, the path around the limiter, when given), the ideal
+    replay (unless given: for an open-loop model it is the same for every algorithm), and the
+    decision log."""
     algorithm = get_algorithm(algorithm_name)
-    result = replay(model, algorithm, params, max_keys=max_keys, fleet=fleet)
+    result = replay(model, algorithm, params, max_keys=max_keys, fleet=fleet, system=system)
     if ideal is None:
         is_reference = algorithm_name == "sliding_log" and params == build_params("sliding_log", policy)
         ideal = result.allowed if is_reference else ideal_decisions(result.arrivals, policy)

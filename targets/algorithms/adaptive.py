@@ -82,7 +82,7 @@ class Params:
     window_size: int = 10
     window_min_rtt_s: float = 1e-4
     hold_s: float = 0.1
-    """Retry-After hint, and how long the simulator holds a slot where it has no latency."""
+    """Retry-After hint (the simulator holds a slot until the simulated completion: harness/sim/system.py)."""
     judge: ClassVar[Rule]
     """The rule these params select (wrapped by the window), resolved once."""
 

@@ -1,8 +1,8 @@
 """Concurrency limit: at most ``max_in_flight`` cost units being served at once.
 
 Not a rate limit: it bounds work in progress, so it needs ``release`` when a request finishes.
-``hold_s`` is how long the simulator keeps a slot (a stand-in for the service time) and the
-Retry-After hint, since when a slot frees depends on the downstream, not on the limiter.
+``hold_s`` is the Retry-After hint, since when a slot frees depends on the downstream, not on
+the limiter (the simulator frees it at the simulated completion: harness/sim/system.py).
 """
 
 from __future__ import annotations

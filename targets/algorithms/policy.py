@@ -13,7 +13,7 @@ its long-run rate is the same L/W:
 | token_bucket           | capacity = burst, refill rate = L / W per second               |
 | leaky_bucket           | capacity = burst, leak rate = L / W per second                 |
 | gcra                   | emission interval = W / L, burst tolerance = burst             |
-| concurrency            | max_in_flight = burst (simulator holds each slot ``hold_s``)   |
+| concurrency            | max_in_flight = burst (held until the request completes)       |
 | none                   | admits everything (the overhead baseline)                      |
 
 Any parameter can be overridden with ``--param KEY=VALUE``; the valid keys are the fields of the

@@ -1,0 +1,121 @@
+"""``run_bench.py bench twin``: live against virtual time, in one invocation. Each campaign runs
+live (real targets, Locust) and as its virtual twin (the same entries, policy, algorithms and
+downstream through the simulator's system model: harness/sim/system.py), both analysed by the
+same report code; per run, P99, admitted, rejected and (a ramp) the sustained rate side by side
+with their ratio virtual / live.
+
+Default: the default campaign's unhealthy_downstream and campaigns/throughput.yaml (about 12
+minutes on 2 cores). ``--only`` and ``--scale`` make a short variant (``--scale 0.25`` runs each
+scenario and its phases a quarter as long where it has a ``duration_s``).
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from analysis.report import build_report
+from contract.folder import utc_stamp
+from harness.campaign.live import Campaign, load_campaign
+from harness.campaign.simulate import SimCampaign
+from harness.campaign.system import SystemSettings
+from harness.live.plan import plan_runs
+from harness.live.runner import LiveRunner
+from harness.sim.runner import execute, plan_from_campaign
+
+DEFAULTS = ((Path("campaigns/default.yaml"), "unhealthy_downstream"), (Path("campaigns/throughput.yaml"), None))
+MEASURES = (("P99 ms", "latency_p99_intended_ms"), ("admitted", "admitted"), ("rejected", "rejected"),
+            ("sustained /s", "ramp_sustained_rps"))
+
+
+def scaled(campaign: Campaign, only: str | None, scale: float) -> Campaign:
+    """The campaign's entries named ``only`` (all: None), each ``duration_s`` and ``*_at_s``
+    (its phases) times ``scale``."""
+    entries = []
+    for entry in campaign.scenarios:
+        if only is not None and only not in (entry.name, entry.run_name):
+            continue
+        params = dict(entry.params)
+        for key in [k for k in params if k == "duration_s" or k.endswith("_at_s")]:
+            params[key] = float(params[key]) * scale
+        entries.append(entry.model_copy(update={"params": params}))
+    return campaign.model_copy(update={"scenarios": entries})
+
+
+def virtual_twin(campaign: Campaign) -> SimCampaign:
+    """The same runs in virtual time: entries without what only live runs have, the campaign's
+    downstream, its processes per node."""
+    entries = [e.model_dump(exclude={"stores", "target", "processes"}, exclude_defaults=True) for e in campaign.scenarios]
+    return SimCampaign.model_validate({
+        "name": f"{campaign.name}-virtual", "seed": campaign.seed, "policy": campaign.policy.model_dump(),
+        "algorithms": campaign.algorithms, "params": campaign.params, "scenarios": entries,
+        "downstream": campaign.downstream.model_dump(), "system": SystemSettings(processes=campaign.processes).model_dump()})
+
+
+def side_by_side(live: Iterable[dict[str, Any]], virtual: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per run both sides have (scenario, algorithm): each measure live, virtual and
+    their ratio (None where either side has none or live is 0)."""
+    by_run = {(r["scenario"], r["algorithm"]): r for r in virtual}
+    rows = []
+    for lr in live:
+        vr = by_run.get((lr["scenario"], lr["algorithm"]))
+        if vr is None:
+            continue
+        row: dict[str, Any] = {"run": f"{lr['scenario']} x {lr['algorithm']}"}
+        for name, key in MEASURES:
+            a, b = lr.get(key), vr.get(key)
+            row[name] = (a, b, round(b / a, 3) if a and b is not None else None)
+        rows.append(row)
+    return rows
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:,.1f}" if isinstance(value, float) and value < 100 else f"{value:,.0f}"
+
+
+def print_table(rows: list[dict[str, Any]], console: Console) -> None:
+    table = Table(title="live vs virtual (ratio = virtual / live)")
+    table.add_column("run")
+    for name, _ in MEASURES:
+        table.add_column(f"{name}\nlive / virtual / ratio", justify="right")
+    for row in rows:
+        table.add_row(row["run"], *(" / ".join((_fmt(a), _fmt(b), "-" if r is None else f"{r:.2f}"))
+                                    for a, b, r in (row[name] for name, _ in MEASURES)))
+    console.print(table)
+
+
+def twin(path: Path, only: str | None, scale: float, out: Path, console: Console) -> list[dict[str, Any]]:
+    campaign = scaled(load_campaign(path), only, scale)
+    live_out, virtual_out = out / f"{campaign.name}-live", out / f"{campaign.name}-virtual"
+    LiveRunner(campaign, live_out).run_all(plan_runs(campaign, None, "memory"))
+    execute(plan_from_campaign(virtual_twin(campaign)), virtual_out)
+    rows = side_by_side(build_report(live_out).rows, build_report(virtual_out).rows)
+    console.print(f"{path} ({'all' if only is None else only}, x{scale:g}): {live_out} | {virtual_out}")
+    print_table(rows, console)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="run_bench.py bench twin", description=__doc__.splitlines()[0])
+    parser.add_argument("--campaign", action="append", type=Path, metavar="FILE",
+                        help="a live campaign (repeatable; default: default.yaml's unhealthy_downstream and throughput.yaml)")
+    parser.add_argument("--only", metavar="SCENARIO", help="only this scenario entry of each campaign")
+    parser.add_argument("--scale", type=float, default=1.0, help="multiply each entry's duration_s (a short variant)")
+    parser.add_argument("--out", type=Path, default=Path("results") / f"twin-{utc_stamp()}")
+    args = parser.parse_args(argv)
+    if args.scale <= 0:
+        parser.error(f"--scale must be positive, got {args.scale}")
+    console = Console()
+    pairs = [(p, args.only) for p in args.campaign] if args.campaign else [(p, o) for p, o in DEFAULTS]
+    for path, only in pairs:
+        twin(path, only, args.scale, args.out, console)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

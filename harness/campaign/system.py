@@ -1,0 +1,48 @@
+"""What a simulation puts around the limiter (harness/sim/system.py): the target's processes and
+their CPU per request, the network delay, the store's round trip (``system:`` of a simulation
+campaign, ``simulate --system KEY=VALUE``), and the downstream (``downstream:``, the live
+campaign's own settings). Checked before anything runs: a value the model cannot honour is one
+line naming the field."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .config_file import CampaignError, StrictModel, validate_model
+from .live import DownstreamSettings
+
+MAX_VIRTUAL_REQUESTS = 2_000_000
+"""Requests one simulated run may hold: a run keeps its arrivals, decisions and both logs in
+memory, ~1.7 KB a request at its peak (campaigns/throughput-50k.yaml: 2.9 GB resident for 1.65
+million), so 2 million stay under 4 GiB. Beyond it the logs would have to be written in parts."""
+
+
+class SystemSettings(StrictModel):
+    processes: int = Field(default=1, ge=1, le=1024)
+    """Target processes of the node, each a FIFO server."""
+    cpu_us: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Target CPU per request, admitted or refused; default: `bench targets`' figure for the algorithm."""
+    one_way_us: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    """Client <-> target network delay, each way; default: the loopback figure."""
+    store: Literal["memory", "redis"] = "memory"
+    """``redis`` adds its round trip to every decision (`bench redis`' figure for the algorithm)."""
+    store_rtt_us: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+
+
+DOWNSTREAM_KEYS = tuple(DownstreamSettings.model_fields)
+
+
+def settings_from_pairs(pairs: list[tuple[str, str]]) -> tuple[SystemSettings, DownstreamSettings]:
+    """``--system KEY=VALUE`` pairs: the downstream's keys (concurrency, median_ms, sigma) and the
+    system's; an unknown key or a bad value raises CampaignError naming it."""
+    system: dict[str, str] = {}
+    downstream: dict[str, str] = {}
+    valid = (*SystemSettings.model_fields, *DOWNSTREAM_KEYS)
+    for key, value in pairs:
+        if key not in valid:
+            raise CampaignError(f"--system {key}: unknown key; valid: {', '.join(valid)}")
+        (downstream if key in DOWNSTREAM_KEYS else system)[key] = value
+    return (validate_model(SystemSettings, system, "--system"),
+            validate_model(DownstreamSettings, downstream, "--system"))

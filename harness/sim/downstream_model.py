@@ -1,0 +1,88 @@
+"""The downstream in virtual time: the live ``targets.downstream.Downstream`` as a queue model.
+
+The same ``DownstreamConfig`` drives both: ``concurrency`` slots served first come first served,
+a lognormal service time (``median_ms`` x exp(N(0, sigma))), shaped by the health phase in force
+when the call gets its slot (``targets.downstream_phases.call_duration``, the live downstream's
+own: ``degraded`` factors, ``stuck`` and ``paused`` phases), and ``outage`` phases during which a
+call is answered 503 at once, without a slot or any service time (as live). Pure and seeded: the
+service times come from one numpy generator, drawn in blocks (a draw per call would cost more
+than the rest of the model).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+import math
+
+import numpy as np
+
+from targets.config import DownstreamConfig
+from targets.downstream import OUTAGE
+from targets.downstream_phases import call_duration
+
+DRAW_BLOCK = 65_536
+"""Standard normals drawn at a time for the service times."""
+UNAVAILABLE = -1.0
+"""``serve``'s answer for a call made during an outage: a 503 at once."""
+
+
+class DownstreamModel:
+    """``serve(arrive) -> done`` for each call in the order they reach the downstream: a heap of
+    the slots' free times (an M/G/c FIFO queue), plus what the run's report needs (busy time)."""
+
+    def __init__(self, config: DownstreamConfig, seed: int) -> None:
+        self.slots = [0.0] * config.concurrency
+        self.concurrency = config.concurrency
+        self.median_s = config.service_time.median_ms / 1000.0
+        self.sigma = config.service_time.sigma
+        self._phase_at = [p.at_s for p in config.schedule]
+        self._phases = list(config.schedule)
+        self._rng = np.random.default_rng(seed if config.seed is None else config.seed)
+        self._draws: list[float] = []
+        self._next = 0
+        self.busy_s = 0.0
+        """Slot-seconds of service given: utilisation = busy_s / (concurrency x span)."""
+        self.calls = 0
+        self.failed = 0
+
+    def health(self, t: float) -> str:
+        """The phase at model time ``t``: the schedule counts from t = 0."""
+        i = bisect.bisect_right(self._phase_at, t)
+        return "healthy" if i == 0 else self._phases[i - 1].health
+
+    def service_time(self, start: float) -> float:
+        """A call's duration when it gets its slot at ``start``: a lognormal draw, shaped by the phase."""
+        base = self.median_s
+        if base > 0 and self.sigma:
+            if self._next >= len(self._draws):
+                self._draws = self._rng.standard_normal(DRAW_BLOCK).tolist()
+                self._next = 0
+            base *= math.exp(self.sigma * self._draws[self._next])
+            self._next += 1
+        if not self._phase_at:
+            return base
+        i = bisect.bisect_right(self._phase_at, start)
+        if i == 0:
+            return base
+        p = self._phases[i - 1]
+        return call_duration(p.health, base, start - p.at_s, p.factor, p.latency_ms, p.period_s, p.pause_ms)
+
+    def serve(self, arrive: float) -> float:
+        """When the call that reaches the downstream at ``arrive`` is done; UNAVAILABLE (and no
+        slot) while an outage phase is in force."""
+        if self._phase_at and self.health(arrive) == OUTAGE:
+            self.failed += 1
+            return UNAVAILABLE
+        free = self.slots[0]
+        start = arrive if arrive > free else free
+        service = self.service_time(start)
+        done = start + service
+        heapq.heapreplace(self.slots, done)
+        self.busy_s += service
+        self.calls += 1
+        return done
+
+    def utilisation(self, span_s: float) -> float | None:
+        """Share of slot time in service over ``span_s`` seconds (None for an empty span)."""
+        return round(self.busy_s / (self.concurrency * span_s), 4) if span_s > 0 else None

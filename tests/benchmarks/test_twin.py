@@ -1,0 +1,34 @@
+"""bench twin's pure parts: the virtual twin of a live campaign, its short variant, and the
+pairing of live and virtual rows with their ratios."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from benchmarks.twin import scaled, side_by_side, virtual_twin
+from harness.campaign.live import load_campaign
+
+CAMPAIGNS = Path(__file__).parents[2] / "campaigns"
+
+
+def test_the_virtual_twin_has_the_live_entries_policy_and_downstream():
+    live = scaled(load_campaign(CAMPAIGNS / "default.yaml"), "unhealthy_downstream", 0.5)
+    twin = virtual_twin(live)
+    [entry] = twin.scenarios
+    assert entry.name == "unhealthy_downstream" and entry.params["duration_s"] == 2.0  # 4 s halved, its phases too
+    assert (entry.params["degrade_at_s"], entry.params["recover_at_s"]) == (0.75, 1.5)
+    assert entry.policy is not None and entry.policy.burst == 32
+    assert (twin.downstream.concurrency, twin.downstream.median_ms) == (16, 10)
+    assert twin.algorithms == live.algorithms and twin.system.processes == live.processes
+
+
+def test_rows_pair_by_run_with_virtual_over_live_ratios():
+    live = [{"scenario": "ramp", "algorithm": "none", "latency_p99_intended_ms": 200.0, "admitted": 100, "rejected": 0,
+             "ramp_sustained_rps": 730.0},
+            {"scenario": "ramp", "algorithm": "adaptive", "latency_p99_intended_ms": 40.0, "admitted": 50, "rejected": 50}]
+    virtual = [{"scenario": "ramp", "algorithm": "none", "latency_p99_intended_ms": 150.0, "admitted": 100, "rejected": 0,
+                "ramp_sustained_rps": 790.0}]
+    [row] = side_by_side(live, virtual)
+    assert row["run"] == "ramp x none"
+    assert row["P99 ms"] == (200.0, 150.0, 0.75) and row["admitted"] == (100, 100, 1.0)
+    assert row["rejected"] == (0, 0, None) and row["sustained /s"] == (730.0, 790.0, 1.082)
