@@ -9,7 +9,7 @@ the session's own ``reach`` on a fresh key, every request is in the client log w
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from analysis.header_truth import Answer
 from analysis.theory import over_admission_bound
@@ -20,7 +20,7 @@ from harness.judge.hunt import seen
 from harness.judge.verdict import Verdict, client_log, judge
 from harness.live.peers.response import Refusal
 from harness.live.supervise import signals_interrupt
-from harness.sim.fingerprint import BUCKETED, PHRASES, agreement
+from harness.sim.fingerprint import BUCKETED, PHRASES, Seen, agreement
 from targets.algorithms import Policy
 
 from .checks import CheckVerdict
@@ -86,27 +86,35 @@ def url_verdicts(policy: PolicyFile, url: str, key: KeySpec, caps: Caps = Caps()
 
 def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> list[CheckVerdict]:
     """The claim against the measurement: L (a rate for buckets), W (a burst for buckets), the
-    claimed model replayed on the recorded decisions, and the worst case within the claim's bound."""
+    claimed model replayed on the recorded decisions, and the worst case within the claim's bound.
+    A figure passes within 5% of the fitted one, or when the claimed figure, put in the fitted
+    policy, repeats the decisions as well as the fit: a few dozen decisions do not pin a bucket's
+    refill to 5% (measured on NGINX at 10 r/s: 5 per 0.469 s and 5 per 0.5 s, both 100%)."""
     lim, best = policy.limits[0], v.best
     claim, got = claimed(lim), best.policy
     said = f"claimed {described(lim.algorithm, claim)}; measured: {best.sentence()}"
     if len(policy.limits) > 1:
         said += f" (the first of {len(policy.limits)} limits is compared)"
+    decisions = seen(answers)
+
+    def fits(measured: float, claim_value: float, instead: Policy) -> bool:
+        return near(measured, claim_value) or max(agreement(best.model, instead, decisions), 0) >= best.agreed
+
     if best.model in BUCKETED:
         rate, got_rate = claim.limit / claim.window_s, got.limit / got.window_s
-        rows = [_row("live_measured_rate", lim, f"{got_rate:.4g}/s", f"{rate:.4g}/s ±5%", near(got_rate, rate), said),
+        rows = [_row("live_measured_rate", lim, f"{got_rate:.4g}/s", f"{rate:.4g}/s ±5%",
+                     fits(got_rate, rate, replace(got, window_s=got.limit / rate)), said),
                 _row("live_measured_burst", lim, f"{got.effective_burst:g}", f"{claim.effective_burst:g} ±5%",
-                     near(got.effective_burst, claim.effective_burst), said)]
+                     fits(got.effective_burst, claim.effective_burst, replace(got, burst=claim.effective_burst)), said)]
     else:
-        rows = [_row("live_measured_limit", lim, f"{got.limit:g}", f"{claim.limit:g} ±5%", near(got.limit, claim.limit),
-                     said),
+        rows = [_row("live_measured_limit", lim, f"{got.limit:g}", f"{claim.limit:g} ±5%",
+                     fits(got.limit, claim.limit, replace(got, limit=claim.limit)), said),
                 _row("live_measured_window", lim, f"{got.window_s:g} s", f"{claim.window_s:g} s ±5%",
-                     near(got.window_s, claim.window_s), said)]
-    return [*rows, _replayed(lim, claim, answers, said), _worst(lim, claim, v)]
+                     fits(got.window_s, claim.window_s, replace(got, window_s=claim.window_s)), said)]
+    return [*rows, _replayed(lim, claim, decisions, said), _worst(lim, claim, v)]
 
 
-def _replayed(lim: Limit, claim: Policy, answers: list[Answer], said: str) -> CheckVerdict:
-    decisions = seen(answers)
+def _replayed(lim: Limit, claim: Policy, decisions: list[Seen], said: str) -> CheckVerdict:
     share = max(agreement(lim.algorithm, claim, decisions), 0) / len(decisions)
     return _row("live_measured_model", lim, f"{share:.1%}", f">= {AGREE:.0%}", share >= AGREE,
                 f"{lim.algorithm} under the claim repeats {share:.1%} of {len(decisions)} recorded decisions; {said}")

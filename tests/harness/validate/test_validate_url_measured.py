@@ -18,7 +18,10 @@ import yaml
 from harness.campaign.policy_file import PolicyFile, parse_policy
 from harness.cli.main import main
 from harness.judge.endpoint import KeySpec
+from harness.judge.verdict import judge
+from harness.judge.virtual import VirtualEndpoint
 from harness.validate.measured import Caps, claim_verdicts, measure
+from targets.algorithms import Policy
 from targets.process import TargetProcess, start_target
 
 L, W = 10, 1.0
@@ -90,3 +93,28 @@ def test_a_peer_model_claim_cannot_run_on_a_suite_target(tmp_path, capsys):
     assert main(["validate", str(path), "--live"]) == 2
     err = capsys.readouterr().err.strip()
     assert "limits[api].algorithm: a peer model no suite target runs" in err and len(err.splitlines()) == 1
+
+
+@pytest.mark.parametrize(("model", "served", "true", "lies"), [
+    ("token_bucket", Policy(10, 1, 5), {"limit": 10, "window_s": 1, "burst": 5},
+     [{"limit": 20, "window_s": 1, "burst": 5}, {"limit": 10, "window_s": 1, "burst": 3}]),
+    ("limits_fixed_window", Policy(20, 10), {"limit": 20, "window_s": 10},
+     [{"limit": 40, "window_s": 10}, {"limit": 20, "window_s": 60}]),
+])
+def test_in_virtual_time_true_claims_pass_and_lies_fail(model, served, true, lies):
+    """The suite's models standing in for the endpoint on a virtual clock (no headers: measured,
+    not read): the claim rows on the very decisions the session recorded."""
+    endpoint = VirtualEndpoint(model, served, headers=False)
+    v = judge(endpoint, max_wait_s=120)
+    answers = [s.answer for s in endpoint.log]
+
+    def passed(**kw) -> dict[str, bool]:
+        text = f"name: c\nroutes: [{{name: GET /api/items}}]\nlimits: [{{name: api, key: ip, algorithm: {model}, " + \
+               ", ".join(f"{k}: {x:g}" for k, x in kw.items()) + "}]\n"
+        return {r.name.removeprefix("live: api: "): r.passed
+                for r in claim_verdicts(parse_policy(yaml.safe_load(text), "c.yaml"), v, answers)}
+
+    assert all(passed(**true).values()), (v.best.sentence(), passed(**true))
+    for lie in lies:
+        rows = passed(**lie)
+        assert not rows["model"] and not all(rows.values()), (lie, rows)
