@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from contract.run_info import degraded_line
 from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE
 
 from . import client as client_metrics
@@ -71,7 +72,9 @@ def _base_row(run: Run) -> dict[str, Any]:
             "decided_from": i.decided_from, "decision_uncertainty_ms": i.decision_uncertainty_ms, "limit": i.policy.limit,
             "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
             "scenario_params": i.scenario_params, "run": run.name,
-            "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters}
+            "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters,
+            "degraded_share": i.fallback["share"] if i.fallback else None,
+            "degraded_span_s": round(i.fallback["end_t"] - i.fallback["start_t"], 3) if i.fallback else None}
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -218,6 +221,8 @@ def analyze(results: Results, on_run: Callable[[int, int, str], None] | None = N
             continue
         out.runs.append(result)
         out.warnings.extend(run.warnings)
+        if run.info.fallback:
+            out.warnings.append(f"{run.name}: {degraded_line(run.info.store, run.info.fallback)}")
         if result.row["generator_bound"]:
             out.warnings.append(f"{run.name}: generator-bound: the load generator, not the target, was the bottleneck")
     rank = {name: i for i, name in enumerate(ALGORITHM_NAMES)}

@@ -35,7 +35,9 @@ def family(scenario: str) -> str:
 
 
 def _of(rows: Sequence[Row], name: str, field: str) -> list[Row]:
-    return [r for r in rows if family(r["scenario"]) == name and r.get(field) is not None]
+    """A scenario family's runs that measured ``field``, leaving out degraded runs: a fallback,
+    not their store, made some of their decisions (the report's warnings name them)."""
+    return [r for r in rows if family(r["scenario"]) == name and r.get(field) is not None and not r.get("degraded_share")]
 
 
 def _limiters(rows: Sequence[Row]) -> list[Row]:

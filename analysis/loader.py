@@ -167,6 +167,8 @@ def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
 
 def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
     live = (path / RUN_FILE).is_file()
+    if not live and isinstance(campaign.get("runs"), list):  # a live campaign's run: its record is run.json
+        raise RunDataError(f"run interrupted: no {RUN_FILE} (stopped before it was recorded)")
     try:
         info = read_run_json(path / RUN_FILE) if live else _sim_info(path.name, campaign)
     except RunFileError as exc:

@@ -78,6 +78,9 @@ class RunInfo:
     limiters: str = "shared"
     """``per-process`` when each of a node's processes kept its own counts (memory store,
     Redis local mode): the node could admit up to processes x L."""
+    fallback: dict[str, Any] | None = None
+    """run.json's ``degraded``: some decisions came from a fallback, not the store (``share``,
+    ``sources``, ``start_t``, ``end_t``); None when the store made every decision."""
 
     kind: str = "live"
     """``live``, or ``virtual`` (contract.schema.KIND_VIRTUAL): a simulated run with the system model."""
@@ -122,5 +125,23 @@ def read_run_json(path: Path) -> RunInfo:
         decision_uncertainty_ms=(raw.get("round_trip_ms") or {}).get("p99"),
         response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
         processes=int(raw.get("processes") or 1), limiters=str(raw.get("limiters") or "shared"),
+        fallback=_fallback(raw.get("degraded"), path),
         kind=str(raw.get("kind") or "live"),
     )
+
+
+def _fallback(raw: Any, path: Path) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    share = raw.get("share") if isinstance(raw, dict) else None
+    if not isinstance(share, int | float) or not 0 < share <= 1 or not all(
+            isinstance(raw.get(k), int | float) for k in ("start_t", "end_t")):
+        raise RunFileError(f"{path}: degraded must be null or an object with share (0..1], start_t and end_t")
+    return dict(raw)
+
+
+def degraded_line(store: str, fallback: dict[str, Any]) -> str:
+    """How a degraded run is marked wherever it is shown: the share, by whom, and when."""
+    sources = ", ".join(f"{k} {v:,}" for k, v in (fallback.get("sources") or {}).items())
+    return (f"degraded: {fallback['share']:.0%} of its decisions came from a fallback, not {store} "
+            f"({sources}; over {fallback['end_t'] - fallback['start_t']:.1f} s): its metrics are not {store}'s")

@@ -89,6 +89,13 @@ class Verdict:
     """Admitted: every layer that applied; rejected: only the layer that rejected."""
 
 
+UNROUTED = ("*", "*")
+"""The plan of a request no route serves (any method or path but ``NEVER_LIMITED``): cost 1, the
+limits that apply to every route; a HEAD of a GET route is that route's."""
+UNROUTED_NAME = "unrouted"
+NEVER_LIMITED = frozenset({"/healthz", "/metrics"})
+
+
 @dataclass
 class RoutePlan:
     name: str
@@ -123,13 +130,20 @@ def build_layers(config: TargetConfig) -> tuple[list[Layer], dict[tuple[str, str
     routes = {}
     for route, method_path in ROUTE_PATHS.items():
         chosen = [layer for lc, layer in layers if route in (lc.routes or API_ROUTES)]
-        plan = RoutePlan(route, config.cost(route), chosen, any(la.scope == "account" for la in chosen),
-                         any(la.remote for la in chosen), any(la.holds or la.observes for la in chosen))
-        local = [la for la in chosen if not la.remote]
-        if plan.remote and local:
-            plan.local = RoutePlan(route, plan.cost, local, plan.needs_account)
-        routes[method_path] = plan
+        routes[method_path] = _plan(route, config.cost(route), chosen)
+    # NGINX's `location /` counts every request: a HEAD, a 404 or a 405 costs the target too
+    every = [layer for lc, layer in layers if set(API_ROUTES) <= set(lc.routes or API_ROUTES)]
+    routes[UNROUTED] = _plan(UNROUTED_NAME, 1.0, every)
     return [layer for _, layer in layers], routes
+
+
+def _plan(route: str, cost: float, chosen: list[Layer]) -> RoutePlan:
+    plan = RoutePlan(route, cost, chosen, any(la.scope == "account" for la in chosen),
+                     any(la.remote for la in chosen), any(la.holds or la.observes for la in chosen))
+    local = [la for la in chosen if not la.remote]
+    if plan.remote and local:
+        plan.local = RoutePlan(route, plan.cost, local, plan.needs_account)
+    return plan
 
 
 def remote_stores(layers: list[Layer]) -> list[tuple[str, SharedStore]]:

@@ -25,7 +25,7 @@ from .config import AdmittedHeaders
 from .decision_log import DecisionLog
 from .headers import Header, QuotaText, limit_headers, never_admitted, quota_headers, rejection
 from .keys import KeyPolicy, token
-from .layers import Applied, RoutePlan, Verdict, check, check_remote, complete, complete_remote
+from .layers import NEVER_LIMITED, UNROUTED, Applied, RoutePlan, Verdict, check, check_remote, complete, complete_remote
 from .metrics import Metrics
 
 Scope = MutableMapping[str, Any]
@@ -57,6 +57,8 @@ class RateLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         plan = self.routes.get((scope.get("method"), scope.get("path"))) if scope["type"] == "http" else None
+        if plan is None and scope["type"] == "http" and scope["path"] not in NEVER_LIMITED:
+            plan = (self.routes.get(("GET", scope["path"])) if scope["method"] == "HEAD" else None) or self.routes.get(UNROUTED)
         if plan is None or not plan.layers:
             await self.app(scope, receive, send)
             return

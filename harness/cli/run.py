@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, get_args
 
@@ -71,7 +73,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             results = runner.run_all(runs)
     except Interrupted as exc:
         console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
-        _summarize(out, console, args.wide)
+        # every run is recorded by now: a further signal only cuts the summary short (its files are written atomically)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        with suppress(KeyboardInterrupt):
+            _summarize(out, console, args.wide)
         return 130
     _summarize(out, console, args.wide)
     failed = [r for r in results if r["status"] != RUN_OK]

@@ -20,6 +20,7 @@ from contract.schema import JUDGE_LOG
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
+from harness.campaign.peers.nginx_config import with_includes
 from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.judge.endpoint import KeySpec
 from harness.live.peers import LivePeer, live_peer
@@ -126,6 +127,8 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
         assert base is not None
         return base, str(args.policy), None
     text = read_text(args.config)
+    if args.peer is None or args.peer.startswith("nginx"):
+        text = with_includes(text, args.config)
     spec = which_peer(text, args.peer, str(args.config))
     config = read_config(spec, text, args.config)
     policy = policy_of_config(spec, config, base, args.config)

@@ -8,6 +8,9 @@ store-failure runs, what the fleet enforced.
 - ``store_failure``: requests and admissions while the store was down against the fallback
   limit, decisions by source, answers that were not a decision (errors, no answer), and the time
   from the restart to the first shared decision again.
+- ``degraded``: any run (not only a store failure's) in which some decisions came from a fallback
+  (the decision log's ``source``): their share, their sources and the time span they cover, so
+  the run's metrics are never taken for the store's.
 """
 
 from __future__ import annotations
@@ -24,6 +27,8 @@ from contract.schema import DECISIONS_FILE
 from scenarios.live_plan import LivePlan, groups, worker_share
 from scenarios.multi_node import SKEWED
 
+FALLBACK_SOURCES = ("fallback", "fail_closed")
+"""Decision sources that are not the run's store deciding (targets/stores/redis/failover.py)."""
 ANSWERS = (200, 201, 429)
 """A status that is a decision; anything else (5xx, 0 = no answer) is an error shown to a client."""
 
@@ -75,6 +80,19 @@ def store_failure_measures(decisions: pd.DataFrame, client: pd.DataFrame, start_
         "unanswered": int((status == 0).sum()),
         "recovery_s": round(float(after["t"].iloc[0]) - end_t, 3) if len(after) else None,
     }
+
+
+def store_degradation(decisions: pd.DataFrame) -> dict[str, Any] | None:
+    """The share of decisions a fallback made, by source, and the span from the first to the last
+    of them (epoch seconds); None when the store made every decision."""
+    if "source" not in decisions.columns or not len(decisions):
+        return None
+    fell = decisions[decisions["source"].isin(FALLBACK_SOURCES)]
+    if not len(fell):
+        return None
+    return {"share": round(len(fell) / len(decisions), 6), "decisions": len(fell), "of": len(decisions),
+            "sources": {str(k): int(v) for k, v in fell.groupby("source").size().items()},
+            "start_t": float(fell["t"].min()), "end_t": float(fell["t"].max())}
 
 
 def measured_window(rows: list[tuple], info: dict[str, Any], interval_s: float) -> list[tuple]:

@@ -72,13 +72,13 @@ from . import cpus
 from .config import node_configs, peer_downstream_config, target_config
 from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import gather_client, merge_decisions, slowest_ready
-from .measures import fleet_measures, measured_window, store_failure_measures
+from .measures import fleet_measures, measured_window, store_degradation, store_failure_measures
 from .peers import live_peer
 from .peers.response import refusal, without_probe
 from .peers.url import client_decisions, round_trip_ms
 from .plan import LiveRun
 from .remote import RemoteWorkers, remote_clocks
-from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
+from .supervise import Interrupted, Processes, RunFailed, interrupts_deferred, signals_interrupt, tail
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUSTFILE = ROOT / "scenarios" / "locustfile.py"
@@ -242,11 +242,12 @@ class LiveRunner:
             info["status"] = RUN_INTERRUPTED
             raise
         finally:
-            self.processes.stop_all()
-            rows = measured_window(sampler.stop(), info, sampler.interval_s)
-            write_text(run_dir / CPU_FILE, cpu_csv(rows))
-            info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
-            write_run_json(run_dir / RUN_FILE, info)
+            with interrupts_deferred():  # the run is recorded whatever signal comes meanwhile
+                self.processes.stop_all()
+                rows = measured_window(sampler.stop(), info, sampler.interval_s)
+                write_text(run_dir / CPU_FILE, cpu_csv(rows))
+                info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
+                write_run_json(run_dir / RUN_FILE, info)
         return info
 
     def _response(self, run: LiveRun, endpoint: UrlPeer | None, url: str) -> dict[str, Any]:
@@ -263,8 +264,8 @@ class LiveRunner:
     def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],
                   info: dict[str, Any]) -> dict[str, Any]:
         """Fleet measures for a multi-node run, outage measures (and phase) for a store failure."""
-        out: dict[str, Any] = {}
         decisions = pq.read_table(run_dir / DECISIONS_FILE).to_pandas()
+        out: dict[str, Any] = {"degraded": store_degradation(decisions)}
         if len(run.joins_s) > 1:
             out["fleet"] = fleet_measures(decisions, run.policy.limit, run.policy.window_s,
                                           [info["start_at"] + j for j in run.joins_s], run.routing)
