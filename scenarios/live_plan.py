@@ -104,6 +104,20 @@ class Shot:
     headers: dict[str, str]
 
 
+def follow_up_id(cause_id: str, n: int) -> str:
+    """A closed-loop follow-up's request id (not a retry: a retry keeps its cause's id): its
+    chain's planned id, then the worker's count (``r12.3``), so whoever joins the client log with
+    the plan by id (a url peer's decisions: ``origin_of``) finds the origin's key, class and client
+    for a request the plan never had. (The request itself carries its origin's key and class
+    headers: the model's follow-up is its cause with a new time.)"""
+    return f"{origin_of(cause_id)}.{n}"
+
+
+def origin_of(request_id: str) -> str:
+    """The planned id (``r<index>``) a request descends from: itself, or a follow-up's origin."""
+    return request_id.partition(".")[0]
+
+
 def request_headers(request: Request, request_id: str) -> dict[str, str]:
     """What the target keys on and logs: the model's explicit headers, else ``x-api-key`` from
     its key; the benchmark tags; an Idempotency-Key on POSTs (the same on every retry)."""

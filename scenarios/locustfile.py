@@ -43,7 +43,7 @@ from locust.runners import MasterRunner, WorkerRunner
 from contract.routes import model_route
 from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
-from scenarios.live_plan import LivePlan, outcome, releases, request_headers, worker_share
+from scenarios.live_plan import LivePlan, follow_up_id, outcome, releases, request_headers, worker_share
 from scenarios.raw_replay import RawReplay, Wire, wires
 from scenarios.remote_sides import MasterSide, WorkerSide
 
@@ -331,7 +331,7 @@ class ReactiveUser(FastHttpUser):
         if answer is None:
             return
         for follow in self.model.react(request._replace(t=done - start_at), answer):
-            follow_id = request_id if follow.attempt > request.attempt else f"w{self.worker}.{next(self.ids)}"
+            follow_id = request_id if follow.attempt > request.attempt else follow_up_id(request_id, next(self.ids))
             self.in_flight.spawn(self._fire, follow, follow_id)
 
 

@@ -23,6 +23,10 @@ RateAlgorithm = Literal[
     "fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "token_bucket", "leaky_bucket", "gcra",
 ]
 """Rate limits only: concurrency and adaptive limits bound work in progress, not a rate."""
+PeerModel = Literal["limits_fixed_window", "limits_sliding_window_counter_redis", "haproxy_freq_ctr"]
+"""The peer models (targets.algorithms.PEER_MODELS): a claim a url endpoint can make
+(``validate --url``) and the simulation can judge; no suite target runs one (``--live`` without
+``--url`` refuses them)."""
 KeyKind = Literal["api_key", "user", "ip"]
 NAME = r"^[A-Za-z0-9_-]+$"
 
@@ -58,7 +62,7 @@ class Limit(_Strict):
     key: KeyKind
     routes: list[str] | None = None
     """Route names this limit covers; omitted = every route."""
-    algorithm: RateAlgorithm
+    algorithm: RateAlgorithm | PeerModel
     limit: float = Field(gt=0)
     window_s: float = Field(gt=0)
     burst: float | None = Field(default=None, gt=0)
