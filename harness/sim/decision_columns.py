@@ -28,6 +28,14 @@ class DecisionColumns:
         self._packed: list[tuple[np.ndarray, ...]] = []
         self._columns: tuple[np.ndarray, ...] | None = None
 
+    @classmethod
+    def repeated(cls, decision: Decision, n: int) -> DecisionColumns:
+        """``n`` times the same decision (``none``'s), as columns without a tuple each."""
+        out = cls()
+        out._columns = (np.full(n, bool(decision[0])), *(np.full(n, float(v)) for v in decision[1:]))
+        out._packed = [out._columns]
+        return out
+
     def extend(self, decisions: Iterable[Decision]) -> None:
         self.pending.extend(decisions)
         if len(self.pending) >= BLOCK:
@@ -62,6 +70,16 @@ class DecisionColumns:
     def __getitem__(self, i: int) -> Decision:
         cols = self.columns()
         return Decision(bool(cols[0][i]), *(float(c[i]) for c in cols[1:]))
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same decisions, as columns or as a list (what a test compares)."""
+        if isinstance(other, DecisionColumns):
+            return all(np.array_equal(a, b) for a, b in zip(self.columns(), other.columns()))
+        if isinstance(other, list):
+            return len(other) == len(self) and list(self) == other
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, as the list it replaces
 
     def __iter__(self) -> Iterator[Decision]:
         cols = self.columns()

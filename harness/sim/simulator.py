@@ -43,6 +43,8 @@ from .decision_columns import BLOCK, DecisionColumns
 from .system import UNAVAILABLE_STATUS, Path, Served, SystemSpec, serve_open, system_for
 
 NODE, STORE = "sim", "memory"
+NONE = "none"
+"""The algorithm that admits everything and keeps no state: its replay needs no decision call."""
 READING_S = 0.25
 """Model seconds between CPU/load readings (the live target's sampler: targets/readings.py)."""
 GLOBAL_KEY = "global"
@@ -193,7 +195,13 @@ def _no_gc() -> Iterator[None]:
 
 
 def _replay_open(arrivals: Arrivals, store: ReplayStore) -> Replay:
-    """Hot path for open-loop traffic: blocks of decisions through the store's batch call."""
+    """Hot path for open-loop traffic: blocks of decisions through the store's batch call;
+    ``none`` (the same decision for every request, no state kept) without a call at all."""
+    if store.algorithm.name == NONE:
+        start = time.perf_counter_ns()
+        decisions = DecisionColumns.repeated(store.algorithm.decide(None, 0.0, 1.0, None)[0], len(arrivals))
+        micros = np.full(len(arrivals), (time.perf_counter_ns() - start) / 1000.0 / max(1, len(arrivals)))
+        return Replay(arrivals, decisions, micros, store.evictions)
     decide_many, clock = store.decide_many, time.perf_counter_ns
     ts, keys, costs = arrivals.t, arrivals.key, arrivals.cost
     decisions = DecisionColumns()

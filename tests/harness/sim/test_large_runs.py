@@ -79,6 +79,12 @@ def test_decision_columns_read_back_the_decisions_they_were_given():
             columns.pack()
     assert len(columns) == len(given) and list(columns) == given and columns[12_345] == given[12_345]
     assert columns.column("allowed").tolist() == [d.allowed for d in given]
+    assert columns == given and columns != given[:-1] and columns != DecisionColumns.repeated(given[0], len(given))
+
+
+def test_repeated_decision_columns_read_as_that_decision_n_times():
+    allow = Decision(True, float("inf"), 0.0, 0.0)
+    assert list(DecisionColumns.repeated(allow, 3)) == [allow] * 3 and len(DecisionColumns.repeated(allow, 0)) == 0
 
 
 def test_logs_in_parts_join_to_the_whole_log():
