@@ -152,6 +152,9 @@ its client log and CPU samples are virtual; absent in run.json: a live run."""
 DEGRADED_PHASE = "degraded"
 DOWNSTREAM_OUTAGE_PHASE = "downstream_outage"
 RAMP_PHASE = "ramp"
+BREAK_PHASE = "break"
+"""downstream_breaks' break, whatever its kind (an overload break leaves the downstream healthy):
+from ``break_at_s`` to ``recover_at_s`` (to the run's end for a step, which never recovers)."""
 STATUS_TOO_MANY = 429
 LATE_S = 0.005
 """A send this much after its intended time is late: the generator fell behind (the replay counts

@@ -92,6 +92,10 @@ class DownstreamBreaks(TrafficModel):
         return {"downstream": {"concurrency": p.slots, "service_time": {"median_ms": p.median_ms, "sigma": p.sigma},
                                "schedule": self.p.schedule()}}
 
+    def break_window(self) -> tuple[float, float | None]:
+        """(start, end) of the break in model seconds; end None for a step (it never recovers)."""
+        return self.p.break_at_s, None if self.p.kind == "step" else self.p.recover_at_s
+
     def generate(self) -> Arrivals:
         """Poisson arrivals at ``load`` x capacity, at ``overload`` x capacity during an overload break."""
         p = self.p

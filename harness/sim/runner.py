@@ -22,6 +22,7 @@ from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
 from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
 from contract.schema import (
+    BREAK_PHASE,
     CAMPAIGN_FILE,
     CLIENT_FILE,
     CPU_FILE,
@@ -210,13 +211,18 @@ def attempt_log(result: Replay) -> pd.DataFrame:
 
 def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
     """run.json of a virtual run (``kind: virtual``): what a live run's says, on the model's
-    clock (the downstream's unhealthy phases and a ramp's span, as harness/live/runner.py)."""
+    clock (the downstream's unhealthy phases and a ramp's span, as harness/live/runner.py, and
+    a downstream_breaks run's ``break`` whatever its kind)."""
     served = result.served
     end = float(served.done_t.max()) if served is not None and len(served.done_t) else run.model.horizon_s()
     names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
     schedule = [(p.at_s, p.health) for p in served.spec.downstream.schedule] if served is not None else []
     phases = [{"name": names[health], "start_t": at, "end_t": following[0] if following else end}
               for (at, health), following in zip(schedule, [*schedule[1:], None]) if health in names]
+    broken = getattr(run.model, "break_window", None)
+    if broken is not None:
+        begin, finish = broken()
+        phases.append({"name": BREAK_PHASE, "start_t": begin, "end_t": end if finish is None else finish})
     ramp = getattr(run.model, "ramp", None)
     if ramp is not None:
         begin, finish = ramp()
