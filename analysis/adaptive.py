@@ -108,6 +108,12 @@ def measures(info: RunInfo, decisions: pd.DataFrame, client: pd.DataFrame | None
     return row
 
 
+def rule_label(params: dict[str, Any]) -> str | None:
+    """The rule as the head to head names it: ``gradient2``, ``gradient2 windowed``."""
+    rule = params.get("rule")
+    return None if rule is None else f"{rule} windowed" if params.get("window", "none") != "none" else str(rule)
+
+
 def limit_over_time(t: np.ndarray, limit: np.ndarray, origin: float, bin_s: float = 0.05) -> pd.DataFrame:
     """The limit at the end of each ``bin_s`` bin (t since ``origin``), for the chart: a run's
     thousands of decisions drawn as at most a few hundred steps."""

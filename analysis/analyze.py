@@ -17,9 +17,8 @@ import pyarrow as pa
 
 from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE
 
-from . import adaptive
+from . import adaptive, latency, metrics, ramp, retries
 from . import client as client_metrics
-from . import latency, metrics, ramp, retries
 from .cpu import cpu_ms_per_1k, generator_bound
 from .ideal import ideal_sliding_log
 from .loader import LeftOut, Results, Run, RunDataError
@@ -190,7 +189,7 @@ def _adaptive_part(a: RunAnalysis, df: pd.DataFrame, client: pd.DataFrame | None
     """The head-to-head fields and limit series of a run whose limiter logs its limit."""
     info = a.run.info
     a.row.update(adaptive.measures(info, df, client, a.origin))
-    a.row["adaptive_rule"] = info.params.get("rule")
+    a.row["adaptive_rule"] = adaptive.rule_label(info.params)
     a.row["break_kind"] = info.scenario_params.get("kind", info.scenario.split("-", 1)[0])
     a.limit = adaptive.limit_over_time(df["t"].to_numpy(dtype=np.float64),
                                        df["adaptive_limit"].to_numpy(dtype=np.float64), a.origin)
