@@ -20,15 +20,15 @@ import numpy as np
 import pandas as pd
 
 from contract.run_info import RunInfo
-from contract.schema import BREAK_PHASE, DEGRADED_PHASE, DOWNSTREAM_OUTAGE_PHASE
+from contract.schema import HEALTH_PHASES, OVERLOAD_PHASE
 
 GOODPUT_BOUND_S = 0.5
 """A client's patience: an answer later than this from the intended send is not goodput."""
 SETTLE_BAND = 0.1
 """Settled: within +-10% of the settled level (the median of the window's last quarter)."""
-BREAK_PHASES = (BREAK_PHASE, DEGRADED_PHASE, DOWNSTREAM_OUTAGE_PHASE)
-"""run.json phases that mark the downstream's change, first match wins (downstream_breaks records
-``break`` for every kind, overload too; unhealthy_downstream its ``degraded`` phase)."""
+BREAK_PHASES = (*HEALTH_PHASES.values(), OVERLOAD_PHASE)
+"""run.json phases that mark the downstream's change (every unhealthy health, and an overload
+break's window, which leaves the downstream healthy); the earliest is the break."""
 EMPTY = {"goodput_in_bound_rps": None, "limit_react_s": None, "limit_recover_s": None, "limit_cov": None,
          "limit_mean": None}
 
@@ -78,11 +78,8 @@ def oscillation(t: np.ndarray, limit: np.ndarray, start: float, end: float) -> f
 
 def break_window(info: RunInfo) -> tuple[float, float] | None:
     """The downstream's change as (start, end) on the run's clock, from run.json's phases."""
-    for name in BREAK_PHASES:
-        phase = next((p for p in info.phases if p.name == name), None)
-        if phase is not None:
-            return phase.start_t, phase.end_t
-    return None
+    phase = min((p for p in info.phases if p.name in BREAK_PHASES), key=lambda p: p.start_t, default=None)
+    return None if phase is None else (phase.start_t, phase.end_t)
 
 
 def measures(info: RunInfo, decisions: pd.DataFrame, client: pd.DataFrame | None, origin: float) -> dict[str, Any]:

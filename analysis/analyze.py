@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE
+from contract.run_info import degraded_line
+from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE, split_repeat
 
 from . import adaptive, latency, metrics, ramp, retries
 from . import client as client_metrics
@@ -23,6 +24,7 @@ from .cpu import cpu_ms_per_1k, generator_bound
 from .ideal import ideal_sliding_log
 from .loader import LeftOut, Results, Run, RunDataError
 from .pool import worker_pool
+from .theory import bounds_concurrency
 
 ENVELOPE_POINTS = 16
 BOUNDARY_SCENARIO = "boundary_burst"
@@ -71,8 +73,10 @@ def _base_row(run: Run) -> dict[str, Any]:
     return {"scenario": i.scenario, "algorithm": i.algorithm, "system": i.system, "store": i.store,
             "decided_from": i.decided_from, "decision_uncertainty_ms": i.decision_uncertainty_ms, "limit": i.policy.limit,
             "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
-            "scenario_params": i.scenario_params, "run": run.name,
-            "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters}
+            "scenario_params": i.scenario_params, "run": run.name, "repeat": split_repeat(run.name)[1],
+            "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters,
+            "degraded_share": i.fallback["share"] if i.fallback else None,
+            "degraded_span_s": round(i.fallback["end_t"] - i.fallback["start_t"], 3) if i.fallback else None}
 
 
 def _rate(part: int, whole: int) -> float | None:
@@ -86,8 +90,11 @@ def _decision_row(df: pd.DataFrame, run: Run, envelope: pd.DataFrame) -> dict[st
     row["rejected_legit_rate"] = _rate(row["rejected_legit"], row["legit_requests"])
     row["rejected_abusive_rate"] = _rate(row["rejected_abusive"], row["abusive_requests"])
     row["rejected_by_limit"] = metrics.rejections_by_limit(df)
-    at_window = envelope.loc[envelope["interval_s"] == p.window_s, "max_admitted_cost"]  # envelope_lengths keeps W
-    row["over_admission"] = round(float(at_window.iloc[0]) / p.limit, 6)
+    if bounds_concurrency(run.info.algorithm):  # one global key: measured in flight, never per key
+        row.update(metrics.basis(df, run.info.algorithm, p, run.info.params, _done_times(run, df)))
+    else:
+        at_window = envelope.loc[envelope["interval_s"] == p.window_s, "max_admitted_cost"]  # envelope_lengths keeps W
+        row.update(metrics.NO_IN_FLIGHT, over_admission=round(float(at_window.iloc[0]) / p.limit, 6))
     if "ideal_allowed" not in df.columns or df["ideal_allowed"].isna().any():
         df["ideal_allowed"] = ideal_sliding_log(df["t"].to_numpy(dtype=np.float64), df["key"],
                                                 df["cost"].to_numpy(dtype=np.float64), p.limit, p.window_s)
@@ -97,6 +104,24 @@ def _decision_row(df: pd.DataFrame, run: Run, envelope: pd.DataFrame) -> dict[st
     row["decision_us_p50"] = latency.nearest_rank(us, 50.0)
     row["decision_us_p99"] = latency.nearest_rank(us, 99.0)
     return row
+
+
+def _done_times(run: Run, df: pd.DataFrame) -> np.ndarray | None:
+    """Each decision's completion on the client's clock (its request's first answer at or after
+    it; NaN where the client log has none), or None without a client log (live or virtual alike)."""
+    if not run.has_client_log:
+        return None
+    ids, client = run.request_ids(), run.client(("request_id", "done_t"))
+    if ids is None or client is None or client.empty or len(ids) != len(df):
+        return None
+    asked = pd.DataFrame({"t": df["t"].to_numpy(dtype=np.float64), "request_id": ids.astype(str).to_numpy(),
+                          "i": np.arange(len(df))}).sort_values("t", kind="stable")
+    done = client.dropna(subset=["done_t"]).assign(request_id=lambda c: c["request_id"].astype(str))
+    done = done.rename(columns={"done_t": "t"}).assign(done_t=lambda c: c["t"]).sort_values("t", kind="stable")
+    matched = pd.merge_asof(asked, done, on="t", by="request_id", direction="forward")
+    out = np.full(len(df), np.nan)
+    out[matched["i"].to_numpy()] = matched["done_t"].to_numpy(dtype=np.float64)
+    return out
 
 
 def _boundary(df: pd.DataFrame, window_s: float) -> pd.DataFrame | None:
@@ -231,6 +256,8 @@ def analyze(results: Results, on_run: Callable[[int, int, str], None] | None = N
             continue
         out.runs.append(result)
         out.warnings.extend(run.warnings)
+        if run.info.fallback:
+            out.warnings.append(f"{run.name}: {degraded_line(run.info.store, run.info.fallback)}")
         if result.row["generator_bound"]:
             out.warnings.append(f"{run.name}: generator-bound: the load generator, not the target, was the bottleneck")
     rank = {name: i for i, name in enumerate(ALGORITHM_NAMES)}

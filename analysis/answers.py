@@ -11,10 +11,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .labels import num, row_policy
+from .spread import apart, with_spread
+
 Row = dict[str, Any]
 
 BASELINE = "none"  # admits everything: the overhead baseline, never "the best limiter"
-LINE = 2.0  # the fixed window's bound, the line every over-admission is drawn against
+LINE = 2.0  # the fixed window's bound, drawn where an algorithm of its family ran
+FIXED_WINDOW_FAMILY = ("fixed_window", "sliding_window_counter", "sliding_window_ring")
 
 
 @dataclass(frozen=True)
@@ -34,8 +38,18 @@ def family(scenario: str) -> str:
     return scenario.split("-", 1)[0]
 
 
-def _of(rows: Sequence[Row], name: str, field: str) -> list[Row]:
-    return [r for r in rows if family(r["scenario"]) == name and r.get(field) is not None]
+def _of(rows: Sequence[Row], name: str, field: str, one_scenario: bool = True) -> list[Row]:
+    """The rows of family ``name`` that have ``field``, leaving out degraded runs (a fallback, not
+    their store, made some of their decisions: the report's warnings name them); with
+    ``one_scenario``, of its first scenario only: one policy and one panel (a labelled second entry
+    is another scenario)."""
+    found = [r for r in rows if family(r["scenario"]) == name and r.get(field) is not None and not r.get("degraded_share")]
+    return [r for r in found if r["scenario"] == found[0]["scenario"] or not one_scenario] if found else []
+
+
+def _idle(row: Row) -> bool:
+    """Its limit never reached: nothing rejected."""
+    return row.get("rejected_rate") == 0
 
 
 def _limiters(rows: Sequence[Row]) -> list[Row]:
@@ -53,27 +67,64 @@ def _names(rows: Sequence[Row], most: int = 3) -> str:
     return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
 
 
-def _num(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+_num = num
+
+
+def _where(row: Row) -> str:
+    """The scenario and policy a sentence speaks of, as its panel and table name them."""
+    return f"on {row['scenario']} ({row_policy(row)})"
+
+
+def _extreme(runs: Sequence[Row], field: str, high: bool) -> list[Row]:
+    """The run with the highest (lowest) ``field``, then every run within noise of it."""
+    top = (max if high else min)(runs, key=lambda r: r[field])
+    return [top, *(r for r in runs if r is not top and not apart(top, r, field))]
+
+
+def _tied(rows: Sequence[Row]) -> str:
+    return _who(rows[0]) if len(rows) == 1 else f"{_names(rows)} (within noise of each other)"
+
+
+def _figure(row: Row, field: str, text: str, fmt: Any = _num) -> str:
+    return with_spread(row, field, text, fmt)
+
+
+def _times(row: Row, field: str = "over_admission") -> str:
+    return _figure(row, field, f"{row[field]:.2f}x", lambda v: f"{v:.2f}x")
 
 
 def over_admission(rows: Sequence[Row]) -> Answer | None:
-    """Worst and best limiter at the window edge (boundary bursts; else the Retry-After drip)."""
+    """Worst and best rate limiter at the window edge (boundary bursts; else the Retry-After drip),
+    per the key the policy names; the 2x line only spoken of where a fixed-window-family algorithm
+    ran (the panel draws it only there)."""
     runs = _limiters(_of(rows, "boundary_burst", "over_admission") or _of(rows, "adversarial_drip", "over_admission"))
     if not runs:
         return None
-    worst = max(runs, key=lambda r: r["over_admission"])
-    low = min(r["over_admission"] for r in runs)
-    best = [r for r in runs if r["over_admission"] == low]
-    above = [r for r in runs if r["over_admission"] > LINE + 1e-9]
-    limit, window = worst["limit"], worst["window_s"]
-    past = f"{len(above)} of {len(runs)} limiters went past the {LINE:g}x line" if above else \
-        f"no limiter went past the {LINE:g}x line"
-    sentence = (f"Up to {worst['over_admission']:.2f}x the limit: {_who(worst)} admitted "
-                f"{_num(worst['over_admission'] * limit)} in one {window:g} s window against a limit of {_num(limit)} "
-                f"({worst['run']}); {_names(best)} held it to {low:.2f}x ({best[0]['run']}); {past}.")
-    return Answer("over_admission", f"We limit to {_num(limit)} per {window:g} s: how much can get through in any {window:g} s?",
-                  sentence, (worst["run"], best[0]["run"]), "over_admission")
+    worst, best = _extreme(runs, "over_admission", True), _extreme(runs, "over_admission", False)
+    w, b = worst[0], best[0]
+    limit, window = w["limit"], w["window_s"]
+    sentence = (f"O{_where(w)[1:]}: up to {_times(w)} the limit: {_tied(worst)} admitted "
+                f"{_num(w['over_admission'] * limit)} in one {window:g} s window against a limit of {_num(limit)} "
+                f"({w['run']})")
+    if w is not b and not set(map(id, worst)) & set(map(id, best)):
+        sentence += f"; {_tied(best)} held it to {_times(b)} ({b['run']})"
+    elif len(runs) > 1:
+        sentence += "; every limiter within noise of it"
+    if any(r["algorithm"] in FIXED_WINDOW_FAMILY for r in runs):
+        above = [r for r in runs if r["over_admission"] > LINE + 1e-9]
+        sentence += (f"; {len(above)} of {len(runs)} limiters went past the {LINE:g}x line (the fixed window's bound)"
+                     if above else f"; no limiter went past the {LINE:g}x line (the fixed window's bound)")
+    question = f"We limit to {_num(limit)} per {window:g} s per key: how much can get through in any {window:g} s?"
+    return Answer("over_admission", question, sentence + ".", tuple(dict.fromkeys((w["run"], b["run"]))), "over_admission")
+
+
+def _abuse(row: Row) -> str:
+    """The counterweight of sparing legitimate requests: how much of the abuser got through."""
+    if not row.get("abusive_requests"):
+        return ""
+    share = 1.0 - (row.get("rejected_abusive_rate") or 0.0)
+    return " (but admitted all of the abusive traffic)" if share >= 1.0 else \
+        f" (but admitted {100 * share:.0f}% of the abusive traffic)"
 
 
 def legit_rejections(rows: Sequence[Row]) -> Answer | None:
@@ -82,18 +133,24 @@ def legit_rejections(rows: Sequence[Row]) -> Answer | None:
         return None
     worst = max(runs, key=lambda r: r["rejected_legit_rate"])
     spared = [r for r in runs if not r["rejected_legit"]]
-    question = "Do normal page loads (8 parallel calls) get 429s?"
+    question = f"Do normal page loads (8 parallel calls) get 429s {_where(worst)}?"
     if not worst["rejected_legit"]:
-        return Answer("legit_rejections", question, f"No: no limiter rejected a legitimate request "
-                      f"({worst['run']}).", (worst["run"],), "rejections")
+        spared_text = "; ".join(f"{_who(r)}{_abuse(r)}" for r in spared[:4])
+        return Answer("legit_rejections", question, f"No: no limiter rejected a legitimate request ({worst['run']}): "
+                      f"{spared_text}.", (worst["run"],), "rejections")
     if spared:
-        rest, other = f"{_names(spared)} rejected no legitimate request ({spared[0]['run']})", spared[0]["run"]
+        parts = [f"{_who(r)}{_abuse(r)}" for r in spared[:3]] + ([f"{len(spared) - 3} more"] if len(spared) > 3 else [])
+        rest = f"no legitimate request rejected by {', '.join(parts)} ({spared[0]['run']})"
+        other = spared[0]["run"]
     else:
-        least = min(runs, key=lambda r: r["rejected_legit_rate"])
-        rest = f"every limiter rejected some; the fewest: {_who(least)} ({100 * least['rejected_legit_rate']:.1f}%, {least['run']})"
-        other = least["run"]
+        least = _extreme(runs, "rejected_legit_rate", False)
+        rate = _figure(least[0], "rejected_legit_rate", f"{100 * least[0]['rejected_legit_rate']:.1f}%",
+                       lambda v: f"{100 * v:.1f}%")
+        rest = f"every limiter rejected some; the fewest: {_tied(least)} ({rate}, {least[0]['run']}){_abuse(least[0])}"
+        other = least[0]["run"]
+    rate = _figure(worst, "rejected_legit_rate", f"{100 * worst['rejected_legit_rate']:.1f}%", lambda v: f"{100 * v:.1f}%")
     sentence = (f"With {_who(worst)}, yes: {worst['rejected_legit']:,} of {worst['legit_requests']:,} legitimate requests "
-                f"({100 * worst['rejected_legit_rate']:.1f}%) got a 429 ({worst['run']}); {rest}.")
+                f"({rate}) got a 429 ({worst['run']}); {rest}.")
     return Answer("legit_rejections", question, sentence, (worst["run"], other), "rejections")
 
 
@@ -103,23 +160,36 @@ def bounded_p99(rows: Sequence[Row]) -> Answer | None:
     runs = _limiters(every)
     if not runs:
         return None
-    best = min(runs, key=lambda r: r[field])
-    others = [r for r in runs if r is not best]
-    shed = 100 * (best.get("rejected_rate") or 0.0)
-    sentence = f"Best: {_who(best)}, P99 {_num(best[field])} ms while rejecting {shed:.1f}% of requests ({best['run']})"
-    cited = [best]
+    best = _extreme(runs, field, False)
+    b = best[0]
+    others = [r for r in runs if all(r is not x for x in best)]
+    shed = 100 * (b.get("rejected_rate") or 0.0)
+    ms = _figure(b, field, f"{_num(b[field])} ms", lambda v: f"{_num(v)} ms")
+    lead = "Best" if len(best) == 1 else "Best, within noise of each other"
+    sentence = f"{lead}: {_names(best)}, P99 {ms} while rejecting {shed:.1f}% of requests ({b['run']})"
+    if _idle(b):
+        sentence += ", its limit never reached (0% rejected)"
+    cited = [b]
     if others:
-        worst = max(others, key=lambda r: r[field])
+        worst = _extreme(others, field, True)
         low = min(r[field] for r in others)
-        spread = f"{_num(low)} to {_num(worst[field])} ms" if len(others) > 1 else f"{_num(worst[field])} ms"
-        sentence += f"; {_names(others, 1) if len(others) == 1 else f'the {len(others)} others'}: {spread} " \
-                    f"(worst: {_who(worst)}, {worst['run']})"
-        cited.append(worst)
+        spread = f"{_num(low)} to {_num(worst[0][field])} ms" if len(others) > 1 else \
+            _figure(worst[0], field, f"{_num(worst[0][field])} ms", lambda v: f"{_num(v)} ms")
+        who = _names(others, 1) if len(others) == 1 else f"the {len(others)} others"
+        named = f"worst: {_who(worst[0])}, {worst[0]['run']}" if len(worst) == 1 and len(others) > 1 else \
+            ("within noise of each other" if len(others) > 1 else worst[0]["run"])
+        sentence += f"; {who}: {spread} ({named})"
+        idle = [r for r in others if _idle(r)]
+        if idle:
+            said = ("its limit was" if len(others) == 1 else "their limits were") if len(idle) == len(others) else \
+                f"{len(idle)} of them had their limit"
+            sentence += f"; {said} never reached (0% rejected)"
+        cited.append(worst[0])
     baseline = [r for r in every if r["algorithm"] == BASELINE]
     if baseline:
         sentence += f"; no limiting at all ({BASELINE}): {_num(baseline[0][field])} ms"
         cited.append(baseline[0])
-    return Answer("bounded_p99", "The downstream got slow: which limiter keeps P99 bounded?", sentence + ".",
+    return Answer("bounded_p99", f"The downstream got slow {_where(b)}: which limiter keeps P99 bounded?", sentence + ".",
                   tuple(r["run"] for r in cited), "latency_over_time")
 
 
@@ -178,7 +248,7 @@ def _storm(row: Row) -> str:
 
 
 def retries(rows: Sequence[Row]) -> Answer | None:
-    runs = [r for r in _of(rows, "retry_storm", "amplification") if r.get("completed_requests") is not None]
+    runs = [r for r in _of(rows, "retry_storm", "amplification", one_scenario=False) if r.get("completed_requests") is not None]
     if not runs:
         return None
     fewest, most = min(runs, key=lambda r: r["amplification"]), max(runs, key=lambda r: r["amplification"])
@@ -188,7 +258,7 @@ def retries(rows: Sequence[Row]) -> Answer | None:
 
 
 def distribution(rows: Sequence[Row]) -> Answer | None:
-    runs = _of(rows, "multi_node", "over_admission")
+    runs = _of(rows, "multi_node", "over_admission", one_scenario=False)
     stores: dict[str, Row] = {}
     for r in runs:  # the worst run of each store
         if r["store"] not in stores or r["over_admission"] > stores[r["store"]]["over_admission"]:

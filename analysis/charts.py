@@ -9,7 +9,7 @@ titles computed from the data they title. A chart whose data is absent is not dr
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
-from concurrent.futures import Executor
+from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,14 +23,20 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
 from contract.atomic import atomic_write
-from contract.schema import ALGORITHM_NAMES, CHARTS_DIR
+from contract.schema import ALGORITHM_NAMES, CHARTS_DIR, split_repeat
 
 from . import ramp
 from .adaptive import break_window
 from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
 from .answers import backoff
+from .labels import policy_text
+from .loader import ResultsError
 from .palette import colour
+from .spread import group_name
 from .theory import envelope_bound, over_admission_bound
+
+FIXED_WINDOW_LINE = 2.0
+"""The fixed window's bound (2L in any W): drawn only in a panel holding an algorithm it bounds."""
 
 FORMATS = ("png", "svg")
 DPI = 110
@@ -71,7 +77,7 @@ def _facets(n: int, title: str, cols: int, height: float, share: bool = False) -
     axes = list(np.atleast_1d(fig.subplots(rows, used, squeeze=False, sharex=share, sharey=share)).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
-    fig.suptitle(title, fontsize=12, fontweight="bold")
+    fig.suptitle(title, fontsize=12 if used == cols else 10, fontweight="bold", wrap=True)  # a narrow figure: its title wraps
     return fig, axes[:n]
 
 
@@ -122,31 +128,77 @@ def _plain_log_y(ax: Axes) -> None:
     ax.yaxis.set_minor_formatter(NullFormatter())
 
 
+def panel_policy(rs: Sequence[RunAnalysis]) -> str:
+    """The one policy a panel's runs share (checked before drawing: analysis.panels)."""
+    p = rs[0].run.info.policy
+    return policy_text(p.limit, p.window_s, p.burst)
+
+
+def _repeats(rs: Sequence[RunAnalysis], field: str) -> tuple[list[RunAnalysis], list[list[float]]]:
+    """The first repeat of each run, and each run's values of ``field`` over its repeats."""
+    groups: dict[str, list[RunAnalysis]] = {}
+    for a in rs:
+        groups.setdefault(group_name(a.run.name), []).append(a)
+    return [g[0] for g in groups.values()], [[a.row[field] for a in g] for g in groups.values()]
+
+
+def _bar_panel(ax: Axes, rs: Sequence[RunAnalysis], spread: Sequence[Sequence[float]], bounds: Sequence[float | None],
+               line: tuple[float, str] | None) -> None:
+    """Bars on a log axis (no bar cut off) at each run's median, whiskers min-max over its
+    repeats, black ticks at each run's bound, ``line`` dashed red."""
+    values = [float(np.median(v)) for v in spread]
+    shown = [v for v in [*values, *(max(s) for s in spread), *(b for b in bounds if b is not None)] if v > 0]
+    lo, hi = min([0.5, *shown]) / 1.5, max([line[0] if line else 1.0, *shown]) * 2.2
+    x = np.arange(len(rs))
+    for xi, a, v in zip(x, rs, values):
+        ax.bar(xi, max(v, lo) - lo, bottom=lo, color=colour(a.run.info.algorithm), label=a.run.info.algorithm)
+        ax.annotate(_times(v), (xi, max(v, lo)), ha="center", va="bottom", fontsize=7, rotation=90,
+                    xytext=(0, 2), textcoords="offset points")
+    for xi, v, s in zip(x, values, spread):
+        if len(s) > 1:
+            ax.errorbar(xi, max(v, lo), yerr=[[max(v, lo) - max(min(s), lo)], [max(s) - v]], color="black",
+                        capsize=3, linewidth=0.8, label="min-max over repeats")
+    marked = [(i, b) for i, b in enumerate(bounds) if b is not None]
+    if marked:
+        ax.scatter([i for i, _ in marked], [b for _, b in marked], marker="_", s=300, color="black",
+                   zorder=3, label="theoretical bound")
+    if line is not None:
+        ax.axhline(line[0], color="red", linestyle="--", linewidth=1, label=line[1])
+    ax.set_yscale("log")
+    ax.set_ylim(lo, hi)
+    _log_ticks(ax, lo, hi)
+    ax.set_xticks(x, [_label(a) for a in rs], rotation=40, ha="right", fontsize=7)
+
+
 def over_admission(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
-    """Log axis: unlimited baselines and bucket bursts reach tens of L, so no bar is clipped."""
+    """Rate limiters only, per the key the policy names; log axis: unlimited baselines and bucket
+    bursts reach tens of L, so no bar is clipped. The 2x line only in a panel with an algorithm
+    whose bound it is (the fixed window's family)."""
     groups = _by_scenario(runs)
-    fig, axes = _facets(len(groups), fig_title, cols=3, height=3.4)
-    for ax, (scenario, rs) in zip(axes, groups.items()):
-        values = [a.row["over_admission"] for a in rs]
+    fig, axes = _facets(len(groups), fig_title, cols=3, height=3.6)
+    for ax, (scenario, every) in zip(axes, groups.items()):
+        rs, spread = _repeats(every, "over_admission")
+        values = [float(np.median(v)) for v in spread]
         bounds = [over_admission_bound(a.run.info.algorithm, a.run.info.policy, a.run.info.params) for a in rs]
-        shown = [v for v in [*values, *(b for b in bounds if b is not None)] if v > 0]
-        lo, hi = min([0.5, *shown]) / 1.5, max([2.0, *shown]) * 2.2
-        x = np.arange(len(rs))
-        for xi, a, v in zip(x, rs, values):
-            ax.bar(xi, max(v, lo) - lo, bottom=lo, color=colour(a.run.info.algorithm), label=a.run.info.algorithm)
-            ax.annotate(_times(v), (xi, max(v, lo)), ha="center", va="bottom", fontsize=7, rotation=90,
-                        xytext=(0, 2), textcoords="offset points")
-        marked = [(i, b) for i, b in enumerate(bounds) if b is not None]
-        if marked:
-            ax.scatter([i for i, _ in marked], [b for _, b in marked], marker="_", s=300, color="black",
-                       zorder=3, label="theoretical bound")
-        ax.axhline(2.0, color="red", linestyle="--", linewidth=1, label="2x (fixed window bound)")
-        ax.set_yscale("log")
-        ax.set_ylim(lo, hi)
-        _log_ticks(ax, lo, hi)
-        ax.set_xticks(x, [_label(a) for a in rs], rotation=40, ha="right", fontsize=7)
-        ax.set_title(f"{scenario}: {_times(min(values))} to {_times(max(values))}", fontsize=10)
-        ax.set_ylabel("x L in one window W (log)", fontsize=8)
+        line = (FIXED_WINDOW_LINE, "2x (fixed window bound)") if FIXED_WINDOW_LINE in bounds else None
+        _bar_panel(ax, rs, spread, bounds, line)
+        ax.set_title(f"{scenario}: {_times(min(values))} to {_times(max(values))}\n{panel_policy(rs)}", fontsize=9)
+        ax.set_ylabel("x L in one window W, worst key (log)", fontsize=8)
+    _legend(fig, axes)
+    return fig
+
+
+def in_flight(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
+    """Concurrency limiters only: peak admitted cost in flight as a multiple of their own bound
+    (1x: the bound held), never on the rate limiters' axis."""
+    groups = _by_scenario(runs)
+    fig, axes = _facets(len(groups), fig_title, cols=3, height=3.6)
+    for ax, (scenario, every) in zip(axes, groups.items()):
+        rs, spread = _repeats(every, "in_flight_ratio")
+        _bar_panel(ax, rs, spread, [None] * len(rs), (1.0, "1x (the limiter's bound)"))
+        peaks = ", ".join(f"{a.row['in_flight_peak']:,.0f}/{a.row['in_flight_bound']:,.0f}" for a in rs)
+        ax.set_title(f"{scenario}: peak in flight {peaks}\n{panel_policy(rs)}", fontsize=9)
+        ax.set_ylabel("peak in flight / bound (log)", fontsize=8)
     _legend(fig, axes)
     return fig
 
@@ -277,7 +329,7 @@ def comparison(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
         ax.set_ylabel(label, fontsize=8)
         ax.tick_params(labelsize=8)
         ax.set_title(label.split(" (")[0] + (f" ({missing} runs n/a: no client log / cpu.csv)" if missing else ""), fontsize=9)
-    axes[-1].set_xticks(np.arange(len(groups)), list(groups), fontsize=9)
+    axes[-1].set_xticks(np.arange(len(groups)), [f"{s}\n{panel_policy(rs)}" for s, rs in groups.items()], fontsize=8)
     _legend(fig, axes)
     return fig
 
@@ -295,7 +347,9 @@ def rejections(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
         ax.set_xticks(x, [_label(a) for a in rs], rotation=40, ha="right", fontsize=7)
         ax.set_ylim(0, 105)
         ax.set_ylabel("rejected (% of the class)", fontsize=8)
-        ax.set_title(f"{scenario}: legit {min(legit):.0f}-{max(legit):.0f}%", fontsize=10)
+        measured = [v for a, v in zip(rs, legit) if a.row["legit_requests"]]
+        said = f"legit {min(measured):.0f}-{max(measured):.0f}%" if measured else "no legitimate clients"
+        ax.set_title(f"{scenario}: {said}\n{panel_policy(rs)}", fontsize=9)
     _legend(fig, axes[:1])
     return fig
 
@@ -397,14 +451,20 @@ def _live_latency(a: RunAnalysis) -> bool:
 
 
 SPECS = (
-    Spec("over_admission", "Over-admission per algorithm",
-         "Worst key's most admitted cost in any window W, as a multiple of L, one panel per scenario; log scale "
-         "(powers of two), so no bar is cut off; black ticks: theoretical bound; red dashed: the fixed window's 2x.",
-         lambda a: True, over_admission),
+    Spec("over_admission", "Over-admission per rate limiter",
+         "Worst key's most admitted cost in any window W, as a multiple of L, per the key the policy names, one panel "
+         "per scenario (its policy under its name); log scale (powers of two), so no bar is cut off; black ticks: "
+         "theoretical bound; red dashed: the fixed window's 2x, where a fixed-window-family algorithm ran.",
+         lambda a: a.row["over_admission"] is not None, over_admission),
+    Spec("in_flight", "Peak in flight per concurrency limiter",
+         "Most admitted cost in flight at one instant, as a multiple of the limiter's own bound (concurrency: "
+         "max_in_flight; adaptive: its ceiling), one panel per scenario; red dashed: the bound. Not comparable "
+         "with over-admission: these limiters bound work in progress under one global key, not a rate per key.",
+         lambda a: a.row.get("in_flight_ratio") is not None, in_flight),
     Spec("envelope", "Admitted-traffic envelope",
          "Most admitted cost in any interval of length d, 10 ms to 2W, one panel per run (grey: the other runs); "
          "log-log; dotted: theoretical bound. How much gets through, and how fast.",
-         lambda a: len(a.envelope) > 0, envelope, per_scenario=True),
+         lambda a: len(a.envelope) > 0 and a.row["over_admission"] is not None, envelope, per_scenario=True),
     Spec("boundary", "Admitted requests around a window boundary",
          "Admitted requests per bin in the second either side of the window boundary the burst hit, one panel per run; "
          "the title counts what was admitted in the panel.",
@@ -444,32 +504,55 @@ def _draw(name: str, chosen: Sequence[RunAnalysis], chart: Chart, root: Path) ->
     _save(spec.draw(chosen, chart.title), chart, root)
 
 
+SPREAD_SPECS = ("over_admission", "in_flight")
+"""Charts that draw every repeat (median and whiskers); the others draw each run's first repeat."""
+
+
 def _charts(spec: Spec, chosen: Sequence[RunAnalysis]) -> list[tuple[Chart, list[RunAnalysis]]]:
+    if spec.name not in SPREAD_SPECS:
+        chosen = [a for a in chosen if split_repeat(a.run.name)[1] in (None, 1)]
     if not chosen:
         return []
     if not spec.per_scenario:
         return [(Chart(spec.name, spec.title, spec.caption, spec.name), list(chosen))]
-    return [(Chart(f"{spec.name}-{scenario}", f"{spec.title}: {scenario}", spec.caption, spec.name, scenario), rs)
-            for scenario, rs in _by_scenario(chosen).items()]
+    return [(Chart(f"{spec.name}-{scenario}", f"{spec.title}: {scenario}, {panel_policy(rs)}", spec.caption, spec.name,
+                   scenario), rs) for scenario, rs in _by_scenario(chosen).items()]
+
+
+def check_panels(runs: Sequence[RunAnalysis]) -> None:
+    """A panel draws one scenario under one policy: runs of one scenario under different policies
+    are refused (ResultsError), naming two of them."""
+    for scenario, rs in _by_scenario(runs).items():
+        seen = {panel_policy([a]): a.run.name for a in rs}
+        if len(seen) > 1:
+            (p1, r1), (p2, r2) = list(seen.items())[:2]
+            raise ResultsError(f"scenario {scenario} holds runs of different policies ({r1}: {p1}; {r2}: {p2}): "
+                               "one panel draws one policy; give each policy its own scenario label")
 
 
 def draw_all(runs: Sequence[RunAnalysis], root: Path, only: Collection[str] | None = None,
-             pool: Executor | None = None) -> list[Chart]:
+             pool: Executor | None = None, on_chart: Callable[[int, int, str], None] | None = None) -> list[Chart]:
     """Draw every chart (or those of the specs named in ``only``) that has data, in ``pool`` when
-    given; returns the charts drawn. Files of those specs' charts that have no data any more are removed."""
-    charts, pending = [], []
+    given; returns the charts drawn, calling ``on_chart(i, n, name)`` as each is done. Files of those
+    specs' charts that have no data any more are removed."""
+    charts, jobs = [], []
     for spec in (s for s in SPECS if only is None or s.name in only):
         made = _charts(spec, [a for a in runs if spec.select(a)])
         names = {c.name for c, _ in made}
         for path in [*(root / CHARTS_DIR).glob(f"{spec.name}.*"), *(root / CHARTS_DIR).glob(f"{spec.name}-*.*")]:
             if path.stem not in names:
                 path.unlink(missing_ok=True)  # a chart from an earlier report must not outlive its data
-        for chart, chosen in made:
-            if pool is None:
-                _draw(spec.name, chosen, chart, root)
-            else:
-                pending.append(pool.submit(_draw, spec.name, chosen, chart, root))
-            charts.append(chart)
-    for future in pending:
+        jobs += [(spec.name, chosen, chart) for chart, chosen in made]
+        charts += [chart for chart, _ in made]
+    if pool is None:
+        for i, (name, chosen, chart) in enumerate(jobs, 1):
+            _draw(name, chosen, chart, root)
+            if on_chart is not None:
+                on_chart(i, len(jobs), chart.name)
+        return charts
+    pending = {pool.submit(_draw, name, chosen, chart, root): chart.name for name, chosen, chart in jobs}
+    for i, future in enumerate(as_completed(pending), 1):
         future.result()
+        if on_chart is not None:
+            on_chart(i, len(pending), pending[future])
     return charts

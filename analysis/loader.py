@@ -70,6 +70,13 @@ class Run:
         dictionary = [c for c in CATEGORICAL if c in names]
         return _guard(path, lambda p: decision_file.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
 
+    def request_ids(self) -> pd.Series | None:
+        """Each decision's request id, in the log's row order (None when the log has none)."""
+        path = self.path / DECISIONS_FILE
+        if "request_id" not in _guard(path, decision_file.read_schema).names:
+            return None
+        return _guard(path, lambda p: decision_file.read_table(p, columns=["request_id"])).to_pandas()["request_id"]
+
     def rejected_decisions(self) -> pd.DataFrame:
         """Rejected decisions with request id and Retry-After, for matching client retries."""
         table = _guard(self.path / DECISIONS_FILE, lambda p: decision_file.read_table(
@@ -167,6 +174,8 @@ def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
 
 def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
     live = (path / RUN_FILE).is_file()
+    if not live and isinstance(campaign.get("runs"), list):  # a live campaign's run: its record is run.json
+        raise RunDataError(f"run interrupted: no {RUN_FILE} (stopped before it was recorded)")
     try:
         info = read_run_json(path / RUN_FILE) if live else _sim_info(path.name, campaign)
     except RunFileError as exc:
@@ -209,9 +218,12 @@ def load_results(root: Path) -> Results:
     if not runs_dir.is_dir():
         raise ResultsError(f"{root} is not a results folder: it has no {RUNS_DIR}/ "
                            f"(expected {RUNS_DIR}/<scenario>__<algorithm>__<store>/{DECISIONS_FILE})")
+    paths = sorted(p for p in runs_dir.iterdir() if p.is_dir())
+    if not paths:
+        raise ResultsError(f"{root} has no runs: {RUNS_DIR}/ is empty (a campaign interrupted before its first run?)")
     campaign = _campaign(root)
     runs, left_out = [], []
-    for path in sorted(p for p in runs_dir.iterdir() if p.is_dir()):
+    for path in paths:
         try:
             runs.append(_open_run(path, campaign))
         except RunDataError as exc:

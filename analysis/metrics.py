@@ -1,8 +1,11 @@
 """Metrics computed from decision logs, one piece of code for the simulator and live runs.
 
-Definitions (docs/architecture.md):
-- over-admission: max over every window [s, s + W) of the admitted cost / L, for the worst key.
-  An admitted request counts at ``t + delay_s`` (when a queueing limiter lets it through).
+Definitions (docs/analysis.md, "Metric definitions"):
+- over-admission (rate limiters only): max over every window [s, s + W) of the admitted cost / L,
+  for the worst key of those the policy names (the decision log's ``key``). An admitted request
+  counts at ``t + delay_s`` (when a queueing limiter lets it through).
+- in flight (concurrency limiters only): the peak admitted cost in flight at one instant, against
+  the limiter's bound.
 - admitted-traffic envelope: the same maximum for every interval length d.
 - false admits / rejects: against ``ideal_allowed``, sliding_log's decisions replayed on the
   same arrivals by the harness (analysis never imports the algorithms).
@@ -15,7 +18,14 @@ from collections.abc import Iterable
 import numpy as np
 import pandas as pd
 
+from contract.run_info import RunPolicy
 from contract.schema import ABUSIVE, LEGIT
+
+from .theory import bounds_concurrency, in_flight_bound
+
+DEFAULT_HOLD_S = 0.1
+"""The concurrency limiters' default ``hold_s``: how long a request without a completion time
+(no client log row) holds its slot, as the simulator holds it."""
 
 
 def max_window_cost(t: np.ndarray, cost: np.ndarray, window: float) -> float:
@@ -172,10 +182,55 @@ def class_split(df: pd.DataFrame) -> dict[str, int]:
     }
 
 
-def summarize(df: pd.DataFrame, limit: float, window_s: float) -> dict[str, float | int]:
+def peak_in_flight(start: np.ndarray, end: np.ndarray, cost: np.ndarray, codes: np.ndarray | None = None) -> float:
+    """Max total cost of the half-open intervals [start, end) of one key (``codes``; one key when
+    None) that cover one instant: a sweep, key by key (each key's starts and ends cancel, so one
+    running sum over the keys in turn restarts at 0 for each), an end before a start at equal times."""
+    if len(start) == 0:
+        return 0.0
+    codes = np.zeros(len(start), dtype=np.int64) if codes is None else codes
+    times = np.concatenate((end, start))
+    deltas = np.concatenate((-cost, cost))
+    order = np.lexsort((deltas, times, np.concatenate((codes, codes))))  # by key, time, ends (negative) first
+    return float(np.cumsum(deltas[order]).max())
+
+
+def in_flight(df: pd.DataFrame, bound: float, done_t: np.ndarray | None = None,
+              hold_s: float = DEFAULT_HOLD_S) -> dict[str, float]:
+    """``in_flight_peak`` and ``in_flight_ratio`` (peak / bound) of admitted requests of the worst
+    key (live targets count under one key, ``*``; the simulator per client), each in flight from
+    its decision (plus ``delay_s``) to ``done_t`` (the client log's, aligned with ``df``; NaN where
+    unknown) or, without it, for ``hold_s``."""
+    allowed = df["allowed"].to_numpy(dtype=bool)
+    start = df["t"].to_numpy(dtype=np.float64)
+    if "delay_s" in df.columns:
+        start = start + df["delay_s"].fillna(0.0).to_numpy(dtype=np.float64)
+    end = start + hold_s
+    if done_t is not None:
+        end = np.where(np.isfinite(done_t) & (done_t > start), done_t, end)
+    codes, _ = pd.factorize(df["key"])
+    peak = peak_in_flight(start[allowed], end[allowed], df["cost"].to_numpy(dtype=np.float64)[allowed], codes[allowed])
+    return {"in_flight_peak": round(peak, 6), "in_flight_bound": bound, "in_flight_ratio": round(peak / bound, 6)}
+
+
+NO_IN_FLIGHT = {"in_flight_peak": None, "in_flight_bound": None, "in_flight_ratio": None}
+
+
+def basis(df: pd.DataFrame, algorithm: str, policy: RunPolicy, params: dict,
+          done_t: np.ndarray | None = None) -> dict[str, float | None]:
+    """Each limiter measured on its own basis: a rate limiter's over-admission per key, a
+    concurrency limiter's peak in flight against its bound; the other measure is None."""
+    bound = in_flight_bound(algorithm, policy, params)
+    if bounds_concurrency(algorithm) and bound:
+        hold = float(params.get("hold_s", DEFAULT_HOLD_S))
+        return {"over_admission": None, **in_flight(df, bound, done_t, hold)}
+    return {"over_admission": round(over_admission(df, policy.limit, policy.window_s), 6), **NO_IN_FLIGHT}
+
+
+def summarize(df: pd.DataFrame, algorithm: str, policy: RunPolicy, params: dict) -> dict[str, float | int | None]:
     """The per-run metrics of the summary row."""
-    row: dict[str, float | int] = dict(class_split(df))
-    row["over_admission"] = round(over_admission(df, limit, window_s), 6)
+    row: dict[str, float | int | None] = dict(class_split(df))
+    row.update(basis(df, algorithm, policy, params))
     row.update(accuracy(df))
     return row
 

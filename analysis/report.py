@@ -22,10 +22,11 @@ from contract.summary import write_summary
 from . import sections, tables
 from .analyze import FolderAnalysis, analyze
 from .answers import Answer, answers
-from .charts import Chart, draw_all
+from .charts import Chart, check_panels, draw_all
 from .loader import load_results
 from .palette import html_markup
 from .pool import worker_pool
+from .spread import group
 
 
 @dataclass
@@ -34,17 +35,23 @@ class Report:
     analysis: FolderAnalysis
     charts: list[Chart]  # the charts drawn: a chart without data is not drawn, and not mentioned
     rows: list[dict[str, Any]]
+    """One per run (each repeat its own), as summary.json holds them."""
+
+    @property
+    def groups(self) -> list[dict[str, Any]]:
+        """One per run with its repeats merged: the median and its spread (analysis.spread)."""
+        return group(self.rows)
 
     def warnings(self) -> list[str]:
         """Everything a reader must know before trusting the numbers."""
         return [f"run left out: {x.name}: {x.reason}" for x in self.analysis.left_out] + self.analysis.warnings
 
     def answers(self) -> list[Answer]:
-        return answers(self.rows)
+        return answers(self.groups)
 
     def chart_for(self, answer: Answer) -> Chart | None:
         """The answer's chart: the one of its first run's scenario when the chart is drawn per scenario."""
-        scenario = next((r["scenario"] for r in self.rows if r["run"] == answer.runs[0]), None)
+        scenario = next((r["scenario"] for r in self.groups if r["run"] == answer.runs[0]), None)
         return next((c for c in self.charts if c.spec == answer.chart and c.scenario in (None, scenario)), None)
 
 
@@ -71,7 +78,7 @@ table{border-collapse:collapse;font-size:13px;margin:.8em 0}
 th,td{border:1px solid #ccc;padding:3px 7px;text-align:left;vertical-align:bottom}
 th{background:#f2f2f2;font-weight:600;max-width:7em;white-space:normal;cursor:pointer;user-select:none}
 th[data-dir=asc]::after{content:" \\25B2"}th[data-dir=desc]::after{content:" \\25BC"}
-td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td{white-space:nowrap}
+td.num,th.num{text-align:right;font-variant-numeric:tabular-nums}td{white-space:nowrap}.scroll.more table{margin-top:0}
 table.full{font-size:12px}table.full th{max-width:5.5em}
 figure{margin:1em 0 2em}img{max-width:100%;border:1px solid #eee}
 figcaption{color:#555;font-size:14px;max-width:1100px}
@@ -93,7 +100,9 @@ document.querySelectorAll("table.sortable th").forEach(th => th.addEventListener
 }));
 </script>"""
 
-_NUMBER = re.compile(r"^[+-]?[\d,]*\.?\d+(e[+-]?\d+)?[x%]?$")
+_FIGURE = r"[+-]?[\d,]*\.?\d+(e[+-]?\d+)?[x%]?"
+_NUMBER = re.compile(rf"^{_FIGURE}( \({_FIGURE}-{_FIGURE}\))?$")
+"""A figure, and its spread when the run was repeated: ``1,060 (1,057-1,064)``."""
 
 
 def _numeric(body: Sequence[Sequence[str]], i: int) -> bool:
@@ -101,13 +110,32 @@ def _numeric(body: Sequence[Sequence[str]], i: int) -> bool:
     return bool(cells) and all(_NUMBER.match(c) for c in cells)
 
 
+TABLE_COLUMNS = 7
+"""The most columns one HTML table holds: a wider one is split into parts that repeat its name
+columns, so the report fits 1,000 px without scrolling sideways."""
+
+
+def _parts(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[tuple[list[int], bool]]:
+    """Column indices of each part of a table (its leading text columns in every part)."""
+    names = next((i for i in range(len(header)) if _numeric(body, i)), len(header))
+    rest = list(range(names, len(header)))
+    if len(header) <= TABLE_COLUMNS or names >= TABLE_COLUMNS - 1:
+        return [(list(range(len(header))), False)]
+    step = TABLE_COLUMNS - names
+    return [([*range(names), *rest[i:i + step]], i > 0) for i in range(0, len(rest), step)]
+
+
 def _html_table(header: Sequence[str], body: Sequence[Sequence[str]], css: str = "") -> str:
-    """Sortable; numeric columns (header and cells) right-aligned."""
-    num = [_numeric(body, i) for i in range(len(header))]
-    head = "".join(f"<th{' class=num' if n else ''}>{html.escape(h)}</th>" for h, n in zip(header, num))
-    rows = "".join("<tr>" + "".join(f"<td{' class=num' if n else ''}>{html.escape(c)}</td>" for c, n in zip(r, num)) + "</tr>"
-                   for r in body)
-    return f"<div class='scroll'><table class='sortable {css}'><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+    """Sortable; numeric columns (header and cells) right-aligned; split in parts of at most TABLE_COLUMNS."""
+    out = []
+    for cols, more in _parts(header, body):
+        num = [_numeric(body, i) for i in cols]
+        head = "".join(f"<th{' class=num' if n else ''}>{html.escape(header[i])}</th>" for i, n in zip(cols, num))
+        rows = "".join("<tr>" + "".join(f"<td{' class=num' if n else ''}>{html.escape(r[i])}</td>" for i, n in zip(cols, num))
+                       + "</tr>" for r in body)
+        out.append(f"<div class='scroll{' more' if more else ''}'><table class='sortable {css}'><thead><tr>{head}</tr>"
+                   f"</thead><tbody>{rows}</tbody></table></div>")
+    return "".join(out)
 
 
 def _figure(report: Report, chart: Chart) -> str:
@@ -163,9 +191,9 @@ def _h2h_md(report: Report) -> list[str]:
 def render_html(report: Report) -> str:
     campaign = report.analysis.results.campaign
     title = _title(campaign, report.root)
-    groups = sections.scenarios(report.rows)
+    groups = sections.scenarios(report.groups)
     found = report.answers()
-    comparisons = sections.comparisons(report.rows)
+    comparisons = sections.comparisons(report.groups)
     toc = [("answers", "Answers")] * bool(found) + [("comparison", "Comparison")] * bool(comparisons)
     toc += [(_anchor(s), s) for s in groups] + [("full-tables", "Full tables"), ("campaign", "Campaign")]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
@@ -194,13 +222,14 @@ def render_html(report: Report) -> str:
         parts.append("<section id='comparison'><h2>Comparison</h2><p>Per algorithm: P99 latency of admitted requests "
                      f"from the intended send time, share rejected, target CPU per 1,000 requests and its overhead "
                      f"against {sections.BASELINE} (no limiting).</p>")
-        parts += [f"<h3>{html.escape(s)}</h3>" + _html_table(*t) for s, t in comparisons.items()]
+        parts += [f"<h3>{html.escape(sections.heading(s, groups[s]))}</h3>" + _html_table(*t) for s, t in comparisons.items()]
         parts.append("</section>")
     parts += _h2h_html(report)
     shown.update(c.name for c in [_h2h_chart(report)] if c is not None)
     parts.append("<h2>Details per scenario</h2>")
     for scenario, rows in groups.items():
-        parts.append(f"<section id='{_anchor(scenario)}'><h3>{html.escape(scenario)}</h3>" + _html_table(*sections.detail(rows)))
+        parts.append(f"<section id='{_anchor(scenario)}'><h3>{html.escape(sections.heading(scenario, rows))}</h3>"
+                     + _html_table(*sections.detail(rows)))
         parts += [_figure(report, c) for c in report.charts if c.scenario == scenario and c.name not in shown]
         parts.append("</section>")
     rest = [c for c in report.charts if c.scenario is None and c.name not in shown]
@@ -245,16 +274,17 @@ def render_md(report: Report) -> str:
             if chart is not None and chart.name not in shown:
                 out += _md_figure(chart)
                 shown.add(chart.name)
-    comparisons = sections.comparisons(report.rows)
+    comparisons = sections.comparisons(report.groups)
+    groups = sections.scenarios(report.groups)
     if comparisons:
         out += ["## Comparison", ""]
         for scenario, table in comparisons.items():
-            out += [f"### {scenario}", "", _md_table(*table), ""]
+            out += [f"### {sections.heading(scenario, groups[scenario])}", "", _md_table(*table), ""]
     out += _h2h_md(report)
     shown.update(c.name for c in [_h2h_chart(report)] if c is not None)
     out += ["## Details per scenario", ""]
-    for scenario, rows in sections.scenarios(report.rows).items():
-        out += [f"### {scenario}", "", _md_table(*sections.detail(rows)), ""]
+    for scenario, rows in groups.items():
+        out += [f"### {sections.heading(scenario, rows)}", "", _md_table(*sections.detail(rows)), ""]
         for chart in (c for c in report.charts if c.scenario == scenario and c.name not in shown):
             out += _md_figure(chart)
     rest = [c for c in report.charts if c.scenario is None and c.name not in shown]
@@ -270,16 +300,19 @@ def render_md(report: Report) -> str:
     return "\n".join(out)
 
 
-def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = None) -> Report:
-    """Analyse the folder and write summary.json/csv, charts/, report.html and report.md.
+def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = None,
+                 on_chart: Callable[[int, int, str], None] | None = None) -> Report:
+    """Analyse the folder and write summary.json/csv, charts/, report.html and report.md;
+    ``on_run`` and ``on_chart`` as each run is analysed and each chart drawn.
 
     Raises ResultsError when ``root`` is not a results folder; runs that are not whole are left
     out and named in the report's warnings."""
     root = Path(root)
     with worker_pool() as pool:
         analysis = analyze(load_results(root), on_run, pool)
+        check_panels(analysis.runs)
         rows = write_summary(root, analysis.rows)
-        report = Report(root, analysis, draw_all(analysis.runs, root, pool=pool), rows)
+        report = Report(root, analysis, draw_all(analysis.runs, root, pool=pool, on_chart=on_chart), rows)
     write_text(root / REPORT_HTML, render_html(report))
     write_text(root / REPORT_MD, render_md(report))
     return report

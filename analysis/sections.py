@@ -10,6 +10,8 @@ from typing import Any
 
 from .adaptive import GOODPUT_BOUND_S
 from .answers import BASELINE, backoff, family
+from .labels import row_policy
+from .spread import with_spread
 from .tables import NA
 
 Row = dict[str, Any]
@@ -20,42 +22,50 @@ class Col:
     header: str
     value: Callable[[Row], Any]
     fmt: str = "{:,.1f}"
+    field: str | None = None
+    """The summary field shown: its spread, when the run was repeated, follows the figure."""
+    scale: float = 1.0
 
 
 def _field(name: str, scale: float | None = None) -> Callable[[Row], Any]:
     return lambda r: r.get(name) if r.get(name) is None or scale is None else scale * r[name]
 
 
+def _measure(header: str, name: str, fmt: str = "{:,.1f}", scale: float = 1.0) -> Col:
+    return Col(header, _field(name, scale), fmt, name, scale)
+
+
 ALGORITHM = Col("algorithm", lambda r: r["algorithm"], "{}")
 STORE = Col("store", lambda r: r["store"], "{}")
-P99 = Col("P99 (ms)", _field("latency_p99_intended_ms"))
-REJECTED = Col("rejected (%)", _field("rejected_rate", 100.0))
-CPU = Col("target CPU (ms / 1k req)", _field("cpu_target_ms_per_1k"))
-SUSTAINED = Col("sustained (offered /s)", _field("ramp_sustained_rps"), "{:,.0f}")
+P99 = _measure("P99 (ms)", "latency_p99_intended_ms")
+REJECTED = _measure("rejected (%)", "rejected_rate", "{:,.1f}", scale=100.0)
+CPU = _measure("target CPU (ms / 1k req)", "cpu_target_ms_per_1k")
+SUSTAINED = _measure("sustained (offered /s)", "ramp_sustained_rps", "{:,.0f}")
 STOPPED_BY = Col("then", lambda r: None if r.get("ramp_sustained_rps") is None else r.get("ramp_stopped_by") or "top of ramp", "{}")
 
 DETAIL: tuple[Col, ...] = (
     Col("backoff", lambda r: backoff(r) if family(r["scenario"]) == "retry_storm" else None, "{}"),
-    Col("requests", _field("requests"), "{:,}"),
+    _measure("requests", "requests", "{:,.0f}"),
     REJECTED,
-    Col("legit rejected (%)", _field("rejected_legit_rate", 100.0), "{:,.2f}"),
-    Col("abusive rejected (%)", _field("rejected_abusive_rate", 100.0)),
-    Col("over-admission (x L)", _field("over_admission"), "{:,.2f}"),
-    Col("false admits", _field("false_admits"), "{:,}"),
-    Col("false rejects", _field("false_rejects"), "{:,}"),
-    Col("Jain (legit)", _field("legit_fairness_jain"), "{:.3f}"),
-    Col("P50 (ms)", _field("latency_p50_intended_ms")),
+    _measure("legit rejected (%)", "rejected_legit_rate", "{:,.2f}", scale=100.0),
+    _measure("abusive rejected (%)", "rejected_abusive_rate", "{:,.1f}", scale=100.0),
+    _measure("over-admission (x L)", "over_admission", "{:,.2f}"),
+    _measure("peak in flight (x bound)", "in_flight_ratio", "{:,.2f}"),
+    _measure("false admits", "false_admits", "{:,.0f}"),
+    _measure("false rejects", "false_rejects", "{:,.0f}"),
+    _measure("Jain (legit)", "legit_fairness_jain", "{:.3f}"),
+    _measure("P50 (ms)", "latency_p50_intended_ms"),
     P99,
     CPU,
-    Col("goodput (/s)", _field("goodput_rps")),
+    _measure("goodput (/s)", "goodput_rps"),
     SUSTAINED,
     STOPPED_BY,
-    Col("recovery (s)", _field("time_to_recover_s")),
-    Col("calls", _field("calls"), "{:,}"),
-    Col("calls per request", _field("amplification"), "{:,.2f}"),
-    Col("completed", _field("completed_requests"), "{:,}"),
-    Col("done in (s)", _field("time_to_done_s")),
-    Col("Retry-After truthful (%)", _field("header_truthfulness", 100.0)),
+    _measure("recovery (s)", "time_to_recover_s"),
+    _measure("calls", "calls", "{:,.0f}"),
+    _measure("calls per request", "amplification", "{:,.2f}"),
+    _measure("completed", "completed_requests", "{:,.0f}"),
+    _measure("done in (s)", "time_to_done_s"),
+    _measure("Retry-After truthful (%)", "header_truthfulness", "{:,.1f}", scale=100.0),
 )
 
 COMPARED = ("unhealthy_downstream", "steady", "ramp")
@@ -65,7 +75,10 @@ COMPARED = ("unhealthy_downstream", "steady", "ramp")
 
 def _cell(col: Col, row: Row) -> str:
     value = col.value(row)
-    return NA if value is None else col.fmt.format(value)
+    if value is None:
+        return NA
+    text = col.fmt.format(value)
+    return text if col.field is None else with_spread(row, col.field, text, lambda v: col.fmt.format(col.scale * v))
 
 
 def _table(cols: Sequence[Col], rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
@@ -78,6 +91,11 @@ def scenarios(rows: Sequence[Row]) -> dict[str, list[Row]]:
     for r in rows:
         out.setdefault(r["scenario"], []).append(r)
     return out
+
+
+def heading(scenario: str, rows: Sequence[Row]) -> str:
+    """A table's heading: its scenario and the policy its runs share."""
+    return f"{scenario} · {row_policy(rows[0])}"
 
 
 def detail(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:

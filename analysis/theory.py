@@ -15,6 +15,22 @@ import numpy as np
 from contract.run_info import RunPolicy
 
 BUCKETS = ("token_bucket", "leaky_bucket", "gcra")
+CONCURRENCY_LIMITERS = ("concurrency", "adaptive")
+"""They bound work in progress, not a rate, and count under one global key (``*``): their measure
+is the peak in flight against their bound, never over-admission on a rate limiter's axis."""
+
+
+def bounds_concurrency(algorithm: str) -> bool:
+    return algorithm in CONCURRENCY_LIMITERS
+
+
+def in_flight_bound(algorithm: str, policy: RunPolicy, params: dict[str, Any]) -> float | None:
+    """The most cost a concurrency limiter lets be in flight at once (adaptive: its ceiling)."""
+    if algorithm == "concurrency":
+        return float(params.get("max_in_flight", policy.burst))
+    if algorithm == "adaptive":
+        return float(params.get("max_limit", policy.burst))
+    return None
 
 
 def _capacity_rate(algorithm: str, policy: RunPolicy, params: dict[str, Any]) -> tuple[float, float]:

@@ -30,7 +30,7 @@ from harness.live.measures import measured_window
 from harness.live.plan import plan_runs
 from harness.live.remote import RemoteWorkers
 from harness.live.runner import ROOT, LiveRunner
-from targets.ports import free_ports
+from harness.processes.ports import free_ports
 
 from .live import NO_DOWNSTREAM, _campaign, _cpu, steady_scenario
 

@@ -15,6 +15,11 @@ the alone phases, which come before and after each attack, as the machine's nois
   unbounded token bucket admits at the same decision times (the target's decision log replayed
   through the suite's own algorithm): the over-admission a bounded key store causes.
 
+Then the connection floods (benchmarks/connection_flood.py): 100, 300 and 1,000 keep-alive
+connections hammering one key, a normal client that opens a new connection per request beside one
+that keeps its own, against the target and the NGINX peer in the same run, side by side
+(``--floods-only`` runs just these).
+
 Attackers run in their own process (spawned), so the normal client's timing never waits on
 their share of the interpreter; the machine's cores are still shared, which is the point. The
 target's RSS is read before and after each phase.
@@ -26,6 +31,7 @@ import argparse
 import asyncio
 import multiprocessing
 import select
+import shutil
 import socket
 import statistics
 import tempfile
@@ -39,10 +45,11 @@ from rich.console import Console
 from rich.table import Table
 
 from contract import decision_file
+from harness.processes.target import running_target
 from targets.algorithms import ALGORITHMS, Policy, build_params
-from targets.process import running_target
 from targets.stores.memory import MemoryStore
 
+from .connection_flood import run_connection_floods
 from .raw_http import Exchange, connect, request, split_answers
 
 LIMIT, WINDOW, MAX_KEYS = 100, 60, 10_000
@@ -300,12 +307,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--phase-seconds", type=float, default=8.0, help="length of each alone, big-heads and slowloris phase")
     parser.add_argument("--flood-seconds", type=float, default=30.0, help="length of the key flood")
     parser.add_argument("--flood-rate", type=float, default=2400, help="new API keys per second during the key flood")
+    parser.add_argument("--connection-flood-seconds", type=float, default=8.0, help="length of each connection-flood phase")
+    parser.add_argument("--floods-only", action="store_true", help="run only the connection floods (target and NGINX)")
+    parser.add_argument("--h2load", action="store_true", help="flood with h2load --h1 (apt-get install nghttp2-client), not asyncio")
     args = parser.parse_args(argv)
     for flag, value in (("--phase-seconds", args.phase_seconds), ("--flood-seconds", args.flood_seconds),
-                        ("--flood-rate", args.flood_rate)):
-        if not value > 0:
-            parser.error(f"{flag}: must be above 0, got {value:g}")
-    run_hostile_bench(Console(), args.phase_seconds, args.flood_seconds, args.flood_rate)
+                        ("--flood-rate", args.flood_rate), ("--connection-flood-seconds", args.connection_flood_seconds)):
+        if not 0 < value <= 3600:
+            parser.error(f"{flag}: must be above 0 and at most 3600, got {value:g}")
+    console = Console()
+    if not args.floods_only:
+        run_hostile_bench(console, args.phase_seconds, args.flood_seconds, args.flood_rate)
+    if args.h2load and shutil.which("h2load") is None:
+        parser.error("--h2load: h2load is not installed (apt-get install nghttp2-client)")
+    run_connection_floods(console, args.connection_flood_seconds, args.h2load)
     return 0
 
 

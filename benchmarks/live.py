@@ -42,7 +42,7 @@ from harness.live import cpus
 from harness.live.cpus import CpuSplit
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
-from targets.process import TargetProcess, running_target
+from harness.processes.target import TargetProcess, running_target
 
 WRK_SECONDS = 5
 NO_DOWNSTREAM_RPS = (1000, 2000, 4000, 6000, 8000, 10000, 11000, 12000)

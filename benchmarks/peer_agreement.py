@@ -28,8 +28,8 @@ from rich.table import Table
 from harness.campaign.peers import PEERS, model_policy
 from harness.live.peers import LIVE_PEERS, live_peer
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
+from harness.processes.redis_server import RedisServer
 from targets.algorithms import Policy
-from targets.stores.redis.server import RedisServer
 
 KEYS = 4
 

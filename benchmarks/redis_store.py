@@ -40,11 +40,11 @@ from limits import storage as limits_storage
 from limits.aio import storage as limits_aio_storage
 from limits.aio import strategies as aio_strategies
 
+from harness.processes.redis_server import RedisServer
 from targets.algorithms import ALGORITHMS, Policy
 from targets.redact import redact_url
 from targets.stores.redis.modes import LeasedStore
 from targets.stores.redis.scripts import SUFFIXES
-from targets.stores.redis.server import RedisServer
 from targets.stores.redis.store import AsyncRedisStore, RedisStore
 
 LIMIT, WINDOW_S, KEYS = 100, 60.0, 50

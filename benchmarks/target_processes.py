@@ -25,8 +25,8 @@ from pathlib import Path
 
 import psutil
 
+from harness.processes.target import running_target
 from targets.algorithms import ALGORITHMS
-from targets.process import running_target
 
 from .targets import NEVER_REJECT, wrk
 

@@ -8,7 +8,10 @@ also moves with whatever else runs; the target's own CPU time per request (psuti
 and its ratio to ``none`` is the throughput ratio at equal CPU. Rounds are interleaved (none,
 a, b, ..., none, a, b, ...) so drift hits every target alike; medians are reported. The first
 limiter runs again with fewer quota headers on admitted responses (``draft``, ``none``): on this
-stack the headers, not the decision, are most of what a limiter adds to a request.
+stack the headers, not the decision, are most of what a limiter adds to a request. It runs once
+more refusing every request (``[refusing]``: one key, limit 1 per day): a refusal's CPU over an
+admitted request's, paired by round (goal: at most ``REFUSAL_GOAL``; the first article: the 429
+itself must be cheap).
 
 ``--instructions`` adds what noise cannot move: each target's instructions per request, counted
 by valgrind (``bench_instructions``), and their ratio to ``none``.
@@ -31,14 +34,17 @@ from pathlib import Path
 
 import psutil
 
+from harness.processes.target import running_target
 from targets.__main__ import build_parser, overrides
 from targets.algorithms import ALGORITHMS
-from targets.process import running_target
 
 from . import targets_instructions as bench_instructions
 from .targets_asgi import in_process_us
 
 GOAL = 0.90
+REFUSAL_GOAL = 1 / 3
+REFUSING = ["--limit", "1", "--window", "86400", "--service-ms", "0"]
+"""Every request after the first is refused (wrk sends no key: one client address, one key)."""
 NEVER_REJECT = ["--limit", "1e9", "--window", "1", "--service-ms", "0", "--concurrency", "100000"]
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
 
@@ -53,12 +59,12 @@ class Sample:
     """The user-space part of that CPU time (the rest is the kernel's TCP work)."""
 
 
-def wrk(url: str, seconds: int, connections: int, threads: int) -> tuple[int, float, float]:
+def wrk(url: str, seconds: int, connections: int, threads: int, refusing: bool = False) -> tuple[int, float, float]:
     """(requests, requests/s, P99 latency in ms) from one wrk run."""
     out = subprocess.run(["wrk", f"-t{threads}", f"-c{connections}", f"-d{seconds}s", "--latency", url],
                          capture_output=True, text=True, check=True).stdout
     errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
-    if errors:
+    if errors and not refusing:
         raise RuntimeError(f"{url}: {errors.group(1)} non-2xx responses; the benchmark policy must not reject")
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
@@ -66,11 +72,11 @@ def wrk(url: str, seconds: int, connections: int, threads: int) -> tuple[int, fl
     return requests, rps, float(value) * _UNITS[unit]
 
 
-def measure(pid: int, url: str, args: argparse.Namespace) -> Sample:
-    wrk(url, args.warmup, args.connections, args.threads)
+def measure(pid: int, url: str, args: argparse.Namespace, refusing: bool = False) -> Sample:
+    wrk(url, args.warmup, args.connections, args.threads, refusing)
     process = psutil.Process(pid)
     before = process.cpu_times()
-    requests, rps, p99 = wrk(url, args.seconds, args.connections, args.threads)
+    requests, rps, p99 = wrk(url, args.seconds, args.connections, args.threads, refusing)
     after = process.cpu_times()
     user = after.user - before.user
     cpu = user + (after.system - before.system)
@@ -110,13 +116,14 @@ def main(argv: list[str] | None = None) -> int:
         for mode in ("full", "draft", "none"):
             if mode != args.admitted_headers:
                 argvs[f"{names[1]} [{mode} headers]"] = ["--algorithm", names[1], *NEVER_REJECT, "--admitted-headers", mode]
+        argvs[f"{names[1]} [refusing]"] = ["--algorithm", names[1], *REFUSING]
     results: dict[str, list[Sample]] = {label: [] for label in argvs}
     with tempfile.TemporaryDirectory(prefix="targets-bench-") as tmp:
         for r in range(args.rounds):
             for i, (label, argv) in enumerate(argvs.items()):
                 log = Path(tmp) / f"{i}-{r}.parquet"
                 with running_target([*argv, "--decision-log", str(log)], log_dir=Path(tmp)) as target:
-                    s = measure(target.pid, f"{target.url}/api/items", args)
+                    s = measure(target.pid, f"{target.url}/api/items", args, label.endswith("[refusing]"))
                 results[label].append(s)
                 print(f"round {r + 1}/{args.rounds} {label:30s} {s.rps:7.0f} req/s  P99 {s.p99_ms:7.2f} ms  "
                       f"{s.cpu_us:6.1f} us CPU/request", file=sys.stderr)
@@ -166,6 +173,12 @@ def report(results: dict[str, list[Sample]], in_process: dict[str, float], count
             line += (f" {counted[name]:10,.0f} {ratios['in instructions']:8.1%} "
                      f"{ratios['at equal CPU (instructions)']:13.1%}")
         print(line + flag)
+    refusing = next((name for name in results if name.endswith("[refusing]")), None)
+    if refusing is not None:
+        admitted = refusing.replace("[refusing]", f"[{args.admitted_headers} headers]").replace(f" [{args.admitted_headers} headers]", "")
+        ratio = statistics.median(s.cpu_us / a.cpu_us for s, a in zip(results[refusing], results[admitted]))
+        print(f"a refusal's target CPU over an admitted request's ({refusing.split()[0]}, paired by round): "
+              f"{ratio:.2f} (goal <= {REFUSAL_GOAL:.2f})")
     verdict = "; ".join(f"{worst[k]:.1%} {k}" for k in (worst if counted else ["at equal CPU (wrk)"]))
     print(f"\nworst limiter ({args.admitted_headers} headers) vs none: {verdict} (goal >= {GOAL:.0%}); "
           f"[... headers]: the first limiter with other quota headers on admitted responses; in-process: the app called "

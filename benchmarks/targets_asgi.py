@@ -31,21 +31,26 @@ async def _receive() -> dict[str, Any]:
     return {"type": "http.request", "body": b"", "more_body": False}
 
 
-async def _send(message: dict[str, Any]) -> None:
-    if message["type"] == "http.response.start" and message["status"] != 200:
-        raise RuntimeError(f"status {message['status']}: the benchmark policy must not reject")
+def _sender(expected: int) -> Any:
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start" and message["status"] != expected:
+            raise RuntimeError(f"status {message['status']}: the benchmark policy must answer {expected}")
+
+    return send
 
 
-async def _per_request_us(app: Any, requests: int) -> float:
+async def _per_request_us(app: Any, requests: int, expected: int) -> float:
+    send = _sender(expected)
     start = time.perf_counter()
     for _ in range(requests):
-        await app({**SCOPE, "state": {}}, _receive, _send)
+        await app({**SCOPE, "state": {}}, _receive, send)
     return (time.perf_counter() - start) / requests * 1e6
 
 
 def in_process_us(names: list[str], overrides: dict[str, dict[str, Any]], log_dir: Path,
                   rounds: int = 5, requests: int = 5000) -> dict[str, float]:
-    """Median wall time per request (us) of each target's app, called in-process."""
+    """Median wall time per request (us) of each target's app, called in-process (a name ending in
+    ``[refusing]``: its policy refuses, every answer after the first is a 429)."""
     apps = {}
     for i, name in enumerate(names):
         config = load(None, {**overrides[name], "decision_log": {"path": str(log_dir / f"asgi-{i}.parquet")}})
@@ -53,11 +58,13 @@ def in_process_us(names: list[str], overrides: dict[str, dict[str, Any]], log_di
     loop = asyncio.new_event_loop()
     try:
         samples: dict[str, list[float]] = {name: [] for name in names}
-        for app in apps.values():  # warm-up, unmeasured: first calls pay imports and caches
-            loop.run_until_complete(_per_request_us(app, requests // 5))
+        expected = {name: 429 if name.endswith("[refusing]") else 200 for name in names}
+        for name, app in apps.items():  # warm-up, unmeasured: first calls pay imports and caches
+            loop.run_until_complete(app({**SCOPE, "state": {}}, _receive, _sender(200)))  # the first is admitted
+            loop.run_until_complete(_per_request_us(app, requests // 5, expected[name]))
         for _ in range(rounds):
             for name, app in apps.items():
-                samples[name].append(loop.run_until_complete(_per_request_us(app, requests)))
+                samples[name].append(loop.run_until_complete(_per_request_us(app, requests, expected[name])))
                 log = app.state.target.log
                 if log is not None:
                     log.rows.clear()  # never started: the rows would only pile up

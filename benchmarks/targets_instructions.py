@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from targets.process import start_target
+from harness.processes.target import start_target
 
 VALGRIND = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null"]
 CONNECTIONS = 32

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .errors import BadInput
+
 
 @dataclass(frozen=True)
 class Route:
@@ -16,6 +18,12 @@ class Route:
     """The target config's name (``limits[].routes``)."""
     method: str
     path: str
+    cost: float = 1.0
+    """What one request costs by default (``routes.<name>.cost`` replaces it)."""
+    api: bool = True
+    """Limited by the default per-client limit (login has a limit of its own, or none)."""
+    body: bytes = b"{}"
+    """What the target answers when it serves the request."""
 
     @property
     def model_name(self) -> str:
@@ -23,12 +31,15 @@ class Route:
         return f"{self.method} {self.path}"
 
 
-CATALOGUE = (
-    Route("items", "GET", "/api/items"),
-    Route("search", "GET", "/api/search"),
-    Route("reports", "POST", "/api/reports"),
-    Route("login", "POST", "/login"),
-)
+class UnknownRoute(BadInput):
+    """A route that is not in the catalogue: an error, never a fallback to another route."""
+
+
+ITEMS = Route("items", "GET", "/api/items", body=b'{"items":[1,2,3]}')
+SEARCH = Route("search", "GET", "/api/search", cost=2.0, body=b'{"results":[]}')
+REPORTS = Route("reports", "POST", "/api/reports", cost=20.0, body=b'{"report":"queued"}')
+LOGIN = Route("login", "POST", "/login", api=False, body=b'{"ok":true}')
+CATALOGUE = (ITEMS, SEARCH, REPORTS, LOGIN)
 """The limited routes (``GET /healthz`` and the admin endpoints are never limited)."""
 
 ROUTE_PATHS: dict[str, tuple[str, str]] = {r.name: (r.method, r.path) for r in CATALOGUE}
@@ -37,3 +48,13 @@ MODEL_ROUTES: dict[str, tuple[str, str]] = {r.model_name: (r.method, r.path) for
 """Model route name -> (method, path) of the target."""
 TARGET_ROUTES: dict[str, str] = {r.model_name: r.name for r in CATALOGUE}
 """Model route name -> target config name."""
+BY_MODEL_NAME: dict[str, Route] = {r.model_name: r for r in CATALOGUE}
+
+
+def model_route(name: str) -> Route:
+    """The route a traffic model, a trace or a plan names (``GET /api/items``); UnknownRoute
+    naming the choices otherwise."""
+    route = BY_MODEL_NAME.get(name)
+    if route is None:
+        raise UnknownRoute(f"unknown route {name!r}; choose from: {', '.join(BY_MODEL_NAME)}")
+    return route

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import MISSING, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,9 @@ class RunInfo:
     limiters: str = "shared"
     """``per-process`` when each of a node's processes kept its own counts (memory store,
     Redis local mode): the node could admit up to processes x L."""
+    fallback: dict[str, Any] | None = None
+    """run.json's ``degraded``: some decisions came from a fallback, not the store (``share``,
+    ``sources``, ``start_t``, ``end_t``); None when the store made every decision."""
 
     kind: str = "live"
     """``live``, or ``virtual`` (contract.schema.KIND_VIRTUAL): a simulated run with the system model."""
@@ -85,6 +88,88 @@ class RunInfo:
     @property
     def degraded(self) -> Phase | None:
         return next((p for p in self.phases if p.name == DEGRADED_PHASE), None)
+
+
+@dataclass
+class RunRecord:
+    """run.json of a live run as the runner builds it, field by field in the order it is written.
+
+    The first fields are known when the run is planned and always written; every other field is
+    written once a step of the run has given it (``add``), even as null: a run that failed early
+    says only what it got to. ``to_json`` is the file's content (``write_run_json`` adds the schema)."""
+
+    status: str
+    scenario: str
+    algorithm: str
+    store: str
+    system: str
+    policy: dict[str, float | None]
+    """``{"limit", "window_s", "burst"}``, ``burst`` null for the default."""
+    params: dict[str, Any]
+    scenario_params: dict[str, Any]
+    workers: int
+    processes: int
+    limiters: str
+    cpus: dict[str, Any] | str | None = None
+    """``scale.pin``: the cores of the targets and of the generator, or why they were not pinned."""
+    redis_restarted: str | None = None
+    """The runner's own redis-server had died since the previous run: restarted before this one (why)."""
+    start_at: float | None = None
+    planned_requests: int | None = None
+    end_at: float | None = None
+    phases: list[dict[str, Any]] = field(default_factory=list)
+    nodes: list[str] = field(default_factory=list)
+    routing: str | None = None
+    joins_s: list[float] = field(default_factory=list)
+    response: dict[str, Any] | None = None
+    """A peer's refusal as a client read it (harness/live/peers/response.py)."""
+    remote_workers: list[dict[str, Any]] = field(default_factory=list)
+    clock_unbounded: list[int] = field(default_factory=list)
+    sent: int | None = None
+    unanswered: int | None = None
+    late_groups: int | None = None
+    late_share: float | None = None
+    send_lag_ms: dict[str, float | None] | None = None
+    burst_groups: int | None = None
+    burst_size: int | None = None
+    burst_spread_ms: dict[str, float] | None = None
+    burst_decision_spread_ms: dict[str, float] | None = None
+    decided_from: str | None = None
+    round_trip_ms: dict[str, float | None] | None = None
+    degraded: dict[str, Any] | None = None
+    """How the store degraded during the run (harness/live/measures.py: ``store_degradation``)."""
+    fleet: dict[str, Any] | None = None
+    store_failure: dict[str, Any] | None = None
+    error: str | None = None
+    generator_bound: bool | None = None
+    virtual_over_admission: float | None = None
+    given: set[str] = field(default_factory=set, repr=False, compare=False)
+    """The optional fields a step has given (``add``): only those are written."""
+
+    def add(self, **values: Any) -> RunRecord:
+        """Give these fields (a step's measures); a name run.json does not have is a TypeError."""
+        for name, value in values.items():
+            if name not in RECORD_FIELDS:
+                raise TypeError(f"run.json has no field {name!r}")
+            setattr(self, name, value)
+            if name not in RECORD_ALWAYS:
+                self.given.add(name)
+        return self
+
+    def get(self, name: str) -> Any:
+        """A field's value if it was given (or is always written), else None."""
+        return getattr(self, name) if name in RECORD_ALWAYS or name in self.given else None
+
+    def to_json(self) -> dict[str, Any]:
+        """The content of run.json (without the schema version): the given fields in order."""
+        return {name: getattr(self, name) for name in RECORD_FIELDS if name in RECORD_ALWAYS or name in self.given}
+
+    def write(self, path: Path) -> None:
+        write_run_json(path, self.to_json())
+
+
+RECORD_FIELDS = tuple(f.name for f in fields(RunRecord) if f.name != "given")
+RECORD_ALWAYS = frozenset(f.name for f in fields(RunRecord) if f.default is MISSING and f.default_factory is MISSING)
 
 
 def write_run_json(path: Path, info: dict[str, Any]) -> None:
@@ -122,5 +207,23 @@ def read_run_json(path: Path) -> RunInfo:
         decision_uncertainty_ms=(raw.get("round_trip_ms") or {}).get("p99"),
         response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
         processes=int(raw.get("processes") or 1), limiters=str(raw.get("limiters") or "shared"),
+        fallback=_fallback(raw.get("degraded"), path),
         kind=str(raw.get("kind") or "live"),
     )
+
+
+def _fallback(raw: Any, path: Path) -> dict[str, Any] | None:
+    if raw is None:
+        return None
+    share = raw.get("share") if isinstance(raw, dict) else None
+    if not isinstance(share, int | float) or not 0 < share <= 1 or not all(
+            isinstance(raw.get(k), int | float) for k in ("start_t", "end_t")):
+        raise RunFileError(f"{path}: degraded must be null or an object with share (0..1], start_t and end_t")
+    return dict(raw)
+
+
+def degraded_line(store: str, fallback: dict[str, Any]) -> str:
+    """How a degraded run is marked wherever it is shown: the share, by whom, and when."""
+    sources = ", ".join(f"{k} {v:,}" for k, v in (fallback.get("sources") or {}).items())
+    return (f"degraded: {fallback['share']:.0%} of its decisions came from a fallback, not {store} "
+            f"({sources}; over {fallback['end_t'] - fallback['start_t']:.1f} s): its metrics are not {store}'s")

@@ -141,7 +141,8 @@ algorithm's parameters), ``scenario_params`` (e.g. ``backoff`` of a retry storm)
 (list of ``{"name", "start_t", "end_t"}`` in epoch seconds, on the logs' clock; the phase named
 ``degraded`` drives recovery time and shading; ``downstream_outage``: a retry storm's 503 window;
 ``outage``: store_failure's Redis stop; ``ramp``: the span of a ramp's rising offered rate, which
-the analysis bins by offered rate), ``generator_bound`` (bool, the runner's own
+the analysis bins by offered rate; ``downstream_stuck`` / ``downstream_paused``: a downstream hung
+at a timeout or in GC-like pauses; ``overload``: downstream_breaks' overloaded traffic), ``generator_bound`` (bool, the runner's own
 verdict), ``error`` (why a run failed: the log's tail), ``decided_from`` (``client`` for a url
 peer, whose decisions are inferred from the client log; absent: ``target``) with ``round_trip_ms``
 (``{"p50", "p99", "max"}`` of the answered requests: the uncertainty of those decisions' times). ``policy`` is ``{"limit",
@@ -152,18 +153,37 @@ its client log and CPU samples are virtual; absent in run.json: a live run."""
 DEGRADED_PHASE = "degraded"
 DOWNSTREAM_OUTAGE_PHASE = "downstream_outage"
 RAMP_PHASE = "ramp"
-BREAK_PHASE = "break"
-"""downstream_breaks' break, whatever its kind (an overload break leaves the downstream healthy):
-from ``break_at_s`` to ``recover_at_s`` (to the run's end for a step, which never recovers)."""
+DOWNSTREAM_STUCK_PHASE = "downstream_stuck"
+DOWNSTREAM_PAUSED_PHASE = "downstream_paused"
+OVERLOAD_PHASE = "overload"
+HEALTH_PHASES = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE, "stuck": DOWNSTREAM_STUCK_PHASE,
+                 "paused": DOWNSTREAM_PAUSED_PHASE}
+"""The run.json phase of each unhealthy health of a downstream schedule (healthy and recovered are
+none), live (harness/live/measures.py) and virtual (harness/sim/runner.py) alike."""
 STATUS_TOO_MANY = 429
 LATE_S = 0.005
 """A send this much after its intended time is late: the generator fell behind (the replay counts
 such groups in run.json's ``late_groups``; a ramp's bins count such requests)."""
 
 
+REPEAT_MARK = "__r"
+"""A repeated run's folder: ``<run>__r<k>`` (k = 1..N); the summary groups the repeats of a run."""
+
+
+def repeat_dir_name(name: str, repeat: int, repeats: int) -> str:
+    """The folder of repeat ``repeat`` of ``repeats``: the run's own name when it runs once."""
+    return name if repeats == 1 else f"{name}{REPEAT_MARK}{repeat}"
+
+
+def split_repeat(name: str) -> tuple[str, int | None]:
+    """``<run>__r<k>`` -> (``<run>``, k); a name without a repeat -> (name, None)."""
+    base, mark, k = name.rpartition(REPEAT_MARK)
+    return (base, int(k)) if mark and base and k.isdigit() and int(k) >= 1 else (name, None)
+
+
 def parse_run_dir_name(name: str) -> tuple[str, str, str] | None:
-    """The inverse of run_dir_name; None when the folder name does not have three parts."""
-    parts = name.split("__")
+    """The inverse of run_dir_name (a repeat's suffix dropped); None when the folder name does not have three parts."""
+    parts = split_repeat(name)[0].split("__")
     if len(parts) != 3 or not all(parts):
         return None
     return parts[0], parts[1], parts[2]

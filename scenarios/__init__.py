@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from . import (
     adversarial_drip,
@@ -56,8 +58,9 @@ SCENARIOS: dict[str, ScenarioSpec] = {
 
 
 def build_model(name: str, limit: float, window_s: float, seed: int = 0,
-                overrides: dict[str, str] | None = None) -> TrafficModel:
-    """A model for a policy's L and W; ``overrides`` are ``KEY=VALUE`` scenario parameters."""
+                overrides: Mapping[str, Any] | None = None) -> TrafficModel:
+    """A model for a policy's L and W; ``overrides`` are scenario parameters, as text
+    (``KEY=VALUE``) or typed (a campaign's YAML)."""
     spec = SCENARIOS.get(name)
     if spec is None:
         raise ScenarioError(f"unknown scenario {name!r}; choose from: {', '.join(SCENARIOS)}")

@@ -10,34 +10,40 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
+from contract.params import Bounds
+from contract.routes import ITEMS
+
 from .base import (
     ABUSIVE,
+    MAX_SECONDS,
     Arrivals,
     DecisionLike,
     ModelParams,
     Request,
     ScenarioError,
+    Seconds,
     TrafficModel,
     positive,
 )
 
-ROUTE = "GET /api/items"
+ROUTE = ITEMS.model_name
 KEY = "attacker"
 BURST_ID, DRIP_ID = "attacker-burst", "attacker-drip"
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    burst: int | None = None
+    burst: Annotated[int, Bounds(1, 1_000_000)] | None = None
     """Requests in the opening burst; defaults to the limit L."""
-    delta_s: float = 0.1
+    delta_s: Seconds = 0.1
     """The burst lands within this many seconds before the boundary."""
-    min_gap_s: float = 0.001
+    min_gap_s: Annotated[float, Bounds(1e-6, MAX_SECONDS)] = 0.001
     """The attacker never sends faster than this (one client, one connection)."""
-    duration_s: float | None = None
+    duration_s: Seconds | None = None
     """Defaults to 3 windows."""
 
     def check(self) -> None:
@@ -71,6 +77,10 @@ class AdversarialDrip(TrafficModel):
 
     def horizon_s(self) -> float:
         return self.end
+
+    def expected_requests(self) -> float:
+        """The burst, then the drip at its fastest: one request per ``min_gap_s`` to the end."""
+        return (self.p.burst or max(1, int(self.limit))) + self.end / self.p.min_gap_s
 
     def react(self, request: Request, decision: DecisionLike) -> Iterable[Request]:
         if request.client_id != DRIP_ID:

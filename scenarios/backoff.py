@@ -7,8 +7,10 @@ draws the uniform numbers, so a seeded model and a live client get the same dela
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal, get_args
 
-POLICIES = ("none", "fixed", "exponential", "full_jitter", "equal_jitter", "decorrelated")
+Backoff = Literal["none", "fixed", "exponential", "full_jitter", "equal_jitter", "decorrelated"]
+POLICIES: tuple[str, ...] = get_args(Backoff)
 """none: retry at once; fixed: base each time; the rest as in the study."""
 
 

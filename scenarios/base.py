@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, fields
-from typing import Any, NamedTuple, Protocol
+from dataclasses import dataclass
+from typing import Annotated, Any, NamedTuple, Protocol
 
 import numpy as np
 
 from contract.errors import BadInput
+from contract.params import Bounds, check_bounds, parse_fields
+
+from .fleet import Fleet
 
 LEGIT, ABUSIVE = "legit", "abusive"
 
@@ -119,6 +122,11 @@ class TrafficModel:
         """The planned (open-loop) arrivals, sorted by time; deterministic for a seed."""
         raise NotImplementedError
 
+    def expected_requests(self) -> float:
+        """About how many requests the model sends (closed-loop follow-ups at their most), known
+        before any is generated: a simulation refuses one whose size would exhaust memory."""
+        raise NotImplementedError
+
     def arrivals(self) -> Arrivals:
         """``generate()`` once; every algorithm of a campaign replays the same arrivals."""
         if self._arrivals is None:
@@ -128,6 +136,11 @@ class TrafficModel:
     def react(self, request: Request, decision: DecisionLike) -> Iterable[Request]:
         """Follow-up requests caused by a decision (closed-loop models only)."""
         return ()
+
+    def reset(self) -> None:
+        """Forget what an earlier replay's reactions taught the model: a plan replays one model
+        for every algorithm, and each replay must meet the same clients (called where a replay
+        begins). Stateless models have nothing to forget."""
 
     def horizon_s(self) -> float:
         """The model time by which a closed-loop model's follow-ups have all been sent (a live
@@ -141,6 +154,24 @@ class TrafficModel:
         key policy keys requests that carry headers, and while an ``outage`` phase lasts a
         closed-loop model is told that an admitted request failed (a 503)."""
         return {}
+
+    def outage(self) -> tuple[float, float] | None:
+        """(stop, restart) of the shared store in model time, for a model that fails it (a live run
+        stops and starts the runner's own Redis then); None: the store stays up."""
+        return None
+
+    def ramp(self) -> tuple[float, float] | None:
+        """Model seconds a rising offered rate spans (a live run's ``ramp`` phase); None: no ramp."""
+        return None
+
+    def fleet(self) -> Fleet | None:
+        """The fleet the model runs on (when each node joins, the routing); None: the campaign's nodes."""
+        return None
+
+    def overload_window(self) -> tuple[float, float] | None:
+        """Model seconds the offered rate is over the downstream's capacity while its health stays
+        fine (a live run's ``overload`` phase, which the health schedule cannot say); None: never."""
+        return None
 
     @property
     def max_cost(self) -> float:
@@ -156,25 +187,28 @@ class ModelParams:
         """Subclasses raise ScenarioError naming the parameter that is out of range."""
 
     @classmethod
-    def build(cls, overrides: dict[str, str]) -> Any:
-        known = {f.name: f for f in fields(cls)}
-        values: dict[str, Any] = {}
-        for key, raw in overrides.items():
-            if key not in known:
-                raise ScenarioError(f"unknown scenario parameter {key!r}; valid: {', '.join(known)}")
-            kind = known[key].type
-            try:
-                if kind in (int, "int", "int | None"):
-                    values[key] = int(raw)
-                elif kind in (float, "float", "float | None"):
-                    values[key] = float(raw)
-                else:
-                    values[key] = raw
-            except ValueError:
-                raise ScenarioError(f"scenario parameter {key}={raw!r}: expected a number") from None
-        params = cls(**values)
+    def build(cls, overrides: dict[str, Any]) -> Any:
+        """The params from values as text (a command line, plan.json) or typed (a campaign's
+        YAML), by the one parser (``contract.params``): each checked against its hint and bounds."""
+        params = cls(**parse_fields(cls, overrides, ScenarioError, "scenario parameter {name}"))
+        check_bounds(params, ScenarioError)
         params.check()
         return params
+
+
+MAX_COUNT = 100_000
+"""Clients, users, attackers, nodes: a model's population (each costs memory and a key)."""
+MAX_SECONDS = 31 * 86_400.0
+"""A model's durations and instants: at most a month of model time."""
+MAX_FACTOR = 10_000.0
+"""A rate as a multiple (or fraction) of L/W, a cost or a service-time factor."""
+MAX_RPS = 1_000_000.0
+"""An offered rate in requests per second."""
+Count = Annotated[int, Bounds(0, MAX_COUNT)]
+Seconds = Annotated[float, Bounds(0, MAX_SECONDS)]
+Factor = Annotated[float, Bounds(0, MAX_FACTOR)]
+Rate = Annotated[float, Bounds(0, MAX_RPS)]
+"""Bounded field types (``contract.params``): every parameter that sizes a model's work is one."""
 
 
 def positive(name: str, value: float | None) -> None:

@@ -7,22 +7,26 @@ one (W, 3W, 5W, ...) so each pair meets a limiter that has fully recovered.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from .base import ABUSIVE, Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+from contract.params import Bounds
+from contract.routes import ITEMS
+
+from .base import ABUSIVE, Arrivals, ModelParams, ScenarioError, Seconds, TrafficModel, positive
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    size: int | None = None
+    size: Annotated[int, Bounds(1, 1_000_000)] | None = None
     """Requests on each side of the boundary; defaults to the limit L."""
-    delta_s: float = 0.1
+    delta_s: Seconds = 0.1
     """Each half of the burst lands within this many seconds of the boundary."""
-    boundaries: int = 3
-    instant: int = 0
-    """1: each half fires at one instant (delta/2 before and after the edge), as a live burst
-    does; 0: spread uniformly over delta."""
+    boundaries: Annotated[int, Bounds(1, 10_000)] = 3
+    instant: bool = False
+    """true: each half fires at one instant (delta/2 before and after the edge), as a live burst
+    does; false: spread uniformly over delta."""
 
     def check(self) -> None:
         positive("size", self.size)
@@ -41,6 +45,9 @@ class BoundaryBurst(TrafficModel):
             raise ScenarioError(f"delta_s must be shorter than the window ({window_s} s), got {params.delta_s}")
         super().__init__(limit, window_s, seed, params)
 
+    def expected_requests(self) -> float:
+        return 2 * (self.p.size or max(1, int(self.limit))) * self.p.boundaries
+
     def generate(self) -> Arrivals:
         p = self.p
         rng = np.random.default_rng(self.seed)
@@ -58,5 +65,5 @@ class BoundaryBurst(TrafficModel):
         n = len(times)
         return Arrivals.from_columns(
             times, np.full(n, "attacker", dtype=object), np.full(n, ABUSIVE, dtype=object),
-            np.full(n, "GET /api/items", dtype=object), np.ones(n),
+            np.full(n, ITEMS.model_name, dtype=object), np.ones(n),
         )

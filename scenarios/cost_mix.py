@@ -4,27 +4,43 @@ that calls only the expensive route: what cost weighting does to downstream work
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from .base import ABUSIVE, LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, poisson_times, positive
+from contract.params import Bounds
+from contract.routes import ITEMS, REPORTS
 
-CHEAP_ROUTE, EXPENSIVE_ROUTE = "GET /api/items", "POST /api/reports"
+from .base import (
+    ABUSIVE,
+    LEGIT,
+    Arrivals,
+    Count,
+    Factor,
+    ModelParams,
+    ScenarioError,
+    Seconds,
+    TrafficModel,
+    poisson_times,
+    positive,
+)
+
+CHEAP_ROUTE, EXPENSIVE_ROUTE = ITEMS.model_name, REPORTS.model_name
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: int = 10
-    load: float = 0.8
+    clients: Count = 10
+    load: Factor = 0.8
     """Each legitimate client's cost rate as a fraction of L/W."""
-    expensive_share: float = 0.1
+    expensive_share: Annotated[float, Bounds(0, 1)] = 0.1
     """Share of legitimate requests that go to the expensive route."""
-    cheap_cost: float = 1.0
-    expensive_cost: float = 20.0
-    abusers: int = 1
-    abuse_factor: float = 3.0
+    cheap_cost: Factor = 1.0
+    expensive_cost: Factor = 20.0
+    abusers: Count = 1
+    abuse_factor: Factor = 3.0
     """Abusive cost rate as a multiple of L/W (expensive route only)."""
-    duration_s: float | None = None
+    duration_s: Seconds | None = None
 
     def check(self) -> None:
         positive("clients", self.clients)
@@ -48,6 +64,13 @@ class CostMix(TrafficModel):
     @property
     def max_cost(self) -> float:
         return max(self.p.cheap_cost, self.p.expensive_cost)
+
+    def expected_requests(self) -> float:
+        p = self.p
+        mean_cost = (1 - p.expensive_share) * p.cheap_cost + p.expensive_share * p.expensive_cost
+        rate = self.limit / self.window_s
+        return (p.clients * p.load * rate / mean_cost + p.abusers * p.abuse_factor * rate / p.expensive_cost) \
+            * (p.duration_s or 5 * self.window_s)
 
     def generate(self) -> Arrivals:
         p = self.p

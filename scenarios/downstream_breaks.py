@@ -22,11 +22,13 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .base import Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+from .base import Arrivals, ModelParams, ScenarioError, TrafficModel, non_negative, positive
 from .unhealthy_downstream import legit_items
 
 Kind = Literal["timeout", "overload", "gc_pauses", "step", "errors"]
 KINDS = ("timeout", "overload", "gc_pauses", "step", "errors")
+MAX_REQUESTS = 10_000_000
+"""An upper bound on the offered requests (rate x duration): a model that large is a typo."""
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,15 @@ class Params(ModelParams):
         for name in ("clients", "load", "overload", "slots", "median_ms", "duration_s", "timeout_ms",
                      "period_s", "factor"):
             positive(name, getattr(self, name))
+        non_negative("sigma", self.sigma)
+        if not math.isfinite(self.capacity_rps):
+            raise ScenarioError(f"the downstream's capacity (slots / mean service time) must be finite, got "
+                                f"{self.capacity_rps} from slots={self.slots}, median_ms={self.median_ms}, "
+                                f"sigma={self.sigma}")
+        peak = max(self.load, self.overload if self.kind == "overload" else 0.0) * self.capacity_rps
+        if peak * self.duration_s > MAX_REQUESTS:
+            raise ScenarioError(f"offered rate {peak:.4g}/s over duration_s={self.duration_s} would send more than "
+                                f"{MAX_REQUESTS:,} requests; lower load, overload, slots or duration_s")
         if not 0 <= self.break_at_s < self.recover_at_s <= self.duration_s:
             raise ScenarioError("need 0 <= break_at_s < recover_at_s <= duration_s, got "
                                 f"{self.break_at_s}, {self.recover_at_s}, {self.duration_s}")
@@ -87,14 +98,15 @@ class DownstreamBreaks(TrafficModel):
 
     p: Params
 
+    def overload_window(self) -> tuple[float, float] | None:
+        """kind=overload: when the offered rate is over capacity (the downstream stays healthy,
+        so the schedule does not say it)."""
+        return (self.p.break_at_s, self.p.recover_at_s) if self.p.kind == "overload" else None
+
     def target_config(self) -> dict[str, Any]:
         p = self.p
         return {"downstream": {"concurrency": p.slots, "service_time": {"median_ms": p.median_ms, "sigma": p.sigma},
                                "schedule": self.p.schedule()}}
-
-    def break_window(self) -> tuple[float, float | None]:
-        """(start, end) of the break in model seconds; end None for a step (it never recovers)."""
-        return self.p.break_at_s, None if self.p.kind == "step" else self.p.recover_at_s
 
     def generate(self) -> Arrivals:
         """Poisson arrivals at ``load`` x capacity, at ``overload`` x capacity during an overload break."""

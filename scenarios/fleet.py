@@ -11,11 +11,15 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
-ROUTINGS = ("round_robin", "sticky")
+from contract.stores import VirtualStore
+
+Routing = Literal["round_robin", "sticky"]
+ROUTINGS: tuple[str, ...] = get_args(Routing)
 """round_robin: each request to the next active node; sticky: a client always to the node its
 id hashes to (crc32 mod the active nodes, so a join moves some clients, as a plain hash does)."""
-VIRTUAL_STORES = ("local", "local_split", "shared")
+VIRTUAL_STORES: tuple[str, ...] = get_args(VirtualStore)
 """How ``simulate`` deploys the limit on the fleet: each node alone with L, each with L/N, or one
 shared state (live runs take the store from the campaign instead)."""
 
@@ -30,12 +34,6 @@ class Fleet:
     @property
     def nodes(self) -> int:
         return len(self.joins_s)
-
-
-def fleet_of(model: object) -> Fleet | None:
-    """The model's fleet, or None for a model that runs on the campaign's nodes."""
-    fleet = getattr(model, "fleet", None)
-    return fleet() if callable(fleet) else None
 
 
 def assign_nodes(times: Sequence[float], client_ids: Sequence[str], fleet: Fleet) -> list[int]:

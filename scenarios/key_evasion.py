@@ -18,19 +18,35 @@ target's own code (the model imports nothing of the target):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
-from .base import ABUSIVE, LEGIT, Arrivals, ModelParams, Request, ScenarioError, TrafficModel, poisson_times, positive
+from contract.routes import ITEMS
 
-ROUTE = "GET /api/items"
+from .base import (
+    ABUSIVE,
+    LEGIT,
+    Arrivals,
+    Count,
+    Factor,
+    ModelParams,
+    Request,
+    ScenarioError,
+    Seconds,
+    TrafficModel,
+    poisson_times,
+    positive,
+)
+
+ROUTE = ITEMS.model_name
 NAT_ADDRESS = "198.51.100.7"
 ATTACKER_V4 = "192.0.2.66"
 ATTACKER_V6_NET = "2001:db8:66:"
 """Rotator i draws every address inside 2001:db8:66:i::/64."""
 
-KEY_POLICIES: dict[str, tuple[int, int]] = {
+KeyPolicyName = Literal["ip_only", "leftmost_xff", "trusted_proxy", "ipv6_64", "api_key"]
+KEY_POLICIES: dict[KeyPolicyName, tuple[int, int]] = {
     "ip_only": (0, 128),
     "leftmost_xff": (16, 128),
     "trusted_proxy": (1, 128),
@@ -43,23 +59,21 @@ any list shorter than that: the classic misconfiguration."""
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    key_policy: str = "trusted_proxy"
-    users: int = 5
+    key_policy: KeyPolicyName = "trusted_proxy"
+    users: Count = 5
     """Legitimate users with an address of their own."""
-    nat_users: int = 5
+    nat_users: Count = 5
     """Legitimate users behind one NAT address."""
-    user_load: float = 0.4
+    user_load: Factor = 0.4
     """Each legitimate user's rate as a fraction of L/W."""
-    attack_factor: float = 5.0
+    attack_factor: Factor = 5.0
     """Each attacker's rate as a multiple of L/W."""
-    forgers: int = 1
-    rotators: int = 1
-    duration_s: float | None = None
+    forgers: Count = 1
+    rotators: Count = 1
+    duration_s: Seconds | None = None
     """Defaults to 5 windows."""
 
     def check(self) -> None:
-        if self.key_policy not in KEY_POLICIES:
-            raise ScenarioError(f"key_policy must be one of {', '.join(KEY_POLICIES)}, got {self.key_policy!r}")
         for name in ("users", "nat_users", "forgers", "rotators"):
             if getattr(self, name) < 0:
                 raise ScenarioError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -79,6 +93,11 @@ class KeyEvasion(TrafficModel):
     def __init__(self, limit: float, window_s: float, seed: int, params: Params) -> None:
         super().__init__(limit, window_s, seed, params)
         self.trusted, self.ipv6_prefix = KEY_POLICIES[params.key_policy]
+
+    def expected_requests(self) -> float:
+        p = self.p
+        rate = self.limit / self.window_s * (p.duration_s or 5 * self.window_s)
+        return (p.users + p.nat_users) * p.user_load * rate + (p.forgers + p.rotators) * p.attack_factor * rate
 
     def generate(self) -> Arrivals:
         p = self.p

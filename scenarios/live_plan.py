@@ -19,10 +19,10 @@ import math
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from contract.atomic import write_text
-from contract.routes import MODEL_ROUTES
+from contract.routes import model_route
 
 from . import build_model
 from .base import Arrivals, Request, TrafficModel
@@ -41,7 +41,7 @@ class LivePlan:
     client_dir: str
     """Each worker writes its raw client log here (one Parquet file per worker process)."""
     workers: int = 1
-    params: dict[str, str] = field(default_factory=dict)
+    params: dict[str, Any] = field(default_factory=dict)
     burst_gap_s: float = 0.002
     routing: str = "round_robin"
     """How requests are dealt over ``hosts``: round_robin or sticky (hash of the client id)."""
@@ -65,7 +65,19 @@ class LivePlan:
         return cls(**json.loads(Path(path).read_text(encoding="utf-8")))
 
     def model(self) -> TrafficModel:
-        return build_model(self.scenario, self.limit, self.window_s, self.seed, self.params)
+        """The plan's model, built once per plan (or the one handed over: ``with_model``)."""
+        if "_model" not in self.__dict__:
+            self.with_model(build_model(self.scenario, self.limit, self.window_s, self.seed, self.params))
+        return self.__dict__["_model"]
+
+    def with_model(self, model: TrafficModel) -> LivePlan:
+        """This plan replaying ``model``, the run's own (the same scenario, policy, seed and params):
+        the harness does not build it, nor generate its arrivals, again. Not part of the plan file."""
+        if (model.name, model.limit, model.window_s, model.seed) != (self.scenario, self.limit, self.window_s, self.seed):
+            raise ValueError(f"the plan replays {self.scenario} at {self.limit:g}/{self.window_s:g} s, seed {self.seed}; "
+                             f"not {model.name} at {model.limit:g}/{model.window_s:g} s, seed {model.seed}")
+        object.__setattr__(self, "_model", model)  # frozen: the plan's fields never change, this is a cache
+        return self
 
     def arrivals(self) -> Arrivals:
         return self.model().arrivals()
@@ -92,12 +104,26 @@ class Shot:
     headers: dict[str, str]
 
 
+def follow_up_id(cause_id: str, n: int) -> str:
+    """A closed-loop follow-up's request id (not a retry: a retry keeps its cause's id): its
+    chain's planned id, then the worker's count (``r12.3``), so whoever joins the client log with
+    the plan by id (a url peer's decisions: ``origin_of``) finds the origin's key, class and client
+    for a request the plan never had. (The request itself carries its origin's key and class
+    headers: the model's follow-up is its cause with a new time.)"""
+    return f"{origin_of(cause_id)}.{n}"
+
+
+def origin_of(request_id: str) -> str:
+    """The planned id (``r<index>``) a request descends from: itself, or a follow-up's origin."""
+    return request_id.partition(".")[0]
+
+
 def request_headers(request: Request, request_id: str) -> dict[str, str]:
     """What the target keys on and logs: the model's explicit headers, else ``x-api-key`` from
     its key; the benchmark tags; an Idempotency-Key on POSTs (the same on every retry)."""
     headers: dict[str, str] = dict(request.headers) if request.headers is not None else {"x-api-key": request.key}
     headers.update({"x-client-id": request.client_id, "x-client-class": request.client_class, "x-request-id": request_id})
-    if MODEL_ROUTES.get(request.route, ("GET", ""))[0] == "POST":
+    if model_route(request.route).method == "POST":
         headers["idempotency-key"] = request_id
     return headers
 
@@ -108,8 +134,8 @@ def worker_share(arrivals: Arrivals, worker: int, workers: int) -> list[Shot]:
     for i, request in enumerate(arrivals.requests()):
         if i % workers != worker:
             continue
-        method, path = MODEL_ROUTES.get(request.route, ("GET", "/api/items"))
-        shots.append(Shot(i, request.t, method, path, request_headers(request, f"r{i}")))
+        route = model_route(request.route)
+        shots.append(Shot(i, request.t, route.method, route.path, request_headers(request, f"r{i}")))
     return shots
 
 

@@ -40,10 +40,10 @@ from locust import FastHttpUser, User, events, task
 from locust.exception import CatchResponseError, StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
-from contract.routes import MODEL_ROUTES
+from contract.routes import model_route
 from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
-from scenarios.live_plan import LivePlan, outcome, releases, request_headers, worker_share
+from scenarios.live_plan import LivePlan, follow_up_id, outcome, releases, request_headers, worker_share
 from scenarios.raw_replay import RawReplay, Wire, wires
 from scenarios.remote_sides import MasterSide, WorkerSide
 
@@ -313,7 +313,8 @@ class ReactiveUser(FastHttpUser):
         start_at, shift = self.plan.start_at, self.shift_s
         deadline = start_at + request.t
         _sleep_until(deadline + shift)
-        method, path = MODEL_ROUTES.get(request.route, ("GET", "/api/items"))
+        route = model_route(request.route)
+        method, path = route.method, route.path
         sent = time.time() - shift
         LOG.in_flight[request_id] = (deadline, sent, request.attempt)
         with self.client.request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",
@@ -330,7 +331,7 @@ class ReactiveUser(FastHttpUser):
         if answer is None:
             return
         for follow in self.model.react(request._replace(t=done - start_at), answer):
-            follow_id = request_id if follow.attempt > request.attempt else f"w{self.worker}.{next(self.ids)}"
+            follow_id = request_id if follow.attempt > request.attempt else follow_up_id(request_id, next(self.ids))
             self.in_flight.spawn(self._fire, follow, follow_id)
 
 

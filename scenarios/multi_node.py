@@ -10,40 +10,52 @@ L/N. ``add_node_at_s`` adds a node mid-run (autoscale): with local limits, one m
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from .base import ABUSIVE, LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, non_negative, positive
-from .fleet import ROUTINGS, VIRTUAL_STORES, Fleet
+from contract.params import Bounds
+from contract.routes import ITEMS
+
+from .base import (
+    ABUSIVE,
+    LEGIT,
+    Arrivals,
+    Count,
+    Factor,
+    ModelParams,
+    ScenarioError,
+    Seconds,
+    TrafficModel,
+    non_negative,
+    positive,
+)
+from .fleet import Fleet, Routing, VirtualStore
 
 SKEWED = "skewed"
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    nodes: int = 3
+    nodes: Annotated[int, Bounds(1, 1_000)] = 3
     """K: target nodes from the start."""
-    routing: str = "round_robin"
+    routing: Routing = "round_robin"
     """round_robin or sticky (hash of the client id)."""
-    skew: float = 4.0
+    skew: Factor = 4.0
     """The skewed client's rate as a multiple of L/W."""
-    clients: int = 4
+    clients: Count = 4
     """Background clients, each at ``load`` x L/W on its own key."""
-    load: float = 0.3
-    duration_s: float | None = None
+    load: Factor = 0.3
+    duration_s: Seconds | None = None
     """Defaults to 4 windows."""
-    add_node_at_s: float = 0.0
+    add_node_at_s: Seconds = 0.0
     """0: no autoscale; else one more node takes traffic from this time on."""
-    virtual_store: str = "local"
+    virtual_store: VirtualStore = "local"
     """``simulate`` only: local, local_split or shared (live runs use the campaign's store)."""
 
     def check(self) -> None:
         if not (isinstance(self.nodes, int) and self.nodes >= 1):
             raise ScenarioError(f"nodes must be >= 1, got {self.nodes}")
-        if self.routing not in ROUTINGS:
-            raise ScenarioError(f"routing must be one of {', '.join(ROUTINGS)}, got {self.routing!r}")
-        if self.virtual_store not in VIRTUAL_STORES:
-            raise ScenarioError(f"virtual_store must be one of {', '.join(VIRTUAL_STORES)}, got {self.virtual_store!r}")
         positive("skew", self.skew)
         non_negative("clients", self.clients)
         positive("load", self.load)
@@ -70,6 +82,9 @@ class MultiNode(TrafficModel):
         joins = (0.0,) * self.p.nodes + ((self.p.add_node_at_s,) if self.p.add_node_at_s > 0 else ())
         return Fleet(joins, self.p.routing, self.p.virtual_store)
 
+    def expected_requests(self) -> float:
+        return (self.p.skew + self.p.load * self.p.clients) * self.limit / self.window_s * self.duration_s
+
     def generate(self) -> Arrivals:
         p, rng, d = self.p, np.random.default_rng(self.seed), self.duration_s
         rate = self.limit / self.window_s
@@ -80,4 +95,4 @@ class MultiNode(TrafficModel):
                               np.repeat(np.array([f"client-{i}" for i in range(p.clients)], dtype=object), counts)])
         classes = np.where(ids == SKEWED, ABUSIVE, LEGIT).astype(object)
         n = len(times)
-        return Arrivals.from_columns(times, ids, classes, np.full(n, "GET /api/items", dtype=object), np.ones(n))
+        return Arrivals.from_columns(times, ids, classes, np.full(n, ITEMS.model_name, dtype=object), np.ones(n))

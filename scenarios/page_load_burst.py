@@ -8,29 +8,45 @@ between pages (mean ``think_s``), so their long-run rate stays well below typica
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from .base import ABUSIVE, LEGIT, Arrivals, ModelParams, TrafficModel, non_negative, poisson_times, positive
+from contract.params import Bounds
+from contract.routes import ITEMS
 
-ROUTE = "GET /api/items"
+from .base import (
+    ABUSIVE,
+    LEGIT,
+    Arrivals,
+    Count,
+    Factor,
+    ModelParams,
+    Seconds,
+    TrafficModel,
+    non_negative,
+    poisson_times,
+    positive,
+)
+
+ROUTE = ITEMS.model_name
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    users: int = 20
-    page_size: int = 8
+    users: Count = 20
+    page_size: Annotated[int, Bounds(1, 1_000)] = 8
     """Requests fired in parallel when a page loads."""
-    parallel_spread_s: float = 0.005
-    followups: int = 3
-    followup_gap_s: float = 1.0
-    think_s: float = 10.0
+    parallel_spread_s: Seconds = 0.005
+    followups: Annotated[int, Bounds(0, 1_000)] = 3
+    followup_gap_s: Seconds = 1.0
+    think_s: Seconds = 10.0
     """Mean time between the end of one page and the next."""
-    min_think_s: float = 5.0
-    abusers: int = 1
-    abuse_factor: float = 5.0
+    min_think_s: Seconds = 5.0
+    abusers: Count = 1
+    abuse_factor: Factor = 5.0
     """Each abusive client's rate as a multiple of the policy rate L/W."""
-    duration_s: float | None = None
+    duration_s: Seconds | None = None
     """Defaults to 5 windows."""
 
     def check(self) -> None:
@@ -51,6 +67,13 @@ class PageLoadBurst(TrafficModel):
     summary = "legit users: pages of 8 parallel calls + follow-ups, think time; plus an abusive client"
 
     p: Params
+
+    def expected_requests(self) -> float:
+        """Each user's pages back to back at the shortest think time, and the abusers' rate."""
+        p = self.p
+        duration = p.duration_s or 5 * self.window_s
+        pages = duration / max(p.followups * p.followup_gap_s + p.min_think_s, 1e-9) + 1
+        return p.users * pages * (p.page_size + p.followups) + p.abusers * p.abuse_factor * self.limit / self.window_s * duration
 
     def generate(self) -> Arrivals:
         p = self.p

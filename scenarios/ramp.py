@@ -13,28 +13,43 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Annotated
 
 import numpy as np
 
-from .base import LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, non_negative, positive
+from contract.params import Bounds
+from contract.routes import ITEMS
+
+from .base import (
+    LEGIT,
+    Arrivals,
+    Count,
+    ModelParams,
+    Rate,
+    ScenarioError,
+    Seconds,
+    TrafficModel,
+    non_negative,
+    positive,
+)
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    start_rps: float = 100.0
+    start_rps: Rate = 100.0
     """Offered rate at t = 0 (requests/s, all clients together)."""
-    end_rps: float = 1000.0
+    end_rps: Rate = 1000.0
     """Offered rate at t = duration_s."""
-    duration_s: float = 30.0
-    clients: int = 100
+    duration_s: Seconds = 30.0
+    clients: Count = 100
     """Distinct clients, each request dealt to one of them at random."""
-    shared_key: int = 1
-    """1: every client sends the same key, so the limit L/W caps the total offered rate, as a
-    limit that protects one downstream does; 0: each client its own key (L/W each)."""
-    p99_bound_ms: float | None = None
+    shared_key: bool = True
+    """true: every client sends the same key, so the limit L/W caps the total offered rate, as a
+    limit that protects one downstream does; false: each client its own key (L/W each)."""
+    p99_bound_ms: Annotated[float, Bounds(0, 3_600_000)] | None = None
     """The P99 (from the intended send) a bin may not exceed to count as sustained; None: the
     analysis' default (docs/analysis.md). Read by the analysis only."""
-    bin_s: float | None = None
+    bin_s: Seconds | None = None
     """Width of the analysis' offered-rate bins; None: its default (1 s). Read by the analysis only."""
 
     def check(self) -> None:
@@ -44,8 +59,6 @@ class Params(ModelParams):
             raise ScenarioError("start_rps and end_rps cannot both be 0")
         positive("duration_s", self.duration_s)
         positive("clients", self.clients)
-        if self.shared_key not in (0, 1):
-            raise ScenarioError(f"shared_key must be 0 or 1, got {self.shared_key}")
         positive("p99_bound_ms", self.p99_bound_ms)
         positive("bin_s", self.bin_s)
         if self.bin_s is not None and self.bin_s > self.duration_s:
@@ -76,6 +89,9 @@ class Ramp(TrafficModel):
         """Model seconds the ramp spans (the live runner records it as run.json's ``ramp`` phase)."""
         return 0.0, self.p.duration_s
 
+    def expected_requests(self) -> float:
+        return self.p.expected(self.p.duration_s)
+
     def generate(self) -> Arrivals:
         p = self.p
         rng = np.random.default_rng(self.seed)
@@ -86,4 +102,4 @@ class Ramp(TrafficModel):
         ids = names[rng.integers(0, p.clients, count)]
         keys = np.full(count, "ramp", dtype=object) if p.shared_key else ids
         return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
-                                     np.full(count, "GET /api/items", dtype=object), np.ones(count), keys)
+                                     np.full(count, ITEMS.model_name, dtype=object), np.ones(count), keys)

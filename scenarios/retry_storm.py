@@ -21,43 +21,58 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from .backoff import POLICIES, delays
-from .base import LEGIT, Arrivals, DecisionLike, ModelParams, Request, ScenarioError, TrafficModel, non_negative, positive
+from contract.params import Bounds
+from contract.routes import REPORTS
+
+from .backoff import Backoff, delays
+from .base import (
+    LEGIT,
+    Arrivals,
+    Count,
+    DecisionLike,
+    Factor,
+    ModelParams,
+    Request,
+    ScenarioError,
+    Seconds,
+    TrafficModel,
+    non_negative,
+    positive,
+)
 from .client_throttle import WINDOW_S, AdaptiveThrottle
 
-ROUTE = "POST /api/reports"
+ROUTE = REPORTS.model_name
 KEY = "storm-app"
-TRIGGERS = ("burst", "outage")
+Trigger = Literal["burst", "outage"]
 THROTTLES = ("none", "adaptive")
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: int = 100
-    backoff: str = "full_jitter"
-    """none | fixed | exponential | full_jitter | equal_jitter | decorrelated."""
-    base_s: float = 0.1
+    clients: Count = 100
+    backoff: Backoff = "full_jitter"
+    base_s: Seconds = 0.1
     """Scale base_s, cap_s and deadline_s with the policy's window: the defaults suit 10 per second."""
-    cap_s: float = 5.0
-    max_attempts: int = 30
+    cap_s: Seconds = 5.0
+    max_attempts: Annotated[int, Bounds(1, 1_000)] = 30
     """Attempts per request, the first included."""
-    deadline_s: float = 60.0
+    deadline_s: Seconds = 60.0
     """A client gives up rather than retry later than this after its first send."""
-    honour_retry_after: int = 0
-    """1: never retry before Retry-After (the delay is the larger of the two)."""
-    spread_s: float = 0.0
+    honour_retry_after: bool = False
+    """true: never retry before Retry-After (the delay is the larger of the two)."""
+    spread_s: Seconds = 0.0
     """First sends land uniformly within this many seconds (0: one instant)."""
-    cost: float = 1.0
+    cost: Factor = 1.0
     """Cost of the POST (a live target is configured to charge the same)."""
-    trigger: str = "burst"
+    trigger: Trigger = "burst"
     """burst: the herd alone exceeds the limiter; outage: the downstream answers 503 for a while."""
-    outage_at_s: float | None = None
+    outage_at_s: Seconds | None = None
     """trigger=outage: when the downstream goes down (model time; the first sends are at 0). Default 0."""
-    outage_s: float | None = None
+    outage_s: Seconds | None = None
     """trigger=outage: how long it stays down. Default 1."""
     client_throttle: str = "none"
     """adaptive: the application's clients also throttle themselves (Google SRE's client-side
@@ -68,20 +83,14 @@ class Params(ModelParams):
 
     def check(self) -> None:
         positive("clients", self.clients)
-        if self.backoff not in POLICIES:
-            raise ScenarioError(f"backoff must be one of {', '.join(POLICIES)}, got {self.backoff!r}")
         positive("base_s", self.base_s)
         positive("cap_s", self.cap_s)
         if self.cap_s < self.base_s:
             raise ScenarioError(f"cap_s must be >= base_s ({self.base_s}), got {self.cap_s}")
         positive("max_attempts", self.max_attempts)
         positive("deadline_s", self.deadline_s)
-        if self.honour_retry_after not in (0, 1):
-            raise ScenarioError(f"honour_retry_after must be 0 or 1, got {self.honour_retry_after}")
         non_negative("spread_s", self.spread_s)
         positive("cost", self.cost)
-        if self.trigger not in TRIGGERS:
-            raise ScenarioError(f"trigger must be one of {', '.join(TRIGGERS)}, got {self.trigger!r}")
         if self.outage_at_s is not None:
             non_negative("outage_at_s", self.outage_at_s)
         positive("outage_s", self.outage_s)
@@ -118,13 +127,20 @@ class RetryStorm(TrafficModel):
         # each client's delays are fixed by the seed, so every algorithm meets the same clients
         uniforms = rng.random((params.clients, max(0, params.max_attempts - 1)))
         self._delays = [delays(params.backoff, params.base_s, params.cap_s, row) for row in uniforms.tolist()]
-        self._throttle = AdaptiveThrottle(params.throttle_k, params.throttle_window_s)
-        self._throttle_draws = np.random.default_rng(seed + 1)
+        self.reset()
+
+    def reset(self) -> None:
+        """The clients' throttle history starts empty in each replay."""
+        self._throttle = AdaptiveThrottle(self.p.throttle_k, self.p.throttle_window_s)
+        self._throttle_draws = np.random.default_rng(self.seed + 1)
         """The throttle's own uniform numbers, drawn in the order the answers arrive."""
 
     @property
     def max_cost(self) -> float:
         return self.p.cost
+
+    def expected_requests(self) -> float:
+        return self.p.clients * self.p.max_attempts
 
     def generate(self) -> Arrivals:
         return Arrivals.from_requests(

@@ -6,15 +6,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import LEGIT, Arrivals, ModelParams, TrafficModel, positive
+from contract.routes import ITEMS
+
+from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Seconds, TrafficModel, positive
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: int = 10
-    load: float = 0.8
+    clients: Count = 10
+    load: Factor = 0.8
     """Each client's mean rate as a fraction of the policy rate L/W."""
-    duration_s: float | None = None
+    duration_s: Seconds | None = None
     """Defaults to 5 windows."""
 
     def check(self) -> None:
@@ -29,6 +31,9 @@ class Steady(TrafficModel):
 
     p: Params
 
+    def expected_requests(self) -> float:
+        return self.p.clients * self.p.load * self.limit / self.window_s * (self.p.duration_s or 5 * self.window_s)
+
     def generate(self) -> Arrivals:
         p = self.p
         rng = np.random.default_rng(self.seed)
@@ -39,6 +44,6 @@ class Steady(TrafficModel):
         ids = np.repeat(np.array([f"client-{i}" for i in range(p.clients)], dtype=object), counts)
         n = len(times)
         return Arrivals.from_columns(
-            times, ids, np.full(n, LEGIT, dtype=object), np.full(n, "GET /api/items", dtype=object),
+            times, ids, np.full(n, LEGIT, dtype=object), np.full(n, ITEMS.model_name, dtype=object),
             np.ones(n),
         )

@@ -12,18 +12,31 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .base import LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, non_negative, positive
+from contract.routes import ITEMS
+
+from .base import (
+    LEGIT,
+    Arrivals,
+    Count,
+    Factor,
+    ModelParams,
+    ScenarioError,
+    Seconds,
+    TrafficModel,
+    non_negative,
+    positive,
+)
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: int = 4
-    load: float = 1.5
+    clients: Count = 4
+    load: Factor = 1.5
     """Each client's rate as a multiple of L/W (above 1: the limit, and the fallback's, bind)."""
-    duration_s: float | None = None
+    duration_s: Seconds | None = None
     """Defaults to 6 windows."""
-    outage_at_s: float = 2.0
-    restore_at_s: float = 4.0
+    outage_at_s: Seconds = 2.0
+    restore_at_s: Seconds = 4.0
 
     def check(self) -> None:
         positive("clients", self.clients)
@@ -53,6 +66,9 @@ class StoreFailure(TrafficModel):
         """(stop, restart) of the shared store, in model time."""
         return self.p.outage_at_s, self.p.restore_at_s
 
+    def expected_requests(self) -> float:
+        return self.p.clients * self.p.load * self.limit / self.window_s * self.duration_s
+
     def generate(self) -> Arrivals:
         p, rng, d = self.p, np.random.default_rng(self.seed), self.duration_s
         counts = rng.poisson(p.load * self.limit / self.window_s * d, p.clients)
@@ -60,4 +76,4 @@ class StoreFailure(TrafficModel):
         ids = np.repeat(np.array([f"client-{i}" for i in range(p.clients)], dtype=object), counts)
         n = len(times)
         return Arrivals.from_columns(times, ids, np.full(n, LEGIT, dtype=object),
-                                     np.full(n, "GET /api/items", dtype=object), np.ones(n))
+                                     np.full(n, ITEMS.model_name, dtype=object), np.ones(n))

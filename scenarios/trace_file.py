@@ -1,5 +1,6 @@
 """Replay a recorded trace: CSV or Parquet with columns ``t`` (seconds) and ``key``, optional
-``cost`` (default 1), ``client_class`` (default legit) and ``route``. For example built from a
+``cost`` (default 1), ``client_class`` (default legit) and ``route`` (default ``GET /api/items``,
+else a route of the catalogue, ``contract.routes``). For example built from a
 production access log: one row per request."""
 
 from __future__ import annotations
@@ -8,6 +9,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from contract.routes import BY_MODEL_NAME, ITEMS
 
 from .base import LEGIT, Arrivals, ScenarioError, TrafficModel
 
@@ -58,10 +61,21 @@ class TraceFile(TrafficModel):
         if bad.any():
             row = int(np.flatnonzero(bad)[0])
             raise ScenarioError(f"--trace {path}: column client_class, row {row + 2}: {classes[row]!r} is not one of {', '.join(CLASSES)}")
-        routes = df["route"].astype(str).to_numpy(dtype=object) if "route" in df.columns \
-            else np.full(len(t), "", dtype=object)
+        routes = df["route"].fillna(ITEMS.model_name).astype(str).replace("", ITEMS.model_name).to_numpy(dtype=object) \
+            if "route" in df.columns else np.full(len(t), ITEMS.model_name, dtype=object)
+        unknown = ~np.isin(routes, list(BY_MODEL_NAME))
+        if unknown.any():
+            row = int(np.flatnonzero(unknown)[0])
+            raise ScenarioError(f"--trace {path}: column route, row {row + 2}: {routes[row]!r} is not one of {', '.join(BY_MODEL_NAME)}")
+        blank = df["key"].isna().to_numpy() | (df["key"].astype(str).str.strip() == "").to_numpy()
+        if blank.any():
+            row = int(np.flatnonzero(blank)[0])
+            raise ScenarioError(f"--trace {path}: column key, row {row + 2}: empty (every request needs a key)")
         keys = df["key"].astype(str).to_numpy(dtype=object)
         return Arrivals.from_columns(t - t.min() if t.min() < 0 else t, keys, classes, routes, cost)
+
+    def expected_requests(self) -> float:
+        return len(self._arrivals)
 
     @property
     def max_cost(self) -> float:

@@ -13,20 +13,22 @@ from typing import Any
 
 import numpy as np
 
-from .base import LEGIT, Arrivals, ModelParams, ScenarioError, TrafficModel, positive
+from contract.routes import ITEMS
+
+from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Rate, ScenarioError, Seconds, TrafficModel, positive
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: int = 10
-    rate_rps: float = 150.0
+    clients: Count = 10
+    rate_rps: Rate = 150.0
     """Total arrival rate, shared evenly by the clients (open model: nobody waits for replies).
     The defaults are the default campaign's: past a 16-slot, 10 ms downstream while it is 20x slower."""
-    degrade_at_s: float = 1.5
-    recover_at_s: float = 3.0
-    factor: float = 20.0
+    degrade_at_s: Seconds = 1.5
+    recover_at_s: Seconds = 3.0
+    factor: Factor = 20.0
     """Service-time multiplier while degraded."""
-    duration_s: float = 4.0
+    duration_s: Seconds = 4.0
 
     def check(self) -> None:
         positive("clients", self.clients)
@@ -56,6 +58,9 @@ class UnhealthyDownstream(TrafficModel):
         """The health schedule, counted from the plan's t = 0 (the runner's shared start time)."""
         return {"downstream": {"schedule": self.p.schedule()}}
 
+    def expected_requests(self) -> float:
+        return self.p.rate_rps * self.p.duration_s
+
     def generate(self) -> Arrivals:
         p = self.p
         rng = np.random.default_rng(self.seed)
@@ -68,4 +73,4 @@ def legit_items(times: np.ndarray, rng: np.random.Generator, clients: int) -> Ar
     count = len(times)
     ids = np.array([f"client-{i}" for i in rng.integers(0, clients, count)], dtype=object)
     return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
-                                 np.full(count, "GET /api/items", dtype=object), np.ones(count))
+                                 np.full(count, ITEMS.model_name, dtype=object), np.ones(count))

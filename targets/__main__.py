@@ -19,17 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 from contract import decision_file
 from contract.errors import BadInput
+from contract.stores import REDIS_MODES
 
-from .cli_args import EXIT_BAD_INPUT, Parser, key_value
-from .ports import HOST
+from .cli_args import EXIT_BAD_INPUT, HOST, Parser, key_value
+from .connection_caps import BACKLOG, MAX_CONNECTIONS, MAX_PER_ADDRESS
 
 if TYPE_CHECKING:
     from .config import TargetConfig
     from .multiprocess import Role
 
 KEEP_ALIVE_S = 300
-BACKLOG = 2048
-"""uvicorn's default listen backlog (a node's processes listen before uvicorn starts)."""
 MAX_HEAD_BYTES = 32 * 1024
 """Request line and headers together (nginx's default buffers allow 4 x 8 KiB); see http_protocol."""
 HEAD_TIMEOUT_S = 10.0
@@ -52,7 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="route cost (items 1, search 2, reports 20, login 1 by default)")
     p.add_argument("--store", choices=["memory", "redis"], help="where limiter state lives (default memory)")
     p.add_argument("--redis-url", help="the redis store's URL (default: $REDIS_URL)")
-    p.add_argument("--redis-mode", choices=["shared", "local", "leased", "naive"], help="redis store mode (default shared)")
+    p.add_argument("--redis-mode", choices=list(REDIS_MODES), help="redis store mode (default shared)")
     p.add_argument("--nodes", type=int, help="target nodes sharing the redis store's limit (default 1)")
     p.add_argument("--max-keys", type=int, help="memory store bound (default 100000)")
     p.add_argument("--trusted-proxies", type=int, help="X-Forwarded-For hops to trust (default 0)")
@@ -71,6 +70,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"a request head not complete this long after its first byte gets 408 and the close (default {HEAD_TIMEOUT_S:g})")
     p.add_argument("--keep-alive", type=float, default=KEEP_ALIVE_S, metavar="SECONDS",
                    help=f"an idle connection (new, or after an answer) is closed after this long (default {KEEP_ALIVE_S})")
+    p.add_argument("--max-connections", type=int, default=MAX_CONNECTIONS, metavar="N",
+                   help=f"connections one process holds open; past it a new one gets 503 and the close (default {MAX_CONNECTIONS})")
+    p.add_argument("--max-conns-per-address", type=int, default=MAX_PER_ADDRESS, metavar="N",
+                   help=f"connections one client address holds open per process, as NGINX's limit_conn; past it a "
+                        f"new one gets 503 and the close (default {MAX_PER_ADDRESS})")
     p.add_argument("--admitted-headers", choices=["full", "draft", "none"],
                    help="quota headers on admitted responses: full (default), draft (RateLimit-Policy and RateLimit only) "
                         "or none; a 429 always carries all")
@@ -145,6 +149,9 @@ def main(argv: list[str] | None = None) -> int:
             raise ConfigError(f"--host: {args.host!r} is not an IPv4 address (e.g. 127.0.0.1 or 0.0.0.0)") from None
         if args.max_head_bytes < 1024:
             raise ConfigError(f"--max-head-bytes: must be at least 1024, got {args.max_head_bytes}")
+        for flag, count in (("--max-connections", args.max_connections), ("--max-conns-per-address", args.max_conns_per_address)):
+            if not 1 <= count <= 1_000_000:
+                raise ConfigError(f"{flag}: must be 1..1000000, got {count}")
         for flag, seconds in (("--head-timeout", args.head_timeout), ("--keep-alive", args.keep_alive)):
             if not 0 < seconds <= 3600:
                 raise ConfigError(f"{flag}: must be above 0 and at most 3600 seconds, got {seconds:g}")
@@ -192,6 +199,7 @@ def serve(config: TargetConfig, sockets: list[socket.socket], args: argparse.Nam
     import uvicorn
 
     from .app import by_listener, create_app
+    from .connection_caps import ConnectionCaps
     from .http_protocol import HardenedHttpToolsProtocol
     from .multiprocess import NodeProcessServer
     from .server import FrozenAfterStartup
@@ -203,9 +211,10 @@ def serve(config: TargetConfig, sockets: list[socket.socket], args: argparse.Nam
     # ws none: no route speaks WebSocket, so no upgrade is ever offered.
     app = create_app(config) if role is None else create_app(config, role.index, role.siblings)
     served = app if config.admin_port is None else by_listener(app, config.admin_port)
+    caps = ConnectionCaps(args.max_connections, args.max_conns_per_address)
     uv_config = uvicorn.Config(
-        served, loop="uvloop", http=HardenedHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout),
-        ws="none", proxy_headers=False, access_log=False, log_level="warning",
+        served, loop="uvloop", http=HardenedHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout, caps),
+        ws="none", proxy_headers=False, access_log=False, log_level="warning", backlog=BACKLOG,
         lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=args.keep_alive,
     )
     if role is None:

@@ -1,8 +1,8 @@
 """The target app factory: one FastAPI app from a ``TargetConfig`` (algorithm, params, store,
 key policy, layered limits, route costs, downstream).
 
-Routes: ``GET /api/items``, ``GET /api/search``, ``POST /api/reports``, ``POST /login`` (each
-one downstream call), ``GET /healthz`` (never limited), ``GET /metrics`` (Prometheus). The
+Routes: those of the one catalogue, ``contract.routes`` (``GET /api/items``, ``GET /api/search``,
+``POST /api/reports``, ``POST /login``; each one downstream call), ``GET /healthz`` (never limited), ``GET /metrics`` (Prometheus). The
 admin endpoints under ``/_bench/`` (counters, any key's limiter state, health override) are a
 second app (``app.state.admin``) that only the admin listener serves (``by_listener``): no API
 client can read another's quota or stall the downstream through them.
@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from fastapi import APIRouter, FastAPI, HTTPException, Query, Request, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ConfigDict, model_validator
+
+from contract.routes import CATALOGUE
 
 from .config import Factor, OverrideHealth, TargetConfig
 from .decision_log import DecisionLog
@@ -68,14 +70,9 @@ class HealthUpdate(BaseModel):
         return self
 
 
-def create_app(config: TargetConfig, process: int | None = None, siblings: list[str] | None = None) -> FastAPI:
-    """``process``: this process's index in a node of several (targets/multiprocess.py);
-    ``siblings``: process 0's view of the others' admin URLs (``targets.siblings``)."""
-    layers, routes = build_layers(config)
-    downstream = Downstream(config.downstream, config.schedule_start())
-    log = DecisionLog(config.decision_log.path, config.decision_log.flush_every_s) if config.decision_log.path else None
-    metrics = Metrics(layers, downstream)
-    target = Target(config, layers, downstream, metrics, log)
+def _lifespan(layers: list[Layer], log: DecisionLog | None) -> Callable[[FastAPI], AbstractAsyncContextManager[None]]:
+    """While the target serves: the decision log's writer and the CPU sampler; at the end the
+    Redis stores closed and every buffered row written."""
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -90,7 +87,18 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
             if log is not None:
                 log.close()  # uvicorn runs this on SIGTERM: every buffered row reaches the file
 
-    app = FastAPI(lifespan=lifespan, openapi_url=None, docs_url=None, redoc_url=None)
+    return lifespan
+
+
+def create_app(config: TargetConfig, process: int | None = None, siblings: list[str] | None = None) -> FastAPI:
+    """``process``: this process's index in a node of several (targets/multiprocess.py);
+    ``siblings``: process 0's view of the others' admin URLs (``targets.siblings``)."""
+    layers, routes = build_layers(config)
+    downstream = Downstream(config.downstream, config.schedule_start())
+    log = DecisionLog(config.decision_log.path, config.decision_log.flush_every_s) if config.decision_log.path else None
+    metrics = Metrics(layers, downstream)
+    target = Target(config, layers, downstream, metrics, log)
+    app = FastAPI(lifespan=_lifespan(layers, log), openapi_url=None, docs_url=None, redoc_url=None)
     app.state.target = target
 
     async def work(request: Request, body: bytes) -> Response:
@@ -100,21 +108,8 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
             return Response(status_code=GONE)
         return Response(body, media_type=JSON)
 
-    @app.get("/api/items")
-    async def items(request: Request) -> Response:
-        return await work(request, b'{"items":[1,2,3]}')
-
-    @app.get("/api/search")
-    async def search(request: Request) -> Response:
-        return await work(request, b'{"results":[]}')
-
-    @app.post("/api/reports")
-    async def reports(request: Request) -> Response:
-        return await work(request, b'{"report":"queued"}')
-
-    @app.post("/login")
-    async def login(request: Request) -> Response:
-        return await work(request, b'{"ok":true}')
+    for route in CATALOGUE:  # the one route catalogue: a route is served because it is listed there
+        app.add_api_route(route.path, _handler(work, route.body), methods=[route.method], name=route.name)
 
     @app.get("/healthz")
     async def healthz() -> Response:
@@ -147,6 +142,13 @@ def by_listener(api: FastAPI, admin_port: int) -> ASGIApp:
             await api(scope, receive, send)
 
     return app
+
+
+def _handler(work: Callable[[Request, bytes], Awaitable[Response]], body: bytes) -> Callable[[Request], Awaitable[Response]]:
+    """A route's endpoint: one downstream call, then the route's answer."""
+    async def endpoint(request: Request) -> Response:
+        return await work(request, body)
+    return endpoint
 
 
 async def _unless_gone(work: Awaitable[None], receive: Callable[[], Awaitable[Any]]) -> bool:

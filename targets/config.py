@@ -7,6 +7,7 @@ Every error becomes one ``ConfigError`` whose message starts with the field's do
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import math
 import os
@@ -18,7 +19,9 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from contract.errors import BadInput
-from contract.routes import ROUTE_PATHS
+from contract.paths import read_input, yaml_problem
+from contract.routes import CATALOGUE, ROUTE_PATHS
+from contract.stores import RedisMode
 
 from .algorithms import PolicyError, build_params, get_algorithm
 from .algorithms.policy import Policy
@@ -39,10 +42,10 @@ NonNegativeFloat = Annotated[float, Field(ge=0, allow_inf_nan=False)]
 MAX_FACTOR = 1000.0
 Factor = Annotated[float, Field(ge=1, le=MAX_FACTOR, allow_inf_nan=False)]
 """A degraded phase's service-time multiplier: bounded, so no phase holds a slot for ever."""
-ParamValue = str | int | float
+ParamValue = bool | int | float | str | None
 
-DEFAULT_COSTS = {"items": 1.0, "search": 2.0, "reports": 20.0, "login": 1.0}
-API_ROUTES = ("items", "search", "reports")
+DEFAULT_COSTS = {r.name: r.cost for r in CATALOGUE}
+API_ROUTES = tuple(r.name for r in CATALOGUE if r.api)
 
 
 class ConfigError(BadInput):
@@ -187,7 +190,7 @@ class StoreConfig(_Strict):
     # -- redis only (docs/redis.md) --
     url: str | None = None
     """Default: the REDIS_URL environment variable."""
-    mode: Literal["shared", "local", "leased", "naive"] = "shared"
+    mode: RedisMode = "shared"
     cluster: bool = False
     namespace: Name = "rl"
     """Key prefix; each layer and tier adds its own name below it."""
@@ -302,7 +305,7 @@ def resolve_params(config: TargetConfig, layer: LimitConfig, tier: TierPolicy | 
         _first(tier and tier.burst, layer.burst, config.burst),
     )
     overrides = {**(config.params if layer.algorithm in (None, config.algorithm) else {}), **layer.params}
-    return algorithm, policy, build_params(algorithm, policy, {k: str(v) for k, v in overrides.items()})
+    return algorithm, policy, build_params(algorithm, policy, overrides)
 
 
 def _first(*values: float | None) -> float | None:
@@ -353,12 +356,11 @@ def load(path: Path | None, overrides: dict[str, Any], warn: list[str] | None = 
     ``check``'s warnings are appended to ``warn`` when given."""
     data: dict[str, Any] = {}
     if path is not None:
+        text = read_input(path, "--config")
         try:
-            loaded = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except OSError as exc:
-            raise ConfigError(f"--config {path}: {exc.strerror or exc}") from None
+            loaded = yaml.safe_load(text)
         except yaml.YAMLError as exc:
-            raise ConfigError(f"--config {path}: not valid YAML ({exc})") from None
+            raise ConfigError(f"--config {path}: not valid YAML ({yaml_problem(exc)})") from None
         if not isinstance(loaded, dict):
             raise ConfigError(f"--config {path}: expected a mapping at the top level")
         data = loaded
@@ -366,7 +368,8 @@ def load(path: Path | None, overrides: dict[str, Any], warn: list[str] | None = 
     try:
         config = TargetConfig.model_validate(data)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()  # an unknown field first: a typo's missing twin would hide it
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         field = ".".join(str(p) for p in err["loc"]) or "config"
         raise ConfigError(f"{field}: {_message(err)}") from None
     warnings = check(config)
@@ -376,8 +379,24 @@ def load(path: Path | None, overrides: dict[str, Any], warn: list[str] | None = 
 
 
 def _message(err: Any) -> str:
+    if err.get("type") == "extra_forbidden":
+        valid = _valid_names(err["loc"][:-1])
+        near = difflib.get_close_matches(str(err["loc"][-1]), valid, n=1)
+        return "unknown field" + (f" (did you mean {near[0]!r}?)" if near else "") + (
+            f"; valid: {', '.join(valid)}" if valid else "")
     text = str(err.get("msg", "invalid"))
     return text.removeprefix("Value error, ")
+
+
+def _valid_names(loc: tuple[Any, ...]) -> list[str]:
+    """The fields of the model at ``loc`` in TargetConfig (empty where the path leaves the models)."""
+    model: Any = TargetConfig
+    for part in loc:
+        field = model.model_fields.get(part) if isinstance(part, str) and hasattr(model, "model_fields") else None
+        if field is None:
+            return []
+        model = field.annotation
+    return list(model.model_fields) if hasattr(model, "model_fields") else []
 
 
 def deep_merge(base: dict[str, Any], top: dict[str, Any]) -> dict[str, Any]:

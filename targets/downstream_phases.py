@@ -8,7 +8,8 @@
 - ``paused``: stop-the-world pauses of ``pause_ms`` every ``period_s`` from the phase's start
   (GC-like): a call waits out a pause it arrives in, and every pause that begins before it is
   done adds its length;
-- ``outage``: no time at all: the call fails fast (503), see ``downstream.py``.
+``outage`` is no duration: the caller fails the call (503) before drawing one (``downstream.py``);
+a call that started before an outage began finishes with the time it drew.
 """
 
 from __future__ import annotations
@@ -40,6 +41,4 @@ def call_duration(health: str, service_s: float, offset_s: float, factor: float 
         return latency_ms / 1000.0
     if health == "paused":
         return paused_duration(offset_s, service_s, period_s, pause_ms / 1000.0)
-    if health == "outage":
-        return 0.0
     return service_s

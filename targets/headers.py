@@ -16,6 +16,7 @@ fractional policy's q and w are scaled together to the integers that express the
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 from collections.abc import Sequence
@@ -163,10 +164,18 @@ def _problem(problem: dict[str, Any], fields: list[Header]) -> tuple[list[Header
 
 def rejection(limit_name: str, decision: Decision, quota_fields: list[Header]) -> tuple[list[Header], bytes]:
     """Headers and body of a 429 (no downstream work is done for it)."""
-    wait = retry_after(decision)
+    head, body = _encoded_rejection(limit_name, retry_after(decision))
+    return [*head, *quota_fields], body
+
+
+@functools.lru_cache(maxsize=4096)
+def _encoded_rejection(limit_name: str, wait: int) -> tuple[tuple[Header, ...], bytes]:
+    """A refusal's body and fixed headers, encoded once per (limit, Retry-After): under a flood
+    every refusal of a key says the same, and a refusal must cost less than an admission."""
     problem = {"type": PROBLEM_TYPE, "title": "Too Many Requests", "detail": f"rate limit {limit_name!r} exceeded; retry after {wait} s",
                "limit": limit_name, "retry_after_s": wait}
-    return _problem(problem, [(b"retry-after", b"%d" % wait), (b"cache-control", b"no-store"), *quota_fields])
+    headers, body = _problem(problem, [(b"retry-after", b"%d" % wait), (b"cache-control", b"no-store")])
+    return tuple(headers), body
 
 
 def never_admitted(limit_name: str, cost: float, most: float, text: QuotaText) -> tuple[list[Header], bytes]:

@@ -21,6 +21,8 @@ head (``h11_max_incomplete_event_size``) but has no head timeout either, answers
 - after an error the connection closes gracefully: the answer, then our FIN, then whatever the
   client still sends is read and dropped for at most ``LINGER_S`` and ``LINGER_BYTES`` (closing with unread data
   makes the kernel send a reset, which can destroy the answer before the client reads it);
+- a connection counts in the process's caps (``connection_caps``, decided at the accept:
+  targets/accept.py) until it closes;
 - nothing is logged per bad request (a client could otherwise write a log line per packet), and
   upgrade requests (WebSocket, CONNECT) are answered as plain HTTP, then the connection closes.
 """
@@ -33,6 +35,7 @@ from typing import ClassVar
 import httptools
 
 from .arrival import StampingHttpToolsProtocol
+from .connection_caps import ConnectionCaps
 
 SLICE_BYTES = 8 * 1024
 """Longer reads are fed to the parser in slices of this size. Where a head ends and the next
@@ -52,6 +55,7 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
 
     max_head_bytes: ClassVar[int]
     head_timeout_s: ClassVar[float]
+    caps: ClassVar[ConnectionCaps]
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
@@ -68,19 +72,27 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
         self._dropped = 0
         self._lingering = False
         """The error answer is written; what the client still sends is dropped until the close."""
+        self._counted: str | None = None
+        """The client address this connection is counted under (admitted at the accept)."""
 
     @classmethod
-    def bounded(cls, max_head_bytes: int, head_timeout_s: float) -> type[HardenedHttpToolsProtocol]:
-        """The protocol class with these bounds (uvicorn takes a class for ``http=``)."""
-        return type(cls.__name__, (cls,), {"max_head_bytes": max_head_bytes, "head_timeout_s": head_timeout_s})
+    def bounded(cls, max_head_bytes: int, head_timeout_s: float, caps: ConnectionCaps) -> type[HardenedHttpToolsProtocol]:
+        """The protocol class with these bounds and the caps its connections count in (uvicorn
+        takes a class for ``http=``)."""
+        return type(cls.__name__, (cls,), {"max_head_bytes": max_head_bytes, "head_timeout_s": head_timeout_s,
+                                           "caps": caps})
 
     # asyncio.Protocol
 
     def connection_made(self, transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        self._counted = self.client[0] if self.client else ""
         self.timeout_keep_alive_task = self.loop.call_later(self.timeout_keep_alive, self.timeout_keep_alive_handler)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._counted is not None:
+            self.caps.release(self._counted)
+            self._counted = None
         self._cancel_head_timer()
         super().connection_lost(exc)
 

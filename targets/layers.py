@@ -23,7 +23,6 @@ from targets.stores.memory import MemoryStore
 from targets.stores.redis import decision_source
 
 from .algorithms import Algorithm, Decision, get_algorithm
-from .algorithms import adaptive as adaptive_algorithm
 from .config import API_ROUTES, ROUTE_PATHS, LimitConfig, TargetConfig, resolve_params
 from .headers import QuotaText, advertised_quota
 from .keys import Identity
@@ -48,6 +47,12 @@ class Variant:
         return self.source or decision_source(decision)
 
 
+def moving_limit(algorithm: Algorithm, state: Any, params: Any) -> float:
+    """The limit a latency-driven algorithm's state stands at (its ``current_limit`` hook); NaN
+    for an algorithm whose limit does not move."""
+    return math.nan if algorithm.current_limit is None else algorithm.current_limit(state, params)
+
+
 @dataclass
 class Layer:
     name: str
@@ -70,7 +75,7 @@ class Layer:
     def refresh_limit(self, store: MemoryStore, key: str) -> None:
         state = store.state(key)
         if state is not None:
-            self.current_limit = adaptive_algorithm.current_limit(state, store.params)
+            self.current_limit = moving_limit(self.algorithm, state, store.params)
 
 
 @dataclass(slots=True)
@@ -87,6 +92,13 @@ class Verdict:
     allowed: bool
     applied: list[Applied] = field(default_factory=list)
     """Admitted: every layer that applied; rejected: only the layer that rejected."""
+
+
+UNROUTED = ("*", "*")
+"""The plan of a request no route serves (any method or path but ``NEVER_LIMITED``): cost 1, the
+limits that apply to every route; a HEAD of a GET route is that route's."""
+UNROUTED_NAME = "unrouted"
+NEVER_LIMITED = frozenset({"/healthz", "/metrics"})
 
 
 @dataclass
@@ -118,18 +130,25 @@ def build_layers(config: TargetConfig) -> tuple[list[Layer], dict[tuple[str, str
         layer = Layer(lc.name, lc.scope, algorithm, variants, holds=algorithm.release is not None,
                       observes=algorithm.observe is not None, remote=variants[None].remote)
         if layer.observes:
-            layer.current_limit = adaptive_algorithm.current_limit(None, variants[None].store.params)
+            layer.current_limit = moving_limit(algorithm, None, variants[None].store.params)
         layers.append((lc, layer))
     routes = {}
     for route, method_path in ROUTE_PATHS.items():
         chosen = [layer for lc, layer in layers if route in (lc.routes or API_ROUTES)]
-        plan = RoutePlan(route, config.cost(route), chosen, any(la.scope == "account" for la in chosen),
-                         any(la.remote for la in chosen), any(la.holds or la.observes for la in chosen))
-        local = [la for la in chosen if not la.remote]
-        if plan.remote and local:
-            plan.local = RoutePlan(route, plan.cost, local, plan.needs_account)
-        routes[method_path] = plan
+        routes[method_path] = _plan(route, config.cost(route), chosen)
+    # NGINX's `location /` counts every request: a HEAD, a 404 or a 405 costs the target too
+    every = [layer for lc, layer in layers if set(API_ROUTES) <= set(lc.routes or API_ROUTES)]
+    routes[UNROUTED] = _plan(UNROUTED_NAME, 1.0, every)
     return [layer for _, layer in layers], routes
+
+
+def _plan(route: str, cost: float, chosen: list[Layer]) -> RoutePlan:
+    plan = RoutePlan(route, cost, chosen, any(la.scope == "account" for la in chosen),
+                     any(la.remote for la in chosen), any(la.holds or la.observes for la in chosen))
+    local = [la for la in chosen if not la.remote]
+    if plan.remote and local:
+        plan.local = RoutePlan(route, plan.cost, local, plan.needs_account)
+    return plan
 
 
 def remote_stores(layers: list[Layer]) -> list[tuple[str, SharedStore]]:
@@ -209,19 +228,20 @@ async def _give_back(spent: list[Applied], cost: float) -> None:
             await a.variant.store.release(a.key, None, cost)
 
 
-async def complete_remote(verdict: Verdict, cost: float, rtt_s: float) -> None:
+async def complete_remote(verdict: Verdict, cost: float, rtt_s: float, failed: bool = False) -> None:
     """``complete`` for a verdict with Redis layers: their slots are given back in Redis."""
-    complete(Verdict(True, [a for a in verdict.applied if not a.layer.remote]), cost, rtt_s)
+    complete(Verdict(True, [a for a in verdict.applied if not a.layer.remote]), cost, rtt_s, failed)
     for a in verdict.applied:
         if a.layer.remote and a.layer.holds:
             await a.variant.store.release(a.key, None, cost)
 
 
-def complete(verdict: Verdict, cost: float, rtt_s: float) -> None:
-    """After an admitted request finished: latency samples, then slots given back."""
+def complete(verdict: Verdict, cost: float, rtt_s: float, failed: bool = False) -> None:
+    """After an admitted request finished: latency samples (``failed``: it answered 503), then
+    slots given back."""
     now = time.time()
     for a in verdict.applied:
         if a.layer.holds or a.layer.observes:
-            state = a.variant.store.finish(a.key, now, cost, rtt_s)
+            state = a.variant.store.finish(a.key, now, cost, rtt_s, failed)
             if a.layer.observes and state is not None:
-                a.layer.current_limit = adaptive_algorithm.current_limit(state, a.variant.store.params)
+                a.layer.current_limit = moving_limit(a.layer.algorithm, state, a.variant.store.params)

@@ -25,7 +25,7 @@ from .config import AdmittedHeaders
 from .decision_log import DecisionLog
 from .headers import Header, QuotaText, limit_headers, never_admitted, quota_headers, rejection
 from .keys import KeyPolicy, token
-from .layers import Applied, RoutePlan, Verdict, check, check_remote, complete, complete_remote
+from .layers import NEVER_LIMITED, UNROUTED, Applied, RoutePlan, Verdict, check, check_remote, complete, complete_remote
 from .metrics import Metrics
 
 Scope = MutableMapping[str, Any]
@@ -57,6 +57,8 @@ class RateLimitMiddleware:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         plan = self.routes.get((scope.get("method"), scope.get("path"))) if scope["type"] == "http" else None
+        if plan is None and scope["type"] == "http" and scope["path"] not in NEVER_LIMITED:
+            plan = (self.routes.get(("GET", scope["path"])) if scope["method"] == "HEAD" else None) or self.routes.get(UNROUTED)
         if plan is None or not plan.layers:
             await self.app(scope, receive, send)
             return
@@ -94,14 +96,16 @@ class RateLimitMiddleware:
         if not plan.holds:
             await app(scope, receive, send)
             return
+        status = _Status(send)
         start = time.perf_counter()
         try:
-            await app(scope, receive, send)
+            await app(scope, receive, status.send)
         finally:
+            failed = status.code == 503
             if plan.remote:
-                await complete_remote(verdict, plan.cost, time.perf_counter() - start)
+                await complete_remote(verdict, plan.cost, time.perf_counter() - start, failed)
             else:
-                complete(verdict, plan.cost, time.perf_counter() - start)
+                complete(verdict, plan.cost, time.perf_counter() - start, failed)
 
     def _record(self, plan: RoutePlan, who: Any, verdict: Verdict, now: float, arrived: float | None) -> None:
         rows = self.log.rows if self.log is not None else None
@@ -139,6 +143,22 @@ def _fields(verdict: Verdict, legacy: bool = True) -> list[Header]:
         return []
     binding = min(range(len(applied)), key=lambda i: applied[i][1][1])
     return quota_headers(applied, binding, legacy)
+
+
+class _Status:
+    """Remembers the response status on its way out: a 503 is a failed sample for the rules that
+    skip them (go-zero's shedding handler)."""
+
+    __slots__ = ("_send", "code")
+
+    def __init__(self, send: Send) -> None:
+        self.code = 0
+        self._send = send
+
+    async def send(self, message: Message) -> None:
+        if message["type"] == "http.response.start":
+            self.code = message["status"]
+        await self._send(message)
 
 
 def _adding(send: Send, extra: list[Header]) -> Send:

@@ -44,7 +44,7 @@ from pathlib import Path
 
 from contract import decision_file
 
-from .ports import HOST
+from .cli_args import HOST
 from .server import FrozenAfterStartup
 
 SIBLINGS_READY_S = 60.0

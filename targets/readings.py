@@ -1,7 +1,7 @@
 """The live side of the CPU/load seam: sample this target process's CPU (psutil) and the
 host's load average off the hot path, and push each reading into every adaptive layer whose
-rule reads them (``sentinel_bbr``, ``sentinel_cpu``, ``gozero``). The simulator pushes its
-model's CPU through the same ``observe_reading`` instead.
+rule reads them (``sentinel_bbr``, ``sentinel_cpu``, ``gozero``). The simulator calls
+the same ``observe_reading`` with its model's CPU (``harness/sim/simulator.py``).
 """
 
 from __future__ import annotations
@@ -29,11 +29,13 @@ def reading_layers(layers: list[Layer]) -> list[Layer]:
 
 
 def push(layers: list[Layer], now: float, reading: Reading) -> None:
-    """One reading into every key of every reading layer, and their shown limits refreshed."""
+    """One reading for every reading layer's store (each key folds it in at its next decision),
+    and each layer's shown limit refreshed once."""
     for layer in layers:
         for variant in layer.variants.values():
-            for key in variant.store.observe_reading(now, reading):
-                layer.refresh_limit(variant.store, key)
+            state = variant.store.observe_reading(now, reading)
+            if state is not None:
+                layer.current_limit = adaptive_algorithm.current_limit(state, variant.store.params)
 
 
 async def sample_forever(layers: list[Layer]) -> None:

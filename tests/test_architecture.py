@@ -15,13 +15,17 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("analysis", "benchmarks", "contract", "harness", "scenarios", "targets")
-HARNESS_FLOORS = ("campaign", "sim", "live", "judge", "validate", "cli")
+HARNESS_FLOORS = ("processes", "campaign", "sim", "live", "judge", "validate", "cli")
 """harness/'s subpackages from the bottom up: each imports only those below it (and itself);
 modules at harness/'s own root (the runners' events) stand below them all."""
 NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.remote_sides"}
 """scenarios/ modules that replay models over HTTP rather than being models."""
-ERRORS = "contract.errors"
-"""The one module of the project the pure rooms may import: the base class of bad input."""
+STORE_MAY_IMPORT = ("targets.stores", "targets.algorithms", "contract", "targets.redact")
+"""A store's imports: stores, algorithms, the contract, and the redaction of a Redis URL's password."""
+PURE_MAY_IMPORT = ("contract.errors", "contract.params", "contract.routes", "contract.stores")
+"""The modules of the project the pure rooms may import: the base class of bad input, the one
+parameter parser (with its bounds), the one route catalogue and the store names, all on the
+ground floor."""
 
 
 @dataclass(frozen=True)
@@ -95,12 +99,18 @@ def violations(root: Path) -> list[str]:
     for imp in imports(root):
         graph[imp.source].add(imp.target)
         s, t, where = imp.source, imp.target, f"{imp.source}:{imp.line} -> {imp.target}"
-        if _in(s, "targets.algorithms") and not (_in(t, "targets.algorithms") or t == ERRORS):
+        if _in(s, "targets.algorithms") and not (_in(t, "targets.algorithms") or t in PURE_MAY_IMPORT):
             found.append(f"{where}: an algorithm imports nothing of the project")
-        if _in(s, "scenarios") and s not in NOT_TRAFFIC_MODELS and not (_in(t, "scenarios") or t == ERRORS):
+        if _in(s, "scenarios") and s not in NOT_TRAFFIC_MODELS and not (_in(t, "scenarios") or t in PURE_MAY_IMPORT):
             found.append(f"{where}: a traffic model imports nothing of the project")
         if (_in(s, "targets") or _in(s, "scenarios")) and any(_in(t, p) for p in ("analysis", "harness", "benchmarks")):
             found.append(f"{where}: targets and scenarios import only targets, scenarios and contract")
+        if (_in(s, "targets") and _in(t, "scenarios")) or (_in(s, "scenarios") and _in(t, "targets")):
+            found.append(f"{where}: targets and scenarios never import each other (they meet in the contract)")
+        if _in(s, "targets.stores") and not any(_in(t, p) for p in STORE_MAY_IMPORT):
+            found.append(f"{where}: a store imports only stores, algorithms and the contract")
+        if s == "harness.events" and not _in(t, "contract"):
+            found.append(f"{where}: the runners' events import only the contract")
         if _in(s, "contract") and not _in(t, "contract"):
             found.append(f"{where}: the results contract imports nothing of the project")
         if _in(s, "analysis") and not (_in(t, "analysis") or _in(t, "contract")):
@@ -173,7 +183,12 @@ def test_the_checker_reads_this_house():
 
 BREACHES = {
     "targets/algorithms/leak.py": ("from targets.config import X\n", "an algorithm imports nothing"),
-    "scenarios/model.py": ("from targets.algorithms import Policy\n", "a traffic model imports nothing"),
+    "scenarios/model.py": ("from contract.schema import X\n", "a traffic model imports nothing"),
+    "scenarios/live_plan.py": ("from targets.config import X\n", "targets and scenarios never import each other"),
+    "targets/config.py": ("from scenarios import live_plan\n", "targets and scenarios never import each other"),
+    "targets/stores/memory.py": ("from targets.config import X\n", "a store imports only stores"),
+    "harness/events.py": ("from targets.config import X\n", "the runners' events import only the contract"),
+    "harness/processes/ports.py": ("from harness.campaign import live\n", "imports only those below it"),
     "targets/app.py": ("def f():\n    from analysis import charts\n", "targets and scenarios import only"),
     "contract/schema.py": ("from analysis.metrics import m\n", "the results contract imports nothing"),
     "analysis/metrics.py": ("from harness.live import runner\n", "analysis imports only analysis and contract"),
@@ -200,7 +215,8 @@ def test_each_rule_fails_when_broken(tmp_path, path):
     text, rule = BREACHES[path]
     base = {"targets/config.py": "", "targets/algorithms/policy.py": "", "analysis/charts.py": "", "analysis/metrics.py": "",
             "harness/live/runner.py": "", "harness/campaign/live.py": "", "harness/cli/main.py": "",
-            "benchmarks/core.py": "", "contract/errors.py": "",
+            "benchmarks/core.py": "", "contract/errors.py": "", "contract/schema.py": "", "targets/stores/memory.py": "",
+            "scenarios/live_plan.py": "", "harness/events.py": "", "harness/processes/ports.py": "",
             "harness/validate_lints.py": ""}
     assert violations(_tree(tmp_path / "clean", base)) == []
     found = violations(_tree(tmp_path / "broken", {**base, path: text}))
@@ -212,7 +228,10 @@ def test_a_circle_fails(tmp_path):
     assert violations(root) == ["circle: harness.live.a -> harness.live.b"]
 
 
-def test_the_pure_rooms_may_take_the_base_of_bad_input(tmp_path):
-    root = _tree(tmp_path, {"contract/errors.py": "", "targets/algorithms/policy.py": "from contract.errors import BadInput\n",
-                            "scenarios/base.py": "from contract.errors import BadInput\n"})
+def test_the_pure_rooms_may_take_the_base_of_bad_input_the_parser_and_the_routes(tmp_path):
+    root = _tree(tmp_path, {"contract/errors.py": "", "contract/params.py": "", "contract/routes.py": "",
+                            "targets/algorithms/policy.py": "from contract.errors import BadInput\nfrom contract.params import Bounds\n",
+                            "scenarios/base.py": "from contract.errors import BadInput\nfrom contract.routes import route\n"})
     assert violations(root) == []
+    broken = _tree(tmp_path / "b", {"contract/schema.py": "", "scenarios/base.py": "from contract.schema import X\n"})
+    assert len(violations(broken)) == 1

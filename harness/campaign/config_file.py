@@ -5,6 +5,7 @@ entries both campaigns list, and the check that a results folder will not overwr
 
 from __future__ import annotations
 
+import difflib
 import re
 import types
 import typing
@@ -12,16 +13,18 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from contract.errors import BadInput
+from contract.paths import check_output, read_input, yaml_problem
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
 
 M = TypeVar("M", bound=BaseModel)
 LABEL = re.compile(r"[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*")
 """A label never holds ``__``, the separator of run folder names."""
-ParamValue = str | int | float
+ParamValue = bool | int | float | str | None
+"""A parameter as YAML types it, passed on as it is (the one parser, ``contract.params``, reads it by the field's hint)."""
 
 
 class CampaignError(BadInput):
@@ -29,14 +32,13 @@ class CampaignError(BadInput):
 
 
 def check_out(out: Path | None) -> None:
-    """A results folder must be new or empty: nothing of an earlier run is mixed in or overwritten."""
-    if out is not None and out.exists() and any(out.iterdir()):
+    """A results folder must be new or empty (nothing of an earlier run is mixed in or
+    overwritten) and creatable here."""
+    if out is None:
+        return
+    check_output(out, "--out", folder=True)
+    if out.exists() and any(out.iterdir()):
         raise CampaignError(f"--out {out}: folder exists and is not empty")
-
-
-def str_params(params: dict[str, Any]) -> dict[str, str]:
-    """A config file's parameter values as the text ``build_model``/``build_params`` parse (as on a command line)."""
-    return {k: str(v) for k, v in params.items()}
 
 
 class StrictModel(BaseModel):
@@ -92,12 +94,17 @@ class CampaignHeader(StrictModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9_.-]+$")
     description: str = ""
-    seed: int = 1
+    seed: int = Field(default=1, ge=0, le=2**63 - 1)
+    repeats: int = Field(default=1, ge=1, le=100)
+    """Each run this many times, repeat k with the seed ``seed + k - 1`` (folders ``<run>__r<k>``):
+    every figure then carries its spread (docs/analysis.md, "Repeats and spread")."""
     policy: PolicyConfig
     algorithms: list[str] = Field(min_length=1)
     """Algorithm names, or ``all``."""
     params: dict[str, dict[str, ParamValue]] = Field(default_factory=dict)
     """Per-algorithm parameter overrides, e.g. ``{sliding_window_ring: {buckets: 20}}``."""
+    _models: dict[tuple[Any, ...], TrafficModel] = PrivateAttr(default_factory=dict)
+    """Every entry's model, built once (``model_for``)."""
 
     @field_validator("scenarios", mode="before", check_fields=False)
     @classmethod
@@ -164,15 +171,21 @@ class CampaignHeader(StrictModel):
     def params_for(self, algorithm: str, policy: Policy, entry: ScenarioEntry | None = None) -> Any:
         """The algorithm's parameters: the campaign's, then the entry's own on top."""
         own = entry.algorithm_params.get(algorithm, {}) if entry else {}
-        return build_params(algorithm, policy, str_params({**self.params.get(algorithm, {}), **own}))
+        return build_params(algorithm, policy, {**self.params.get(algorithm, {}), **own})
 
-    def model_for(self, entry: ScenarioEntry) -> TrafficModel:
-        """The entry's traffic model under its policy; a bad parameter names the entry."""
-        policy = self.policy_for(entry)
-        try:
-            return build_model(entry.name, policy.limit, policy.window_s, self.seed, str_params(entry.params))
-        except ScenarioError as exc:
-            raise ValueError(f"{entry.where}.params: {exc}") from None
+    def model_for(self, entry: ScenarioEntry, seed_offset: int = 0) -> TrafficModel:
+        """The entry's traffic model under its policy (a repeat's: at its seed offset), built once:
+        the checks, every run of the entry and its virtual twin share it and its arrivals (a model
+        is seeded and deterministic); a bad parameter names the entry."""
+        policy, params = self.policy_for(entry), entry.params
+        seed = self.seed + seed_offset
+        built = (entry.name, policy.limit, policy.window_s, seed, repr(sorted(params.items())))
+        if built not in self._models:
+            try:
+                self._models[built] = build_model(entry.name, policy.limit, policy.window_s, seed, params)
+            except ScenarioError as exc:
+                raise ValueError(f"{entry.where}.params: {exc}") from None
+        return self._models[built]
 
 
 def check_algorithms(names: list[str], *, all_allowed: bool) -> None:
@@ -182,30 +195,44 @@ def check_algorithms(names: list[str], *, all_allowed: bool) -> None:
         raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from: {choices}")
 
 
+def check_repeats(repeats: int | None) -> None:
+    """``--repeats`` as the campaign's ``repeats`` field bounds it."""
+    if repeats is not None and not 1 <= repeats <= 100:
+        raise CampaignError(f"--repeats must be between 1 and 100, got {repeats}")
+
+
 def read_yaml(path: Path) -> Any:
     """A YAML file's content; a missing or malformed file is a CampaignError naming it."""
+    text = read_input(path)
     try:
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise CampaignError(f"{path}: no such file") from None
+        return yaml.safe_load(text)
     except yaml.YAMLError as exc:
-        raise CampaignError(f"{path}: not valid YAML ({exc})") from None
+        raise CampaignError(f"{path}: not valid YAML ({yaml_problem(exc)})") from None
 
 
 def validate_model(model: type[M], raw: Any, source: str) -> M:
     """``model.model_validate(raw)``; the first error becomes one CampaignError with the field's path
-    (a scenario entry named by its name and label), and an unknown field lists the valid ones."""
+    (a scenario entry named by its name and label), and an unknown field, reported before the field
+    it was likely meant to be (a typo ``window:`` leaves ``window_s`` missing), names the nearest
+    valid one and lists them all."""
     try:
         return model.model_validate(raw)
     except ValidationError as exc:
-        err = exc.errors()[0]
+        errors = exc.errors()
+        err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         loc = list(err["loc"])
         where = _where(loc, raw)
         msg = str(err["msg"]).removeprefix("Value error, ")
         if err["type"] == "extra_forbidden":
             valid = _fields_at(model, loc[:-1])
-            msg = f"unknown field; valid: {', '.join(valid)}" if valid else msg
+            msg = unknown_field(str(loc[-1]), valid) if valid else msg
         raise CampaignError(f"{source}: {where}: {msg}" if where else f"{source}: {msg}") from None
+
+
+def unknown_field(name: str, valid: list[str]) -> str:
+    """``unknown field (did you mean 'window_s'?); valid: ...``: the nearest name by difflib."""
+    near = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    return "unknown field" + (f" (did you mean {near[0]!r}?)" if near else "") + f"; valid: {', '.join(valid)}"
 
 
 def _where(loc: list[Any], raw: Any) -> str:

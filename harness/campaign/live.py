@@ -9,15 +9,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
-from scenarios.fleet import fleet_of
+from contract.stores import STORE_CHOICES, STORE_LABELS, RedisMode, StoreChoice
 
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
 from .peers import PEERS, Peer, PeerError
 from .peers.url import UrlPeer, UrlPeerEntry
 
-StoreName = Literal["memory", "redis", "redis-shared", "redis-local", "redis-local-split", "redis-leased", "redis-naive"]
+StoreName = Literal[STORE_LABELS]  # type: ignore[valid-type]  # the labels of contract.stores, spelled there once
 """``memory``, or the redis store in a mode: ``redis`` is the campaign's ``redis.mode``;
-``redis-local-split`` is local mode with L/N per node."""
+``redis-local-split`` is local mode with L/N per node (``contract.stores.StoreChoice``)."""
 
 
 PeerItem = Annotated[Annotated[str, Tag("name")] | Annotated[UrlPeerEntry, Tag("endpoint")],
@@ -65,7 +65,7 @@ class RedisOptions(_Strict):
     redis-server unless ``url`` or REDIS_URL names one."""
 
     url: str | None = None
-    mode: Literal["shared", "local", "leased", "naive"] = "shared"
+    mode: RedisMode = "shared"
     """The mode of a plain ``redis`` store entry."""
     batch: int = Field(default=10, ge=1)
     """Leased mode: tokens per lease."""
@@ -99,19 +99,21 @@ class Campaign(CampaignHeader):
     @model_validator(mode="after")
     def _runs_are_buildable(self) -> Campaign:
         """What only live runs need: fleets on a shared store, Redis for store outages (the
-        entries themselves are checked by CampaignHeader)."""
+        entries themselves are checked by CampaignHeader). Pure: nothing here looks at the machine
+        or the network (harness/live/preflight.py does, once, before a campaign starts)."""
         if self.nodes > 1 and set(self.stores) == {"memory"}:
             raise ValueError("nodes: more than one node needs a shared store; the memory store is per process")
         for sc in self.scenarios:
             if "processes" in sc.target:
                 raise ValueError(f"{sc.where}.target.processes: set processes on the entry itself (processes: N)")
             model = self.model_for(sc)
-            fleet = fleet_of(model)
+            fleet = model.fleet()
             if fleet is not None and fleet.nodes > 1 and "memory" in self.stores_for(sc):
                 raise ValueError(f"{sc.where}.stores: {sc.name} runs {fleet.nodes} nodes; the memory store is per process "
-                                 "(use redis-local for independent nodes)")
-            if hasattr(model, "outage") and any(self.redis_mode(st) in (None, "local") for st in self.stores_for(sc)):
-                raise ValueError(f"{sc.where}.stores: {sc.name} stops Redis mid-run; it needs redis-shared, redis-leased or redis-naive")
+                                 f"(use {StoreChoice('redis', 'local').label} for independent nodes)")
+            if model.outage() is not None and not all(self.store_choice(st).shares_limit for st in self.stores_for(sc)):
+                shared = [c.label for c in STORE_CHOICES if c.shares_limit and c.mode is not None]
+                raise ValueError(f"{sc.where}.stores: {sc.name} stops Redis mid-run; it needs {', '.join(shared)}")
         self._peers_can_run()
         return self
 
@@ -124,8 +126,8 @@ class Campaign(CampaignHeader):
         return next((UrlPeer(p) for p in self.peers if isinstance(p, UrlPeerEntry) and p.name == name), None) or PEERS[name]
 
     def _peers_can_run(self) -> None:
-        """Every peer is known, installed (a url peer: answering) and can express each entry's
-        policy and route costs."""
+        """Every peer is known and can express each entry's policy and route costs (whether it is
+        installed, or a url peer answers, is the preflight's: harness/live/preflight.py)."""
         names = self.peer_names
         for peer, item in zip(names, self.peers):
             if isinstance(item, str) and peer not in PEERS:
@@ -140,12 +142,6 @@ class Campaign(CampaignHeader):
                     spec.check(self.policy_for(sc), sorted(set(self.model_for(sc).arrivals().cost) - {1.0}))
                 except PeerError as exc:
                     raise ValueError(f"{sc.where}: {exc}") from None
-            try:
-                spec.executable()
-                if isinstance(spec, UrlPeer):
-                    spec.reachable()
-            except PeerError as exc:
-                raise ValueError(str(exc)) from None
 
     def processes_for(self, scenario: LiveScenario) -> int:
         return scenario.processes or self.processes
@@ -153,16 +149,17 @@ class Campaign(CampaignHeader):
     def stores_for(self, scenario: LiveScenario) -> list[str]:
         return list(scenario.stores or self.stores)
 
-    def redis_mode(self, store: str) -> str | None:
+    def store_choice(self, store: str) -> StoreChoice:
+        """A store entry or run's store as a choice, ``redis`` resolved to the campaign's mode."""
+        return StoreChoice.parse(store).resolved(self.redis.mode)
+
+    def redis_mode(self, store: str) -> RedisMode | None:
         """The redis mode of a store entry (``local`` for both local ones); None for memory."""
-        if store == "memory":
-            return None
-        mode = store.removeprefix("redis").removeprefix("-") or self.redis.mode
-        return "local" if mode == "local-split" else mode
+        return self.store_choice(store).mode
 
     def store_label(self, store: str) -> str:
         """The store as run folders and run.json name it: ``redis`` resolved to its mode."""
-        return f"redis-{self.redis.mode}" if store == "redis" else store
+        return self.store_choice(store).label
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -12,16 +12,21 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
+from contract.stores import RedisMode
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.stores.redis import local_params
 
-from .config_file import CampaignError, read_yaml, str_params, validate_model
+from .config_file import CampaignError, read_yaml, validate_model
 from .thresholds import Threshold, parse_threshold
 
 RateAlgorithm = Literal[
     "fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "token_bucket", "leaky_bucket", "gcra",
 ]
 """Rate limits only: concurrency and adaptive limits bound work in progress, not a rate."""
+PeerModel = Literal["limits_fixed_window", "limits_sliding_window_counter_redis", "haproxy_freq_ctr"]
+"""The peer models (targets.algorithms.PEER_MODELS): a claim a url endpoint can make
+(``validate --url``) and the simulation can judge; no suite target runs one (``--live`` without
+``--url`` refuses them)."""
 KeyKind = Literal["api_key", "user", "ip"]
 NAME = r"^[A-Za-z0-9_-]+$"
 
@@ -57,11 +62,11 @@ class Limit(_Strict):
     key: KeyKind
     routes: list[str] | None = None
     """Route names this limit covers; omitted = every route."""
-    algorithm: RateAlgorithm
+    algorithm: RateAlgorithm | PeerModel
     limit: float = Field(gt=0)
     window_s: float = Field(gt=0)
     burst: float | None = Field(default=None, gt=0)
-    params: dict[str, str | int | float] = {}
+    params: dict[str, bool | int | float | str | None] = {}
     """Algorithm parameter overrides, as ``--param`` takes them."""
     protects: Literal["capacity", "quota"] = "capacity"
     """``capacity``: keeps load off the service, so over-admission matters; ``quota``: a billing or
@@ -73,7 +78,7 @@ class Limit(_Strict):
 
 class Store(_Strict):
     backend: Literal["memory", "redis"] = "memory"
-    mode: Literal["shared", "local", "leased", "naive"] | None = None
+    mode: RedisMode | None = None
     """redis: shared (one Lua script per decision), local, leased, naive (INCR then EXPIRE);
     memory is always local. Defaults: memory -> local, redis -> shared."""
     divide_by_nodes: bool = True
@@ -108,7 +113,7 @@ class Traffic(_Strict):
     """The abusive client's rate as a multiple of the limit's rate."""
     attacker_addresses: int = Field(default=100, ge=1, le=100_000)
     """Addresses a credential-stuffing botnet (or an IPv6 /64) rotates through."""
-    seed: int = 1
+    seed: int = Field(default=1, ge=0, le=2**63 - 1)
 
 
 class Downstream(_Strict):
@@ -158,7 +163,7 @@ def params_of(limit: Limit, divisor: int = 1) -> Any:
     """A limit's algorithm parameters, optionally one node's share of ``divisor``: divided after
     the file's parameter overrides, as the target's local store divides them (``local_params``)."""
     params = build_params(limit.algorithm, Policy(limit.limit, limit.window_s, limit.burst),
-                          str_params(limit.params))
+                          limit.params)
     return params if divisor == 1 else local_params(params, divisor)
 
 

@@ -7,11 +7,19 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
-from analysis.compare import compare, format_text
+from rich.console import Console
+
+from analysis.compare import Comparison, compare, failed, measure_label, verdict
 from analysis.loader import ResultsError
 from analysis.report import build_report
-from contract.schema import REPORT_HTML
+from contract.paths import PathError, check_output
+from contract.schema import REPORT_HTML, parse_run_dir_name
+from targets.cli_args import number
+
+from . import term_table
+from .term_table import Column, fit_table
 
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
@@ -25,10 +33,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     cmp = sub.add_parser("compare", help="per-run deltas between two results folders; exit 1 on a regression")
     cmp.add_argument("folder_a", type=Path, metavar="DIR_A", help="the baseline")
     cmp.add_argument("folder_b", type=Path, metavar="DIR_B", help="the candidate")
-    cmp.add_argument("--threshold", type=float, default=2.0, metavar="RATIO",
-                     help="flag a P99 that grew by this factor or more (default 2: doubled)")
-    cmp.add_argument("--tolerance", type=float, default=0.01,
-                     help="flag over-admission (x L) or legit rejection rate rising by more than this (default 0.01)")
+    cmp.add_argument("--threshold", type=number(float), default=2.0, metavar="RATIO",
+                     help="flag a P99 that grew by this factor or more (default 2: doubled; finite, above 1)")
+    cmp.add_argument("--tolerance", type=number(float), default=0.01,
+                     help="flag over-admission (x L) or legit rejection rate rising by more than this (default 0.01; finite, >= 0)")
+    cmp.add_argument("--all", action="store_true", help="every measure of every run, not only those that changed")
+    cmp.add_argument("--allow-missing", action="store_true",
+                     help="judge the runs B has: a run of A missing, unreadable or failed in B does not fail the comparison")
+    cmp.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     cmp.set_defaults(func=cmd_compare)
 
 
@@ -38,9 +50,14 @@ def cmd_report(args: argparse.Namespace) -> int:
     def progress(i: int, n: int, name: str) -> None:
         print(f"analysed {i}/{n}: {name}", file=sys.stderr)
 
+    def drawn(i: int, n: int, name: str) -> None:
+        print(f"chart {i}/{n}: {name}", file=sys.stderr)
+
     try:
-        report = build_report(args.folder, progress)
-    except ResultsError as exc:
+        if args.folder.is_dir():  # a results folder (the loader says if it is not) the report is written into
+            check_output(args.folder, "report", folder=True)
+        report = build_report(args.folder, progress, drawn)
+    except (ResultsError, PathError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     for warning in report.warnings():
@@ -51,13 +68,38 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    if args.threshold <= 1.0 or args.tolerance < 0:
-        print("error: --threshold must be > 1 and --tolerance >= 0", file=sys.stderr)
-        return EXIT_BAD_INPUT
+    """Verdict first, then the rows that changed (every row with ``--all``), as wide as the terminal."""
     try:
         result = compare(args.folder_a, args.folder_b, args.threshold, args.tolerance)
     except ResultsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
-    sys.stdout.write(format_text(result, str(args.folder_a), str(args.folder_b)))
-    return EXIT_REGRESSION if result.regressions else 0
+    show_comparison(result, args, term_table.console(wide=args.wide))
+    return EXIT_REGRESSION if failed(result, args.allow_missing) else 0
+
+
+def show_comparison(result: Comparison, args: argparse.Namespace, out: Console) -> None:
+    for line in verdict(result, args.allow_missing):
+        out.print(line, highlight=False, markup=False)
+    out.print(f"A = {args.folder_a}\nB = {args.folder_b}", highlight=False, markup=False)
+    shown = result.deltas if args.all else result.changed()
+    if shown:
+        title = f"every measure of the {len({d['run'] for d in shown})} runs in both" if args.all else \
+            f"{len(shown)} changed of {len(result.deltas)} (--all for every row)"
+        out.print(fit_table(title, [_named(d) for d in shown], COMPARE_COLUMNS, out, wide=args.wide))
+    else:
+        out.print(f"nothing changed in the {len(result.deltas)} measures of the runs in both", highlight=False)
+
+
+def _named(delta: dict[str, Any]) -> dict[str, Any]:
+    """A delta with the names the terminal table groups by (scenario, algorithm, store)."""
+    parts = parse_run_dir_name(delta["run"]) or (delta["run"], "", "")
+    return {**delta, "scenario": parts[0], "algorithm": parts[1], "store": parts[2]}
+
+
+COMPARE_COLUMNS = (
+    Column("measure", "measure", lambda d: measure_label(d["measure"])),
+    Column("A", "A", lambda d: d["a_text"]),
+    Column("B", "B", lambda d: d["b_text"]),
+    Column("B - A", "B - A", lambda d: d["change_text"]),
+)

@@ -14,12 +14,8 @@ from pathlib import Path
 from contract.atomic import write_text
 from contract.folder import utc_stamp
 from contract.schema import JUDGE_LOG
-from harness.judge.endpoint import HttpEndpoint, JudgeError, KeySpec
+from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, JudgeError, KeySpec
 from harness.judge.verdict import client_log, judge, render
-
-MAX_REQUESTS, MAX_RATE, MAX_WAIT_S, TIMEOUT_S = 1000, 100.0, 30.0, 5.0
-"""Conservative defaults: 1,000 requests at most, 100 per second at most (a window of up to 10 s
-is judged in under 60 s), 30 s at most for a quota to come back, 5 s per answer."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:

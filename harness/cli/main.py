@@ -7,16 +7,19 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.console import Console
 from rich.table import Table
 
+from analysis.spread import group, with_spread
 from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import utc_stamp
+from contract.paths import check_output
 from contract.summary import summary_json
-from harness.campaign.config_file import CampaignError, check_out
+from harness.campaign.config_file import CampaignError, check_out, check_repeats
 from harness.campaign.peers import PEERS
 from harness.campaign.peers.url import URL_ITEM, URL_SUMMARY
 from harness.campaign.simulate import load_sim_campaign
@@ -26,7 +29,7 @@ from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
 from scenarios.trace_file import TraceFile
 from targets.algorithms import ALGORITHMS, Policy
-from targets.cli_args import EXIT_BAD_INPUT, Parser, key_value
+from targets.cli_args import EXIT_BAD_INPUT, SEED_BOUNDS, Parser, key_value, number
 from targets.stores import STORES
 
 from . import analyze as analysis_cmd
@@ -49,14 +52,16 @@ def build_parser() -> argparse.ArgumentParser:
                           "(NGINX/Apache, JSON lines, ALB, CloudFront; format detected; .gz too)")
     sim.add_argument("--log-format", metavar="STRING", help="--trace LOG: the NGINX log_format it was written with")
     sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
-    sim.add_argument("--limit", type=float, default=100.0, help="L: cost units per window (default 100)")
-    sim.add_argument("--window", type=float, default=60.0, help="W: window in seconds (default 60)")
-    sim.add_argument("--burst", type=float, default=None, help="explicit burst allowance (default L)")
+    sim.add_argument("--limit", type=number(float), default=100.0, help="L: cost units per window (default 100)")
+    sim.add_argument("--window", type=number(float), default=60.0, help="W: window in seconds (default 60)")
+    sim.add_argument("--burst", type=number(float), default=None, help="explicit burst allowance (default L)")
     sim.add_argument("--param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="algorithm parameter; ALGORITHM.KEY=VALUE for one algorithm only")
     sim.add_argument("--scenario-param", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="scenario parameter; SCENARIO.KEY=VALUE for one scenario only")
-    sim.add_argument("--seed", type=int, default=None)
+    sim.add_argument("--seed", type=number(int, SEED_BOUNDS), default=None)
+    sim.add_argument("--repeats", type=int, metavar="N",
+                     help="each run N times at seed offsets 0..N-1 (default: the campaign's repeats, else 1)")
     sim.add_argument("--system", action="append", type=key_value, default=[], metavar="KEY=VALUE",
                      help="the path around the limiter: processes, cpu_us, one_way_us, store, store_rtt_us, "
                           "concurrency, median_ms, sigma (docs/architecture.md: the sim room)")
@@ -94,19 +99,22 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.json is not None and args.json != "-":
+        check_output(Path(args.json), "--json", folder=False)
+    check_repeats(args.repeats)
     if args.campaign is not None:
         if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param or args.system:
             raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param/--system")
         campaign = load_sim_campaign(args.campaign)
         if args.seed is not None:
             campaign.seed = args.seed
-        plan = plan_from_campaign(campaign)
+        plan = plan_from_campaign(campaign, args.repeats)
         out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     else:
         plan = make_plan(
             name="simulate", policy=Policy(args.limit, args.window, args.burst), algorithms=args.algorithm,
             scenarios=args.scenario, traces=args.trace, algorithm_params=args.param,
-            scenario_params=args.scenario_param, seed=1 if args.seed is None else args.seed,
+            scenario_params=args.scenario_param, seed=1 if args.seed is None else args.seed, repeats=args.repeats or 1,
             **dict(zip(("system", "downstream"), settings_from_pairs(args.system))),
             log_format=args.log_format,
         )
@@ -125,25 +133,38 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     else:
         if args.json:
             write_text(Path(args.json), summary_json(rows))
-        console.print(summary_table(rows, console, args.wide))
+        console.print(summary_table(group(rows), console, args.wide))
         if out is not None:
             console.print(f"results: {out}")
     return 0
 
 
+def _times(value: float) -> str:
+    return f"{value:.2f}x"
+
+
 def _over(r: dict) -> str:
-    text = f"{r['over_admission']:.2f}x"
+    """A rate limiter's over-admission, or a concurrency limiter's peak in flight against its bound
+    (the median and its spread when the run was repeated)."""
+    if r.get("over_admission") is None:
+        ratio = r.get("in_flight_ratio")
+        return "-" if ratio is None else with_spread(r, "in_flight_ratio", _times(ratio), _times) + " in flight"
+    text = with_spread(r, "over_admission", _times(r["over_admission"]), _times)
     return f"[red]{text}[/red]" if r["over_admission"] > 1.0 + 1e-9 else text
 
 
+def _count(field: str) -> Callable[[dict], str]:
+    return lambda r: with_spread(r, field, f"{r[field]:,.0f}", lambda v: f"{v:,.0f}")
+
+
 SIM_COLUMNS = (
-    Column("requests", "req.", lambda r: f"{r['requests']:,}"),
-    Column("admitted", "adm.", lambda r: f"{r['admitted']:,}"),
-    Column("rejected", "rej.", lambda r: f"{r['rejected']:,}"),
-    Column("legit rejected", "legit\nrej.", lambda r: f"{r['rejected_legit']:,}/{r['legit_requests']:,}"),
+    Column("requests", "req.", _count("requests")),
+    Column("admitted", "adm.", _count("admitted")),
+    Column("rejected", "rej.", _count("rejected")),
+    Column("legit rejected", "legit\nrej.", lambda r: f"{_count('rejected_legit')(r)}/{r['legit_requests']:,.0f}"),
     Column("over-admission", "over-\nadm.", _over),
-    Column("false admits", "false\nadm.", lambda r: f"{r['false_admits']:,}"),
-    Column("false rejects", "false\nrej.", lambda r: f"{r['false_rejects']:,}"),
+    Column("false admits", "false\nadm.", _count("false_admits")),
+    Column("false rejects", "false\nrej.", _count("false_rejects")),
 )
 SYSTEM_COLUMNS = (
     Column("P99 ms", "P99\nms", lambda r: _maybe(r.get("latency_p99_intended_ms"), "{:,.0f}")),

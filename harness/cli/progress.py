@@ -12,6 +12,7 @@ from rich.console import Console
 from rich.status import Status
 from rich.text import Text
 
+from contract.run_info import degraded_line
 from contract.schema import RUN_OK
 from harness.events import RunnerEvents
 
@@ -74,9 +75,14 @@ class RunProgress:
             if info.get("clock_unbounded"):  # remote workers whose offset from the master is uncertain
                 workers = ", ".join(map(str, info["clock_unbounded"]))
                 what += f"  [yellow]clock offset of remote worker {workers} not bounded below 1 ms[/yellow]"
+            if info.get("degraded"):
+                what = what.replace("[green]ok[/green]", "[yellow]ok, degraded[/yellow]", 1)
+                what += f"  [yellow]{degraded_line(info['store'], info['degraded'])}[/yellow]"
         else:
             error = (info.get("error") or "").strip().splitlines()
             what = f"[red]{info['status']}[/red] after {seconds:.1f} s" + (f": {error[0]}" if error else "")
+        if info.get("redis_restarted"):  # the runner's own redis-server had died: said, not hidden
+            what += f"  [yellow]{info['redis_restarted']}[/yellow]"
         self.out.print(f"{self.label}  {what}", highlight=False)
 
     def _stop(self) -> None:

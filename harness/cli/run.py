@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import signal
 from collections.abc import Callable
+from contextlib import suppress
 from pathlib import Path
 from typing import Any, get_args
 
@@ -12,14 +14,18 @@ from rich.table import Table
 
 from analysis.palette import rich_markup
 from analysis.report import build_report
+from analysis.spread import with_spread
 from contract.folder import utc_stamp
+from contract.params import Bounds
 from contract.schema import RUN_OK
-from harness.campaign.config_file import CampaignError, check_out
+from harness.campaign.config_file import CampaignError, check_out, check_repeats
 from harness.campaign.live import StoreName, load_campaign
 from harness.live.plan import plan_runs
+from harness.live.preflight import preflight
 from harness.live.remote import DEFAULT_PORT, DEFAULT_TIMEOUT_S, RemoteWorkers, parse_address
 from harness.live.runner import LiveRunner
 from harness.live.supervise import Interrupted
+from targets.cli_args import number
 
 from . import term_table
 from .progress import RunProgress
@@ -32,22 +38,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("run", help="run a live campaign: real targets, Locust load, results folder")
     p.add_argument("campaign", nargs="?", type=Path, default=DEFAULT_CAMPAIGN, help="campaign YAML (default: %(default)s)")
     p.add_argument("--out", type=Path, help="results folder (default: results/<campaign>-<UTC time>)")
-    p.add_argument("--workers", type=int, help="Locust worker processes (overrides the campaign)")
+    p.add_argument("--workers", type=number(int, Bounds(1, 64)), help="Locust worker processes (overrides the campaign)")
     p.add_argument("--store", choices=list(get_args(StoreName)),
                    help="run on this store only (redis: every redis mode a scenario lists, else the campaign's redis.mode)")
     p.add_argument("--only", action="append", metavar="SCENARIO|ALGORITHM", help="only these scenarios or algorithms")
-    p.add_argument("--remote-workers", type=int, metavar="N",
+    p.add_argument("--remote-workers", type=number(int, Bounds(1, 1_000)), metavar="N",
                    help="N Locust workers on other machines (run_bench.py worker --master HOST:PORT) instead of local ones")
     p.add_argument("--master-bind", default=f"0.0.0.0:{DEFAULT_PORT}", metavar="HOST:PORT",
                    help="where every run's master listens for the remote workers (default: %(default)s)")
-    p.add_argument("--remote-timeout", type=float, default=DEFAULT_TIMEOUT_S, metavar="S",
+    p.add_argument("--remote-timeout", type=number(float, Bounds(0.001, 86_400)), default=DEFAULT_TIMEOUT_S, metavar="S",
                    help="each run waits this long for its remote workers, else it fails saying how many came (default: %(default)g s)")
+    p.add_argument("--repeats", type=int, metavar="N",
+                   help="each run N times at seed offsets 0..N-1 (overrides the campaign's repeats)")
     p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     p.set_defaults(func=cmd_run)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     campaign = load_campaign(args.campaign)
+    preflight(campaign, str(args.campaign))  # the machine and the network, once, before anything starts
     if args.workers is not None and args.workers < 1:
         raise CampaignError(f"--workers must be at least 1, got {args.workers}")
     remote = None
@@ -55,7 +64,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.workers is not None:
             raise CampaignError("--workers and --remote-workers exclude each other: a run's workers are local or remote")
         remote = RemoteWorkers(args.remote_workers, *parse_address(args.master_bind, "--master-bind"), args.remote_timeout)
-    runs = plan_runs(campaign, args.only, args.store)
+    check_repeats(args.repeats)
+    runs = plan_runs(campaign, args.only, args.store, args.repeats)
     if not runs:
         names = dict.fromkeys([n for sc in campaign.scenarios for n in (sc.name, sc.run_name)]
                               + [a for sc in campaign.scenarios for a in campaign.algorithms_for(sc)])
@@ -71,7 +81,10 @@ def cmd_run(args: argparse.Namespace) -> int:
             results = runner.run_all(runs)
     except Interrupted as exc:
         console.print(f"[red]interrupted ({exc})[/red]: children stopped; finished runs kept in {out}")
-        _summarize(out, console, args.wide)
+        # every run is recorded by now: a further signal only cuts the summary short (its files are written atomically)
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        with suppress(KeyboardInterrupt):
+            _summarize(out, console, args.wide)
         return 130
     _summarize(out, console, args.wide)
     failed = [r for r in results if r["status"] != RUN_OK]
@@ -84,13 +97,20 @@ def _summarize(out: Path, console: Console, wide: bool) -> None:
     report = build_report(out)
     for warning in report.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
-    console.print(summary_table(report.rows, console, wide))
+    console.print(summary_table(report.groups, console, wide))
     for answer in report.answers():  # the report's opening sentences, algorithm names in their chart colours
         console.print(rich_markup(answer.line()), highlight=False)
 
 
 def _cell(key: str) -> Callable[[dict[str, Any]], str]:
-    return lambda row: _fmt(row.get(key))
+    """The figure, with its spread (low-high) when the run was repeated."""
+    def cell(row: dict[str, Any]) -> str:
+        value = row.get(key)
+        if value is None or isinstance(value, bool):
+            return _fmt(value)
+        return with_spread(row, key, _fmt(value), (lambda v: f"{v:,.0f}") if isinstance(value, int) else _fmt)
+
+    return cell
 
 
 LIVE_COLUMNS = (
@@ -98,6 +118,7 @@ LIVE_COLUMNS = (
     Column("rejected", "rej.", _cell("rejected")),
     Column("legit rej.", "legit\nrej.", _cell("rejected_legit")),
     Column("over-adm.", "over-\nadm.", _cell("over_admission")),
+    Column("in flight", "in\nflight", _cell("in_flight_ratio")),
     Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
     Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
     Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),

@@ -16,18 +16,23 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.atomic import write_text
+from contract.paths import check_output, read_input
+from contract.schema import JUDGE_LOG
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
+from harness.campaign.peers.nginx_config import with_includes
 from harness.campaign.policy_file import PolicyFile, load_policy
-from harness.live.peers import LivePeer, live_peer
+from harness.judge.endpoint import KeySpec
+from harness.live.peers import ProcessPeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
-from harness.validate.inputs import check_url, policy_of_config, read_config, read_text, reject_status, which_peer
+from harness.validate.inputs import check_url, policy_of_config, read_config, reject_status, which_peer
 from harness.validate.latency import run_latency_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
+from harness.validate.measured import key_spec, url_verdicts
 from harness.validate.peer_live import peer_verdicts
 from harness.validate.report import suggestions, to_json, to_junit, verdict_table
 from harness.validate.traffic import judge
@@ -43,7 +48,7 @@ from harness.validate.traffic_report import (
 from harness.validate.traffic_report import to_json as traffic_json
 from harness.validate.traffic_report import to_junit as traffic_junit
 from scenarios.access_log import FORMATS
-from targets.algorithms import Policy
+from targets.algorithms import PEER_MODELS, Policy
 
 from . import term_table
 from .progress import RunProgress
@@ -58,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, metavar="FILE", help="a peer's own config file to judge (an nginx.conf with limit_req)")
     p.add_argument("--peer", metavar="NAME", help="--config: whose file it is (default: recognised from the file)")
     p.add_argument("--url", metavar="URL", help="--live: a running endpoint, judged by the policy it claims (POLICY)")
+    p.add_argument("--key", metavar="ip|header:NAME[=PREFIX]",
+                   help="--url: how the endpoint tells clients apart (default: the claimed limit's key; see judge)")
     p.add_argument("--live", action="store_true",
                    help="also replay the traffic over HTTP against a target built from the policy (P99, CPU, ...)")
     p.add_argument("--out", type=Path, metavar="DIR", help="--live: keep the live results folder (and its report) here")
@@ -85,8 +92,9 @@ def validate(policy: PolicyFile) -> list[CheckVerdict]:
 class PeerInput:
     """``--config`` or ``--url``: what judges the policy live instead of a suite target."""
 
-    live: LivePeer | None = None
+    live: ProcessPeer | None = None
     url: str | None = None
+    key: KeySpec | None = None
     nominal: Policy | None = None
     refused: frozenset[int] = frozenset({429})
     verdicts: list[CheckVerdict] = field(default_factory=list)
@@ -105,15 +113,26 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
         raise CampaignError("validate: a policy file, or --config FILE (a peer's own config file)")
     if args.url is not None and (args.policy is None or not args.live):
         raise CampaignError("--url: with --live and the policy file it claims to enforce")
+    if args.key is not None and args.url is None:
+        raise CampaignError("--key: only with --url URL (how the endpoint tells clients apart)")
     check_out(args.out)
+    for flag, path in (("--json", args.json), ("--junit", args.junit)):
+        if path is not None and str(path) != "-":
+            check_output(Path(path), flag, folder=False)
     base = load_policy(args.policy) if args.policy is not None else None
+    peer_models = [lim.name for lim in (base.limits if base else []) if lim.algorithm in PEER_MODELS]
+    if args.live and args.url is None and args.config is None and peer_models:
+        raise CampaignError(f"limits[{peer_models[0]}].algorithm: a peer model no suite target runs; "
+                            "judge it live with --url URL (the endpoint that claims it)")
     if args.url is not None:
         assert base is not None
-        return base, str(args.policy), PeerInput(url=check_url(args.url))
+        return base, str(args.policy), PeerInput(url=check_url(args.url), key=key_spec(args.key, base.limits[0]))
     if args.config is None:
         assert base is not None
         return base, str(args.policy), None
-    text = read_text(args.config)
+    text = read_input(args.config, "--config")
+    if args.peer is None or args.peer.startswith("nginx"):
+        text = with_includes(text, args.config)
     spec = which_peer(text, args.peer, str(args.config))
     config = read_config(spec, text, args.config)
     policy = policy_of_config(spec, config, base, args.config)
@@ -123,6 +142,18 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
         given.live = live_peer(spec.name).from_config(text)
         spec.executable()
     return policy, str(args.config), given
+
+
+def _measured(policy: PolicyFile, given: PeerInput, out: Path | None, console) -> list[CheckVerdict]:
+    """``--url``: measured by the judge's session (within its caps), then the claim compared."""
+    assert given.url is not None and given.key is not None
+    console.print(f"live: {given.url}: measured from outside (fingerprint and worst-case hunt, every request on a "
+                  "key of its own), then compared with the claim", style="dim", highlight=False)
+    rows, log = url_verdicts(policy, given.url, given.key)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        write_text(out / JUDGE_LOG, log)
+    return rows
 
 
 def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, LogTraffic] | None:
@@ -181,11 +212,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
     live: LiveOutcome | None = None
     if args.live:
         try:
-            if given is not None:
-                console.print(f"live: {'the file in a real ' + given.live.spec.system if given.live else given.url}: "
-                              "its refusal, Retry-After and the model's count", style="dim", highlight=False)
-                verdicts += peer_verdicts(policy, live=given.live, url=given.url, nominal=given.nominal,
-                                          refused=given.refused, out=args.out)
+            if given is not None and given.url is not None:
+                verdicts += _measured(policy, given, args.out, console)
+            elif given is not None and given.live is not None:
+                console.print(f"live: the file in a real {given.live.spec.system}: its refusal, Retry-After and the "
+                              "model's count", style="dim", highlight=False)
+                verdicts += peer_verdicts(policy, live=given.live, nominal=given.nominal, refused=given.refused,
+                                          out=args.out)
             else:
                 with RunProgress(console) as progress:
                     live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False),

@@ -23,6 +23,11 @@ from contract.errors import BadInput
 from contract.limit_headers import parse_limit_fields
 
 NEEDS_KEY = (401, 403, 407)
+MAX_REQUESTS, MAX_RATE, MAX_WAIT_S, TIMEOUT_S = 1000, 100.0, 30.0, 5.0
+"""Conservative defaults (``judge`` and ``validate --url``): 1,000 requests at most, 100 per second
+at most (a window of up to 10 s is judged in under 60 s), 30 s at most for a quota to come back,
+5 s per answer."""
+REFUSAL_HEADERS = ("content-type", "retry-after", "cache-control")
 
 
 class JudgeError(BadInput):
@@ -81,6 +86,8 @@ class HttpEndpoint:
     max_rate: float
     timeout_s: float = 5.0
     log: list[Sent] = field(default_factory=list)
+    refusal_headers: dict[str, str] | None = None
+    """The first refusal's headers a client reads (``REFUSAL_HEADERS`` and any limit fields)."""
     run: str = field(default_factory=lambda: secrets.token_hex(3))
     _clients: dict[str, httpx.Client] = field(default_factory=dict)
     _last: float = 0.0
@@ -125,6 +132,9 @@ class HttpEndpoint:
         answer = Answer(name, sent, done, response.status_code, parse_limit_fields(response.headers.items(), done))
         self.log.append(Sent(answer, role, address))
         self._refuse_failures(answer)
+        if not answer.allowed and self.refusal_headers is None:
+            self.refusal_headers = {k.lower(): v for k, v in response.headers.items()
+                                    if k.lower() in REFUSAL_HEADERS or k.lower().startswith(("ratelimit", "x-ratelimit"))}
         return answer
 
     def _refuse_failures(self, answer: Answer) -> None:

@@ -76,11 +76,11 @@ def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str,
     """The target's ``store``: memory, or redis in the run's mode with its keys under a namespace
     of this run's own (runs never see each other's state, even on a Redis that is not ours).
     The URL reaches the targets as REDIS_URL."""
-    mode = campaign.redis_mode(run.store)
-    if mode is None:
+    choice = campaign.store_choice(run.store)
+    if choice.mode is None:
         return {"name": "memory"}
     r = campaign.redis
-    return {"name": "redis", "mode": mode, "split": run.store.endswith("-split"), "nodes": len(run.joins_s),
+    return {"name": "redis", "mode": choice.mode, "split": choice.split, "nodes": len(run.joins_s),
             "batch": r.batch, "timeout_s": r.timeout_s, "retry_s": r.retry_s, "fail_open": r.fail_open,
             "namespace": f"rb{start_at * 1000:.0f}"}
 

@@ -12,8 +12,8 @@ import pyarrow.parquet as pq
 from contract import decision_file
 from contract.folder import write_parquet
 from contract.schema import CLIENT_FILE, CLIENT_PART_GLOB, CLIENT_SCHEMA, DECISIONS_FILE, HANDSHAKE_DIR, LATE_SUFFIX, READY_GLOB
+from harness.processes.target import TargetProcess
 from scenarios.live_plan import LivePlan, groups, worker_share
-from targets.process import TargetProcess
 
 from .measures import burst_spread, pct_ms
 from .supervise import RunFailed, tail

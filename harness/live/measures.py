@@ -8,6 +8,9 @@ store-failure runs, what the fleet enforced.
 - ``store_failure``: requests and admissions while the store was down against the fallback
   limit, decisions by source, answers that were not a decision (errors, no answer), and the time
   from the restart to the first shared decision again.
+- ``degraded``: any run (not only a store failure's) in which some decisions came from a fallback
+  (the decision log's ``source``): their share, their sources and the time span they cover, so
+  the run's metrics are never taken for the store's.
 """
 
 from __future__ import annotations
@@ -20,9 +23,18 @@ import pandas as pd
 import pyarrow.parquet as pq
 
 from analysis.metrics import max_window_cost
-from contract.schema import DECISIONS_FILE
+from contract.schema import (
+    DECISIONS_FILE,
+    HEALTH_PHASES,
+    OVERLOAD_PHASE,
+    RAMP_PHASE,
+)
+from scenarios.base import TrafficModel
 from scenarios.live_plan import LivePlan, groups, worker_share
 from scenarios.multi_node import SKEWED
+
+FALLBACK_SOURCES = ("fallback", "fail_closed")
+"""Decision sources that are not the run's store deciding (targets/stores/redis/failover.py)."""
 
 ANSWERS = (200, 201, 429)
 """A status that is a decision; anything else (5xx, 0 = no answer) is an error shown to a client."""
@@ -77,6 +89,19 @@ def store_failure_measures(decisions: pd.DataFrame, client: pd.DataFrame, start_
     }
 
 
+def store_degradation(decisions: pd.DataFrame) -> dict[str, Any] | None:
+    """The share of decisions a fallback made, by source, and the span from the first to the last
+    of them (epoch seconds); None when the store made every decision."""
+    if "source" not in decisions.columns or not len(decisions):
+        return None
+    fell = decisions[decisions["source"].isin(FALLBACK_SOURCES)]
+    if not len(fell):
+        return None
+    return {"share": round(len(fell) / len(decisions), 6), "decisions": len(fell), "of": len(decisions),
+            "sources": {str(k): int(v) for k, v in fell.groupby("source").size().items()},
+            "start_t": float(fell["t"].min()), "end_t": float(fell["t"].max())}
+
+
 def measured_window(rows: list[tuple], info: dict[str, Any], interval_s: float) -> list[tuple]:
     """The samples of the measured window (plan start to end, one sample either side): start-up
     (imports, warm-up) is not what a run measures. A run that failed early keeps everything."""
@@ -117,3 +142,19 @@ def burst_spread(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
 
     return {"burst_groups": len(spreads["t"]), "burst_size": max(len(g) for g in big),
             "burst_spread_ms": summary(spreads["arrived_t"]), "burst_decision_spread_ms": summary(spreads["t"])}
+
+
+def model_phases(model: TrafficModel, start_at: float, end_at: float) -> list[dict[str, Any]]:
+    """The phases of run.json a model's plan implies, in epoch seconds: every unhealthy phase of
+    its downstream's health schedule (``HEALTH_PHASES``), a ramp's span (the offered rate's time
+    axis) and an overload break's window (the offered rate over capacity)."""
+    schedule = (model.target_config().get("downstream") or {}).get("schedule") or []
+    phases = []
+    for phase, following in zip(schedule, [*schedule[1:], None]):
+        if phase["health"] in HEALTH_PHASES:
+            end = end_at if following is None else start_at + following["at_s"]
+            phases.append({"name": HEALTH_PHASES[phase["health"]], "start_t": start_at + phase["at_s"], "end_t": end})
+    for name, span in ((RAMP_PHASE, model.ramp()), (OVERLOAD_PHASE, model.overload_window())):
+        if span is not None:
+            phases.append({"name": name, "start_t": start_at + span[0], "end_t": start_at + span[1]})
+    return phases

@@ -3,14 +3,14 @@ model it replays (built once, here, and used by the target config, the runner an
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
-from contract.schema import SYSTEM_SUITE, peer_run_dir_name, run_dir_name
+from contract.schema import SYSTEM_SUITE, peer_run_dir_name, repeat_dir_name, run_dir_name
+from contract.stores import StoreChoice
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.peers import Peer
 from scenarios import TrafficModel
-from scenarios.fleet import fleet_of
 from targets.algorithms import Policy, build_params
 from targets.stores.redis import SUFFIXES
 
@@ -34,12 +34,16 @@ class LiveRun:
     """A peer target (then ``algorithm`` is its name and the suite's target is only its downstream)."""
     spec: Peer | None = field(default=None, kw_only=True)
     """The peer's campaign side (harness/campaign/peers/): its system, store, model."""
+    seed: int = field(default=1, kw_only=True)
+    """The seed its model and the Locust workers' replay are built from: the campaign's, plus the repeat's offset."""
+    repeat: int = field(default=1, kw_only=True)
+    repeats: int = field(default=1, kw_only=True)
 
     @property
     def name(self) -> str:
         if self.peer is not None:
-            return peer_run_dir_name(self.scenario.run_name, self.peer)
-        return run_dir_name(self.scenario.run_name, self.algorithm, self.store)
+            return repeat_dir_name(peer_run_dir_name(self.scenario.run_name, self.peer), self.repeat, self.repeats)
+        return repeat_dir_name(run_dir_name(self.scenario.run_name, self.algorithm, self.store), self.repeat, self.repeats)
 
     @property
     def system(self) -> str:
@@ -50,27 +54,39 @@ class LiveRun:
     def limiters(self) -> str:
         """Whether a node's processes share its limit (``shared``) or each keeps its own
         (``per-process``: the memory store, Redis ``local`` mode, algorithms Redis does not hold)."""
-        on_redis = self.store.startswith("redis-") and not self.store.startswith("redis-local")
-        return "shared" if self.processes == 1 or (on_redis and self.algorithm in SUFFIXES) else "per-process"
+        shared = StoreChoice.parse(self.store).shares_limit
+        return "shared" if self.processes == 1 or (shared and self.algorithm in SUFFIXES) else "per-process"
 
     @property
     def nodes(self) -> list[str]:
         return [f"node-{i + 1}" for i in range(len(self.joins_s))]
 
 
-def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | None = None) -> list[LiveRun]:
-    """Every scenario x algorithm x store; ``store`` keeps a scenario's entries of that store
-    (``redis`` matches every redis mode), or runs it on that store alone when it has none."""
+def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | None = None,
+              repeats: int | None = None) -> list[LiveRun]:
+    """Every scenario x algorithm x store, ``repeats`` times (default: the campaign's), repeat k at
+    the seed offset k - 1, the repeats of a run one after the other; ``store`` keeps a scenario's
+    entries of that store (``redis`` matches every redis mode), or runs it on that store alone when it has none."""
+    n = repeats or campaign.repeats
+    runs = []
+    for run in _plan_once(campaign, only, store):
+        for k in range(1, n + 1):
+            model = run.model if k == 1 else campaign.model_for(run.scenario, k - 1)
+            runs.append(replace(run, model=model, seed=campaign.seed + k - 1, repeat=k, repeats=n))
+    return runs
+
+
+def _plan_once(campaign: Campaign, only: list[str] | None, store: str | None) -> list[LiveRun]:
     runs = []
     for sc in campaign.scenarios:
         policy = campaign.policy_for(sc)
         model = campaign.model_for(sc)
-        fleet = fleet_of(model)
+        fleet = model.fleet()
         joins = list(fleet.joins_s) if fleet is not None else [0.0] * campaign.nodes
         routing = fleet.routing if fleet is not None else campaign.routing
         stores = [campaign.store_label(st) for st in campaign.stores_for(sc)]
         if store:
-            stores = [st for st in stores if st == store or st.startswith(f"{store}-")] or [campaign.store_label(store)]
+            stores = [st for st in stores if StoreChoice.parse(st).under(store)] or [campaign.store_label(store)]
         for algorithm in campaign.algorithms_for(sc):
             for st in stores:
                 if only and not {sc.name, sc.run_name, algorithm} & set(only):

@@ -31,23 +31,19 @@ import yaml
 
 from analysis.cpu import generator_bound
 from contract.atomic import write_text
-from contract.folder import ResultsFolder, utc_stamp, write_parquet
+from contract.folder import ResultsFolder, utc_stamp
 from contract.machine import machine_facts
-from contract.run_info import write_run_json
+from contract.run_info import RunRecord
 from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
     CPU_COLUMNS,
     CPU_FILE,
-    DECIDED_BY_CLIENT,
     DECISIONS_FILE,
-    DEGRADED_PHASE,
-    DOWNSTREAM_OUTAGE_PHASE,
     HANDSHAKE_DIR,
     JOINED_GLOB,
     LOCUST_DIR,
     PLAN_FILE,
-    RAMP_PHASE,
     ROLE_GENERATOR,
     ROLE_TARGET,
     RUN_FAILED,
@@ -55,30 +51,27 @@ from contract.schema import (
     RUN_INTERRUPTED,
     RUN_OK,
 )
-from harness.campaign.config_file import str_params
+from contract.stores import StoreChoice
 from harness.campaign.live import Campaign
-from harness.campaign.peers.url import UrlPeer
 from harness.events import RunnerEvents
+from harness.processes.redis_server import RedisServer, RedisServerError
+from harness.processes.target import TargetProcess
 from harness.sim.simulator import simulate
 from scenarios import SCENARIOS
 from scenarios.fleet import Fleet
 from scenarios.live_plan import LivePlan, aligned_start, user_class
-from targets.ports import free_ports
-from targets.process import HOST, TargetProcess
 from targets.redact import redacted
-from targets.stores.redis.server import RedisServer
 
 from . import cpus
-from .config import node_configs, peer_downstream_config, target_config
 from .cpu_sampler import CpuSampler, cpu_csv
-from .logs import gather_client, merge_decisions, slowest_ready
-from .measures import fleet_measures, measured_window, store_failure_measures
+from .logs import slowest_ready
+from .measures import fleet_measures, measured_window, model_phases, store_degradation, store_failure_measures
 from .peers import live_peer
-from .peers.response import refusal, without_probe
-from .peers.url import client_decisions, round_trip_ms
 from .plan import LiveRun
 from .remote import RemoteWorkers, remote_clocks
-from .supervise import Interrupted, Processes, RunFailed, signals_interrupt, tail
+from .sides.base import Side, SideSetup
+from .sides.suite import SuiteSide
+from .supervise import Interrupted, Processes, RunFailed, interrupts_deferred, signals_interrupt, tail
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUSTFILE = ROOT / "scenarios" / "locustfile.py"
@@ -90,8 +83,6 @@ LEAD_MARGIN_S = 0.75
 SAFETY_S = 30
 """Locust's own --run-time is a safety net this far beyond the plan; the harness stops it."""
 STOP_TIMEOUT_S = 30.0
-REFUSAL_MARGIN = 50
-"""Requests beyond twice the burst the refusal probe may send (refill while it sends)."""
 
 
 NODE_LEAD_S = 0.75
@@ -134,164 +125,149 @@ class LiveRunner:
 
     def execute(self, run: LiveRun) -> dict[str, Any]:
         """Run one scenario x algorithm x store; returns its run.json content."""
+        return self._execute(run).to_json()
+
+    def _execute(self, run: LiveRun) -> RunRecord:
+        """The run's steps (``_load``), its record written however they end: a failed run keeps
+        what it got to, an interrupted one is marked so and the interruption goes on."""
         run_dir = self.folder.run_dir(run.name)
-        logs = run_dir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
-        scale = self.campaign.scale
-        info: dict[str, Any] = {
-            "status": RUN_FAILED, "scenario": run.scenario.run_name, "algorithm": run.algorithm,
-            "store": run.store, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
-                                            "burst": run.policy.burst},
-            "params": asdict(run.params), "scenario_params": dict(run.scenario.params), "workers": self.workers,
-            "processes": run.processes, "limiters": run.limiters,
-        }
+        (run_dir / "logs").mkdir(parents=True, exist_ok=True)
+        record = planned_record(run, self.workers)
         sampler = CpuSampler()
-        cores = cpus.split(cpus.available()) if scale.pin else None
-        if scale.pin:
-            info["cpus"] = cores.as_json() if cores else "not pinned: fewer than 2 cores"
+        cores = cpus.split(cpus.available()) if self.campaign.scale.pin else None
+        if self.campaign.scale.pin:
+            record.add(cpus=cores.as_json() if cores else "not pinned: fewer than 2 cores")
         try:
-            nodes = run.nodes
-            endpoint = run.spec if isinstance(run.spec, UrlPeer) else None  # the user's endpoint: nothing to start
-            ports = [] if endpoint else free_ports(2 * len(nodes) + (1 if run.peer else 0))
-            peer_port = ports.pop() if run.peer and not endpoint else None
-            ports, admin_ports = ports[:len(nodes)], ports[len(nodes):]
-            hosts = [endpoint.url] if endpoint else [f"http://{HOST}:{port}" for port in ([peer_port] if peer_port else ports)]
-            model = run.model
-            outage = getattr(model, "outage", None)
-            if outage is not None and self.redis_url() and self.redis is None:  # not ours: cannot stop it
-                raise RunFailed(f"{run.scenario.name} stops Redis mid-run: it needs the runner's own redis-server "
-                                "(unset REDIS_URL and the campaign's redis.url)")
-            redis = run.peer is None and self.campaign.redis_mode(run.store) not in (None, "local")
-            env = {**os.environ, "REDIS_URL": self.redis_url()} if redis else None
-            if self.remote:  # their master first: the plan's start is set once every worker has joined
-                locust = self._start_master(run, run_dir, hosts[0])
-                if cores:
-                    cpus.pin(locust.pid, cores.generator)
-                sampler.watch("locust", ROLE_GENERATOR, locust.pid)
-                self._await_workers(locust, run_dir / HANDSHAKE_DIR, run_dir / "logs" / "locust.log")
-                launched = time.time()
-            lead = self.lead_s + NODE_LEAD_S * (len(nodes) - 1)
-            if run.spec and run.spec.start_s:  # a lead learned from a suite run knows nothing of the peer's start
-                lead = max(lead, scale.lead_s + run.spec.start_s)
-            start_at = aligned_start(time.time(), lead, run.policy.window_s)
-            info["start_at"] = start_at
-            if not endpoint:
-                config = (peer_downstream_config if run.peer else target_config)(run, self.campaign, start_at, run_dir)
-                configs = node_configs(config, nodes, admin_ports, run_dir)
-            plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, self.campaign.seed, start_at,
-                            hosts, str(run_dir / HANDSHAKE_DIR), self.workers, str_params(run.scenario.params),
-                            routing=run.routing, joins_s=list(run.joins_s))
-            plan.save(run_dir / PLAN_FILE)
-            arrivals = plan.arrivals()
-            last_t = max(arrivals.t[-1] if len(arrivals) else 0.0, model.horizon_s())  # follow-ups too
-            end_at = start_at + last_t + scale.drain_s
-            events = [] if outage is None else [(start_at + t, name) for t, name in zip(outage(), ("stop", "start"))]
-            info.update(planned_requests=len(arrivals), end_at=end_at, phases=self._phases(run, start_at, end_at),
-                        nodes=nodes, routing=run.routing, joins_s=list(run.joins_s))
-            # Locust imports for seconds: start it first, the targets meanwhile; all are
-            # ready before start_at, or the late groups say so
-            if not self.remote:
-                launched = time.time()
-                locust = self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S)
-                if cores:
-                    cpus.pin(locust.pid, cores.generator)  # before it forks its workers: they inherit it
-                sampler.watch("locust", ROLE_GENERATOR, locust.pid)
-            targets = [] if endpoint else self.processes.start_targets(configs, ports, admin_ports, logs, env)
-            if run.peer and not endpoint:  # the suite's target is the peer's downstream; the peer answers the load
-                sampler.watch("target:downstream", ROLE_TARGET, targets[0].pid)
-                assert peer_port is not None
-                live = live_peer(run.peer)
-                peer_env = {**os.environ, "REDIS_URL": self.redis_url()} if live.spec.uses_redis else None
-                peer = live.start(self.processes, run.policy, port=peer_port, downstream_port=ports[0], run_dir=run_dir,
-                                  env=peer_env)
-                targets = [peer, *targets]
-            for node, target in zip(nodes, targets):
-                sampler.watch(f"target:{node}", ROLE_TARGET, target.pid)
-            if cores:  # started and ready: their processes (a node's N, nginx's workers) all exist
-                for target in targets:  # a peer's downstream too
-                    cpus.pin(target.pid, cores.targets)
-            sampler.start()
-            happened = self._wait(locust, targets, end_at, logs / "locust.log", events, counters=run.peer is None)
-            self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
-            if run.peer:  # the load is over: what the peer tells a client it refuses
-                info["response"] = self._response(run, endpoint, endpoint.url if endpoint else targets[0].url)
-            for target in targets:
-                self.processes.stop_target(target)
-            if endpoint:  # decided client-side: from the client log, uncertain by each request's round trip
-                info.update(gather_client(run_dir, plan, landing=False))  # it keeps no arrival times for us
-                client = pq.read_table(run_dir / CLIENT_FILE)
-                decided = client_decisions(client, arrivals, endpoint)
-                info.update(decided_from=DECIDED_BY_CLIENT, round_trip_ms=round_trip_ms(client))
-            elif run.peer:  # its decisions (and the counters it has no endpoint for) from its own records
-                decided = without_probe(live_peer(run.peer).decisions(logs, store=run.store))
-            if run.peer:
-                write_parquet(run_dir / DECISIONS_FILE, decided)
-                rejected = decided.num_rows - sum(decided.column("allowed").to_pylist())
-                self.events.counted({"limits": {run.peer: {"decisions": decided.num_rows, "rejections": rejected}}})
-            else:
-                merge_decisions(run_dir, nodes, targets)
-            if self.remote:
-                info.update(remote_clocks(run_dir / HANDSHAKE_DIR, self.workers))
-            if not endpoint:
-                info.update(gather_client(run_dir, plan))
-            info.update(self._measures(run, model, run_dir, happened, info))
-            info["status"] = RUN_OK
+            self._own_services(run, record)
+            side = self._side(run, run_dir)
+            self._load(run, run_dir, side, record, _Watch(sampler, cores))
+            record.add(status=RUN_OK)
         except RunFailed as exc:
-            info["error"] = str(exc)
+            record.add(error=str(exc))
         except Interrupted:
-            info["status"] = RUN_INTERRUPTED
+            record.add(status=RUN_INTERRUPTED)
             raise
         finally:
-            self.processes.stop_all()
-            rows = measured_window(sampler.stop(), info, sampler.interval_s)
-            write_text(run_dir / CPU_FILE, cpu_csv(rows))
-            info["generator_bound"] = generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS), info.get("late_share"))
-            write_run_json(run_dir / RUN_FILE, info)
-        return info
+            with interrupts_deferred():  # the run is recorded whatever signal comes meanwhile
+                self.processes.stop_all()
+                rows = measured_window(sampler.stop(), record.to_json(), sampler.interval_s)
+                write_text(run_dir / CPU_FILE, cpu_csv(rows))
+                record.add(generator_bound=generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS),
+                                                           record.get("late_share")))
+                record.write(run_dir / RUN_FILE)
+        return record
 
-    def _response(self, run: LiveRun, endpoint: UrlPeer | None, url: str) -> dict[str, Any]:
-        """run.json's ``response``: the peer's refusal as a client reads it, and the config lines
-        that fix what it does not say (the report shows them; a url peer's config is the user's)."""
-        assert run.peer is not None
-        refused = frozenset(endpoint.entry.reject_status) if endpoint else frozenset({429})
+    def _side(self, run: LiveRun, run_dir: Path) -> Side:
+        """The side under test: the suite's nodes, or the run's peer (one it starts, or a URL)."""
+        setup = SideSetup(run, self.campaign, run_dir, self.processes, self.redis_url)
+        return SuiteSide(setup) if run.spec is None else live_peer(run.spec).side(setup)
+
+    def _own_services(self, run: LiveRun, record: RunRecord) -> None:
+        """Our own redis-server up again if it died since the last run (killed from outside; the
+        note goes in this run's record); and a scenario that stops Redis only on ours."""
+        restarted = self._restart_own_redis()
+        if restarted:
+            record.add(redis_restarted=restarted)
+        if run.model.outage() is not None and self.redis_url() and self.redis is None:  # not ours: cannot stop it
+            raise RunFailed(f"{run.scenario.name} stops Redis mid-run: it needs the runner's own redis-server "
+                            "(unset REDIS_URL and the campaign's redis.url)")
+
+    def _restart_own_redis(self) -> str | None:
+        """Why our own redis-server was started again (it had exited), or None: it is not ours,
+        not started yet, or alive (stopped by a store-failure run: ``redis_url`` starts it)."""
+        server = self.redis
+        if server is None or server.process is None or server.process.poll() is None:
+            return None
+        code = server.process.returncode
+        server.stop()
         try:
-            found = refusal(url, int(2 * run.policy.effective_burst) + REFUSAL_MARGIN, refused=refused)
-        except httpx.HTTPError as exc:
-            return {"error": f"the refusal could not be read: {exc!r}"}
-        return found.report(None if endpoint else live_peer(run.peer).response_fix(run.policy), refused)
+            server.start()
+        except RedisServerError as exc:
+            raise RunFailed(f"the runner's own redis-server had exited ({code}) and did not start again: {exc}") from None
+        return f"the runner's own redis-server on port {server.port} had exited ({code}): restarted before this run"
 
-    def _measures(self, run: LiveRun, model: Any, run_dir: Path, happened: dict[str, float],
-                  info: dict[str, Any]) -> dict[str, Any]:
+    def _load(self, run: LiveRun, run_dir: Path, side: Side, record: RunRecord, watch: _Watch) -> None:
+        """The run's steps: Locust and the side started, the plan replayed, the results gathered."""
+        hosts = side.hosts()
+        if self.remote:  # their master first: the plan's start is set once every worker has joined
+            locust = watch.generator(self._start_master(run, run_dir, hosts[0]))
+            self._await_workers(locust, run_dir / HANDSHAKE_DIR, run_dir / "logs" / "locust.log")
+            launched = time.time()
+        start_at = aligned_start(time.time(), self._lead(run, side), run.policy.window_s)
+        record.add(start_at=start_at)
+        side.configure(start_at)
+        plan = self._plan(run, run_dir, hosts, start_at)
+        end_at = self._schedule(run, plan, record)
+        # Locust imports for seconds: start it first, the side meanwhile; all are ready before
+        # start_at, or the late groups say so
+        if not self.remote:
+            launched = time.time()  # pinned before it forks its workers: they inherit it
+            locust = watch.generator(self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S))
+        watch.targets(side.start())
+        happened = self._wait(locust, side, end_at, run_dir / "logs" / "locust.log", self._store_events(run, plan))
+        self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
+        self._results(run, run_dir, side, plan, record, happened)
+
+    def _lead(self, run: LiveRun, side: Side) -> float:
+        """Seconds from now to the plan's start: the learned lead, more for more nodes, and a
+        side's own start-up (a lead learned from a suite run knows nothing of a peer's start)."""
+        lead = self.lead_s + NODE_LEAD_S * (len(run.nodes) - 1)
+        return max(lead, self.campaign.scale.lead_s + side.start_s) if side.start_s else lead
+
+    def _plan(self, run: LiveRun, run_dir: Path, hosts: list[str], start_at: float) -> LivePlan:
+        """The plan Locust replays, saved in the run folder; it carries the run's own model."""
+        plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, run.seed, start_at,
+                        hosts, str(run_dir / HANDSHAKE_DIR), self.workers, dict(run.scenario.params),
+                        routing=run.routing, joins_s=list(run.joins_s)).with_model(run.model)
+        plan.save(run_dir / PLAN_FILE)
+        return plan
+
+    def _schedule(self, run: LiveRun, plan: LivePlan, record: RunRecord) -> float:
+        """When the load ends (the last send, a closed-loop model's follow-ups too, and the drain);
+        the plan's facts in the record."""
+        arrivals = plan.arrivals()
+        end_at = plan.start_at + max(arrivals.t[-1] if len(arrivals) else 0.0, run.model.horizon_s()) \
+            + self.campaign.scale.drain_s
+        record.add(planned_requests=len(arrivals), end_at=end_at, phases=model_phases(run.model, plan.start_at, end_at),
+                   nodes=run.nodes, routing=run.routing, joins_s=list(run.joins_s))
+        return end_at
+
+    @staticmethod
+    def _store_events(run: LiveRun, plan: LivePlan) -> list[tuple[float, str]]:
+        """A store failure's ``stop`` and ``start`` of our own Redis, in epoch seconds."""
+        outage = run.model.outage()
+        return [] if outage is None else [(plan.start_at + t, name) for t, name in zip(outage, ("stop", "start"))]
+
+    def _results(self, run: LiveRun, run_dir: Path, side: Side, plan: LivePlan, record: RunRecord,
+                 happened: dict[str, float]) -> None:
+        """After the load: what a peer says when it refuses, the side stopped, the remote workers'
+        clocks, the decisions and the client log, the measures."""
+        response = side.response()
+        if response is not None:
+            record.add(response=response)
+        side.stop()
+        if self.remote:  # before the client logs are merged: that consumes the handshake folder
+            record.add(**remote_clocks(run_dir / HANDSHAKE_DIR, self.workers))
+        record.add(**side.results(plan))
+        if not side.live_counters:  # counted from its decisions, now that it has them
+            allowed = pq.read_table(run_dir / DECISIONS_FILE, columns=["allowed"]).column("allowed").to_pylist()
+            self.events.counted({"limits": {run.algorithm: {"decisions": len(allowed), "rejections": allowed.count(False)}}})
+        record.add(**self._measures(run, run_dir, happened, record))
+
+    def _measures(self, run: LiveRun, run_dir: Path, happened: dict[str, float], record: RunRecord) -> dict[str, Any]:
         """Fleet measures for a multi-node run, outage measures (and phase) for a store failure."""
-        out: dict[str, Any] = {}
         decisions = pq.read_table(run_dir / DECISIONS_FILE).to_pandas()
+        out: dict[str, Any] = {"degraded": store_degradation(decisions)}
         if len(run.joins_s) > 1:
             out["fleet"] = fleet_measures(decisions, run.policy.limit, run.policy.window_s,
-                                          [info["start_at"] + j for j in run.joins_s], run.routing)
+                                          [record.start_at + j for j in run.joins_s], run.routing)
         if "stop" in happened and "start" in happened:
             window = (happened["stop"], happened["start"])
-            info["phases"] = [*info.get("phases", []), {"name": "outage", "start_t": window[0], "end_t": window[1]}]
+            out["phases"] = [*record.phases, {"name": "outage", "start_t": window[0], "end_t": window[1]}]
             client = pq.read_table(run_dir / CLIENT_FILE, columns=["status"]).to_pandas()
             out["store_failure"] = store_failure_measures(decisions, client, *window, run.policy.limit / len(run.joins_s),
                                                           run.policy.window_s)
         return out
-
-    def _phases(self, run: LiveRun, start_at: float, end_at: float) -> list[dict[str, Any]]:
-        """The downstream's unhealthy phases of the model's health schedule, in epoch seconds:
-        ``degraded`` (unhealthy_downstream) and ``downstream_outage`` (a retry storm's 503s); and
-        a ramp's span (``ramp``), the offered rate's time axis."""
-        schedule = (run.model.target_config().get("downstream") or {}).get("schedule") or []
-        names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
-        phases = []
-        for phase, following in zip(schedule, [*schedule[1:], None]):
-            if phase["health"] in names:
-                end = end_at if following is None else start_at + following["at_s"]
-                phases.append({"name": names[phase["health"]], "start_t": start_at + phase["at_s"], "end_t": end})
-        ramp = getattr(run.model, "ramp", None)
-        if ramp is not None:
-            begin, finish = ramp()
-            phases.append({"name": RAMP_PHASE, "start_t": start_at + begin, "end_t": start_at + finish})
-        return phases
 
     def _locust(self, run_dir: Path, run_time: int, host: str, users: str, *role: str) -> subprocess.Popen:
         """Locust on this run's plan, headless, its stats in the run's locust folder; ``role``: the
@@ -313,7 +289,7 @@ class LiveRunner:
         plan once the harness has written it and writes what they send back into the run folder."""
         assert self.remote is not None
         model, scale = run.model, self.campaign.scale
-        last_t = max([*model.arrivals().t[-1:], model.horizon_s()])
+        last_t = max([*model.arrivals().t[-1:], model.horizon_s()])  # the run's model: generated once
         run_time = math.ceil(self.remote.timeout_s + self.lead_s + last_t + scale.drain_s) + SAFETY_S
         master = ["--master", "--master-bind-host", self.remote.host, "--master-bind-port", str(self.remote.port),
                   "--expect-workers", str(self.workers), "--expect-workers-max-wait", str(math.ceil(run_time)),
@@ -333,13 +309,15 @@ class LiveRunner:
                                 f"{self.remote.address})")
             time.sleep(0.05)
 
-    def _wait(self, locust: subprocess.Popen, targets: list[TargetProcess], end_at: float, log: Path,
-              events: list[tuple[float, str]], counters: bool = True) -> dict[str, float]:
+    def _wait(self, locust: subprocess.Popen, side: Side, end_at: float, log: Path,
+              events: list[tuple[float, str]]) -> dict[str, float]:
         """Until the plan is over, running the scenario's store events on time (``stop``/``start``
-        of our own Redis); then SIGTERM to the Locust master, which stops its workers and lets
-        every worker write its client log. Returns when each event really happened."""
+        of our own Redis) and watching the side's processes; then SIGTERM to the Locust master,
+        which stops its workers and lets every worker write its client log. Returns when each
+        event really happened."""
         pending = sorted(events)
         happened: dict[str, float] = {}
+        counters = side.counters_url if self.events.wants_counters else None
         with httpx.Client(timeout=0.5) as http:
             while time.time() < end_at:
                 while pending and time.time() >= pending[0][0]:
@@ -349,12 +327,12 @@ class LiveRunner:
                     happened[action] = time.time()
                 if locust.poll() is not None:
                     raise RunFailed(f"locust exited early with {locust.returncode}:\n{tail(log)}")
-                for target in targets:
+                for target in side.started:
                     if target.process.poll() is not None:
                         raise RunFailed(f"a target died (exit {target.process.returncode}):\n{tail(target.stderr_path)}")
-                if counters and self.events.wants_counters:  # a peer has no /_bench/counters
+                if counters:
                     with suppress(httpx.HTTPError, ValueError, KeyError):
-                        self.events.counted(http.get(f"{targets[0].admin_url}/_bench/counters").json())
+                        self.events.counted(http.get(counters).json())
                 next_t = min([end_at, *(t for t, _ in pending)])
                 time.sleep(min(0.5, max(0.0, next_t - time.time())))
         with suppress(ProcessLookupError):
@@ -383,11 +361,11 @@ class LiveRunner:
             with signals_interrupt():
                 for i, run in enumerate(runs, 1):
                     self.events.started(i, len(runs), run)
-                    info = self.execute(run)
-                    info["virtual_over_admission"] = self._virtual(run)
-                    write_run_json(self.folder.run_dir(run.name) / RUN_FILE, info)
-                    results.append(info)
-                    self.events.done(i, len(runs), run, info)
+                    record = self._execute(run)
+                    record.add(virtual_over_admission=self._virtual(run))
+                    record.write(self.folder.run_dir(run.name) / RUN_FILE)
+                    results.append(record.to_json())
+                    self.events.done(i, len(runs), run, results[-1])
         finally:
             self.close()
         return results
@@ -405,9 +383,42 @@ class LiveRunner:
             table, _ = simulate(run.model, twin[0], twin[1], run.params)
             return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
-        local = {"redis-local": "local", "redis-local-split": "local_split"}.get(run.store, "shared")
+        local = StoreChoice.parse(run.store).virtual_store
         fleet = Fleet(tuple(run.joins_s), run.routing, local) if len(run.joins_s) > 1 else None
         if run.limiters == "per-process":  # one node's N local limiters; the kernel spreads its connections
             fleet = Fleet((0.0,) * run.processes * len(run.joins_s), "round_robin", "local")
         table, _ = simulate(run.model, run.algorithm, run.policy, run.params, fleet=fleet)
         return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
+
+
+def planned_record(run: LiveRun, workers: int) -> RunRecord:
+    """run.json as far as the plan says: failed until the run's steps say otherwise."""
+    return RunRecord(
+        status=RUN_FAILED, scenario=run.scenario.run_name, algorithm=run.algorithm, store=run.store, system=run.system,
+        policy={"limit": run.policy.limit, "window_s": run.policy.window_s, "burst": run.policy.burst},
+        params=asdict(run.params), scenario_params=dict(run.scenario.params), workers=workers,
+        processes=run.processes, limiters=run.limiters)
+
+
+class _Watch:
+    """Every process of a run sampled for cpu.csv and, with ``scale.pin``, pinned to its half of
+    the cores: the generator (before it forks its workers: they inherit it) and the side's."""
+
+    def __init__(self, sampler: CpuSampler, cores: cpus.CpuSplit | None) -> None:
+        self.sampler, self.cores = sampler, cores
+
+    def generator(self, locust: subprocess.Popen) -> subprocess.Popen:
+        if self.cores:
+            cpus.pin(locust.pid, self.cores.generator)
+        self.sampler.watch("locust", ROLE_GENERATOR, locust.pid)
+        return locust
+
+    def targets(self, started: list[tuple[str, TargetProcess]]) -> None:
+        """The side's processes, started and ready (a node's N, nginx's workers all exist); then
+        sampling begins."""
+        for name, target in started:
+            self.sampler.watch(name, ROLE_TARGET, target.pid)
+        if self.cores:
+            for _, target in started:
+                cpus.pin(target.pid, self.cores.targets)
+        self.sampler.start()

@@ -1,18 +1,22 @@
 """The processes of a live run: targets and Locust, each in its own process group, all stopped
-however the run ends; SIGINT and SIGTERM become ``Interrupted`` for the duration of a campaign."""
+however the run ends; SIGINT and SIGTERM become ``Interrupted`` for the duration of a campaign,
+once: the first signal interrupts, later ones are noted and change nothing, and a block that
+records a run (``interrupts_deferred``) finishes before any signal takes effect, so every run
+ends complete or marked interrupted, with its run.json."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from targets.process import TargetError, TargetProcess, start_target, wait_ready
+from harness.processes.groups import stop_group
+from harness.processes.target import TargetError, TargetProcess, start_target, wait_ready
 
 PEER_READY_S = 15.0
 
@@ -25,10 +29,31 @@ class RunFailed(Exception):
     """A run that could not complete; the message carries the relevant log tail."""
 
 
+@dataclass
+class _Signals:
+    raised: bool = False
+    """``Interrupted`` was raised once: the campaign is stopping; later signals only wait for it."""
+    deferring: int = 0
+    pending: str | None = None
+    """A signal that arrived while a run was being recorded: raised once the record is written."""
+
+
+_campaign: _Signals | None = None
+
+
 @contextmanager
 def signals_interrupt() -> Iterator[None]:
-    """SIGTERM behaves like Ctrl-C for the duration of a campaign."""
+    """SIGTERM behaves like Ctrl-C for the duration of a campaign; only the first one interrupts
+    (a second Ctrl-C 0.3 s after the first used to land in the runner's clean-up and leave the run
+    without its run.json)."""
+    global _campaign
+    state = _campaign = _Signals()
+
     def handler(signum: int, frame: Any) -> None:
+        if state.raised or state.deferring:
+            state.pending = state.pending or signal.Signals(signum).name
+            return
+        state.raised = True
         raise Interrupted(signal.Signals(signum).name)
 
     previous = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
@@ -37,23 +62,31 @@ def signals_interrupt() -> Iterator[None]:
     finally:
         for s, h in previous.items():
             signal.signal(s, h)
+        _campaign = None
+
+
+@contextmanager
+def interrupts_deferred() -> Iterator[None]:
+    """A block no signal breaks (stopping a run's children, writing its record): a signal that
+    arrives meanwhile is raised as ``Interrupted`` when the block ends, unless one already was."""
+    state = _campaign
+    if state is None:
+        yield
+        return
+    state.deferring += 1
+    try:
+        yield
+    finally:
+        state.deferring -= 1
+        if not state.deferring and state.pending and not state.raised:
+            state.raised = True
+            raise Interrupted(state.pending)
 
 
 def tail(path: Path, lines: int = 15) -> str:
     if not path.exists():
         return ""
     return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
-
-
-def stop_group(process: subprocess.Popen, timeout_s: float = 10.0) -> None:
-    if process.poll() is None:
-        with suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGTERM)
-        with suppress(subprocess.TimeoutExpired):
-            process.wait(timeout_s)
-    with suppress(ProcessLookupError):
-        os.killpg(process.pid, signal.SIGKILL)
-    process.wait()
 
 
 class Processes:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -22,18 +22,18 @@ from contract.folder import ResultsFolder, utc_stamp, write_parquet
 from contract.machine import machine_facts
 from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
 from contract.schema import (
-    BREAK_PHASE,
     CAMPAIGN_FILE,
     CLIENT_FILE,
     CPU_FILE,
     DECISIONS_FILE,
-    DEGRADED_PHASE,
-    DOWNSTREAM_OUTAGE_PHASE,
+    HEALTH_PHASES,
     KIND_VIRTUAL,
+    OVERLOAD_PHASE,
     RAMP_PHASE,
     RUN_FILE,
     RUN_OK,
     SYSTEM_SUITE,
+    repeat_dir_name,
     run_dir_name,
 )
 from harness.campaign.log_traffic import trace_model
@@ -58,10 +58,12 @@ class SimRun:
     policy: Policy
     decides_as: str | None = None
     """The algorithm that decides when ``algorithm`` is a peer's alias (nginx_limit_req: token_bucket)."""
+    repeat: int = 1
+    repeats: int = 1
 
     @property
     def name(self) -> str:
-        return run_dir_name(self.scenario, self.algorithm, STORE)
+        return repeat_dir_name(run_dir_name(self.scenario, self.algorithm, STORE), self.repeat, self.repeats)
 
     @property
     def system(self) -> str:
@@ -109,9 +111,18 @@ def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: di
             raise PolicyError(f"unknown {kind} {key!r} for the selected runs; valid: {choices}")
 
 
+def check_size(scenario: str, model: TrafficModel) -> None:
+    """Refuse a run whose model plans more requests than memory holds, before any is generated."""
+    expected = model.expected_requests()
+    if expected > MAX_VIRTUAL_REQUESTS:
+        raise ScenarioError(f"scenario {scenario}: about {expected:,.0f} requests planned, beyond a simulated run's memory "
+                            f"bound of {MAX_VIRTUAL_REQUESTS:,} (4 GiB); shorten duration_s or lower the rate or the counts")
+
+
 def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
-    """One run per algorithm; a request cost no algorithm could ever admit is refused, and so is
-    a run too large for the memory bound."""
+    """One run per algorithm; a model too large for memory (estimated before it is generated,
+    then counted), or a request cost no algorithm could ever admit, is refused."""
+    check_size(scenario, model)
     count = len(model.arrivals())
     if count > MAX_VIRTUAL_REQUESTS:
         raise ScenarioError(f"scenario {scenario}: {count:,} requests is beyond a simulated run's memory bound of "
@@ -146,6 +157,7 @@ def make_plan(
     algorithm_params: list[tuple[str, str]],
     scenario_params: list[tuple[str, str]],
     seed: int,
+    repeats: int = 1,
     system: SystemSettings | None = None,
     downstream: DownstreamSettings | None = None,
     log_format: str | None = None,
@@ -171,33 +183,41 @@ def make_plan(
     _check_unused("--scenario-param", s_scoped, {
         s: {f.name for f in fields(SCENARIOS[s].params)} for s in scenarios})
     params = {a: _params_for(a, policy, a_scoped) for a in algorithms}
-    models: list[tuple[str, TrafficModel]] = []
-    for s in scenarios:
-        names = {f.name for f in fields(SCENARIOS[s].params)}
-        overrides = {k: v for k, v in s_scoped.get(None, {}).items() if k in names}
-        overrides.update(s_scoped.get(s, {}))
-        models.append((s, build_model(s, policy.limit, policy.window_s, seed, overrides)))
-    models.extend((m.name, m) for m in (trace_model(path, log_format) for path in traces))
-    runs = [run for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
+    runs: list[SimRun] = []
+    for k in range(1, repeats + 1):  # repeat k at the seed offset k - 1
+        models: list[tuple[str, TrafficModel]] = []
+        for s in scenarios:
+            names = {f.name for f in fields(SCENARIOS[s].params)}
+            overrides = {key: v for key, v in s_scoped.get(None, {}).items() if key in names}
+            overrides.update(s_scoped.get(s, {}))
+            models.append((s, build_model(s, policy.limit, policy.window_s, seed + k - 1, overrides)))
+        models.extend((m.name, m) for m in (trace_model(path, log_format) for path in traces))
+        runs += [replace(run, repeat=k, repeats=repeats)
+                 for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
     system, downstream = system or SystemSettings(), downstream or DownstreamSettings()
     return SimPlan(name, seed, runs, _config(name, seed, policy, runs, algorithms=algorithms, scenarios=scenarios,
-                                             traces=traces, system=system.model_dump(), downstream=downstream.model_dump()),
+                                             traces=traces, repeats=repeats, system=system.model_dump(),
+                                             downstream=downstream.model_dump()),
                    system, downstream)
 
 
-def plan_from_campaign(campaign: SimCampaign) -> SimPlan:
+def plan_from_campaign(campaign: SimCampaign, repeats: int | None = None) -> SimPlan:
     """A campaign file's plan: each entry with its own parameters, policy and algorithms, its
-    runs named by the entry (``<scenario>-<label>``)."""
+    runs named by the entry (``<scenario>-<label>``), ``repeats`` times (default: the campaign's),
+    repeat k at the seed offset k - 1."""
+    n = repeats or campaign.repeats
     runs: list[SimRun] = []
     for entry in campaign.scenarios:
         policy = campaign.policy_for(entry)
         params = {a: campaign.params_for(a, policy, entry) for a in campaign.algorithms_for(entry)}
-        try:
-            runs += _runs_of(entry.run_name, campaign.model_for(entry), policy, params)
-        except PolicyError as exc:
-            raise PolicyError(f"{entry.where}: {exc}") from None
+        for k in range(1, n + 1):
+            try:
+                runs += [replace(r, repeat=k, repeats=n)
+                         for r in _runs_of(entry.run_name, campaign.model_for(entry, k - 1), policy, params)]
+            except PolicyError as exc:
+                raise PolicyError(f"{entry.where}: {exc}") from None
     return SimPlan(campaign.name, campaign.seed, runs, _config(
-        campaign.name, campaign.seed, campaign.policy_for(), runs, algorithms=campaign.algorithms,
+        campaign.name, campaign.seed, campaign.policy_for(), runs, algorithms=campaign.algorithms, repeats=n,
         scenarios=[e.model_dump(exclude_defaults=True) for e in campaign.scenarios],
         system=campaign.system.model_dump(), downstream=campaign.downstream.model_dump()),
         campaign.system, campaign.downstream)
@@ -211,22 +231,16 @@ def attempt_log(result: Replay) -> pd.DataFrame:
 
 def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
     """run.json of a virtual run (``kind: virtual``): what a live run's says, on the model's
-    clock (the downstream's unhealthy phases and a ramp's span, as harness/live/runner.py, and
-    a downstream_breaks run's ``break`` whatever its kind)."""
+    clock: every unhealthy phase of the downstream, a ramp's span and an overload break's window,
+    as a live run's (harness/live/measures.py, ``model_phases``)."""
     served = result.served
     end = float(served.done_t.max()) if served is not None and len(served.done_t) else run.model.horizon_s()
-    names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
     schedule = [(p.at_s, p.health) for p in served.spec.downstream.schedule] if served is not None else []
-    phases = [{"name": names[health], "start_t": at, "end_t": following[0] if following else end}
-              for (at, health), following in zip(schedule, [*schedule[1:], None]) if health in names]
-    broken = getattr(run.model, "break_window", None)
-    if broken is not None:
-        begin, finish = broken()
-        phases.append({"name": BREAK_PHASE, "start_t": begin, "end_t": end if finish is None else finish})
-    ramp = getattr(run.model, "ramp", None)
-    if ramp is not None:
-        begin, finish = ramp()
-        phases.append({"name": RAMP_PHASE, "start_t": begin, "end_t": finish})
+    phases = [{"name": HEALTH_PHASES[health], "start_t": at, "end_t": following[0] if following else end}
+              for (at, health), following in zip(schedule, [*schedule[1:], None]) if health in HEALTH_PHASES]
+    for name, span in ((RAMP_PHASE, run.model.ramp()), (OVERLOAD_PHASE, run.model.overload_window())):
+        if span is not None:
+            phases.append({"name": name, "start_t": span[0], "end_t": span[1]})
     return {"status": RUN_OK, "kind": KIND_VIRTUAL, "scenario": run.scenario, "algorithm": run.algorithm,
             "store": STORE, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
                                                              "burst": run.policy.burst},
@@ -279,6 +293,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         table, result = simulate(run.model, decider, run.policy, run.params, ideal=ideals.get(id(run.model)),
                                  system=system)
         row: dict[str, Any] = {
+            "run": run.name,
             "scenario": run.scenario,
             "algorithm": run.algorithm,
             "system": run.system,
@@ -290,7 +305,8 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         }
         if hasattr(run.model, "p"):
             row["scenario_params"] = asdict(run.model.p)
-        row.update(summarize(table.to_pandas(), run.policy.limit, run.policy.window_s))
+        policy = RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst)
+        row.update(summarize(table.to_pandas(), run.decides_as or run.algorithm, policy, asdict(run.params)))
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))
         row.update(system_row(run, result))

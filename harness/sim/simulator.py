@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
-from scenarios.fleet import Fleet, assign_nodes, fleet_of
+from scenarios.fleet import Fleet, assign_nodes
 from targets.algorithms import Algorithm, Decision, Policy, adaptive, build_params, get_algorithm
 from targets.algorithms.adaptive_rules import Reading
 from targets.algorithms.base import decided_at
@@ -133,7 +133,7 @@ def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: 
     dealt over N independent memory stores as the balancer would (local limits on N nodes).
     ``system``: the path around the limiter (harness/sim/system.py); limiters that hold or
     observe, and closed-loop models, always run through one (by default the model's)."""
-    fleet = fleet or fleet_of(model)
+    fleet = fleet or model.fleet()
     if fleet is not None and fleet.virtual_store != "shared":
         arrivals = virtual_arrivals(model)
         per_node = local_params(params, fleet.nodes) if fleet.virtual_store == "local_split" else params
@@ -211,6 +211,8 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
     decision. A limiter that observes guards the downstream as a whole (one key, as live: its
     limit's scope is ``global``)."""
     model = None if isinstance(traffic, Arrivals) else traffic
+    if model is not None:
+        model.reset()  # a plan replays one model for every algorithm: each meets the same clients
     planned, key_of = _requests(traffic)
     observes, holds = store.algorithm.observe is not None, store.algorithm.release is not None
     scope_key, limit_of = (GLOBAL_KEY, getattr(store, "state", None)) if observes else (None, None)
@@ -218,7 +220,7 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
     readings, serve = _Readings(store, path), path.serve
     reactive = model is not None and model.reactive
     follow_ups: list[tuple[float, int, Request]] = []
-    completions: list[tuple[float, int, str, float, float]] = []
+    completions: list[tuple[float, int, str, float, float, bool]] = []
     seq = 0
     done: list[Request] = []
     decisions: list[Decision] = []
@@ -233,8 +235,8 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
             req, nxt = nxt, next(planned, None)
         t = req.t
         while completions and completions[0][0] <= t:
-            end, _, key, cost, rtt = heapq.heappop(completions)
-            finish(key, end, cost, rtt)
+            end, _, key, cost, rtt, failed = heapq.heappop(completions)
+            finish(key, end, cost, rtt, failed)
         if readings.due <= t:
             readings.until(t)
         key = scope_key or req.key
@@ -243,7 +245,7 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
         micros.append((clock() - start) / 1000.0)
         status, client_done, completed, rtt = serve(t, req.client_id, d[0], d[4])
         if d[0] and (holds or observes):
-            heapq.heappush(completions, (completed, seq, key, req.cost, rtt))
+            heapq.heappush(completions, (completed, seq, key, req.cost, rtt, status == UNAVAILABLE_STATUS))
             seq += 1
         if limit_of is not None:
             limits.append(float(adaptive.current_limit(limit_of(key), store.params)))
@@ -284,14 +286,14 @@ class _Readings:
             self.due += READING_S
 
 
-def _finisher(store: ReplayStore) -> Callable[[str, float, float, float], None]:
-    """``finish(key, now, cost, rtt_s)``: the store's observe-then-release (MemoryStore,
-    ClusterStore), else its release alone."""
+def _finisher(store: ReplayStore) -> Callable[[str, float, float, float, bool], None]:
+    """``finish(key, now, cost, rtt_s, failed)``: the store's observe-then-release (MemoryStore,
+    ClusterStore; ``failed``: answered 503), else its release alone."""
     finish = getattr(store, "finish", None)
     if finish is not None:
         return finish
 
-    def release_only(key: str, now: float, cost: float, rtt_s: float) -> None:
+    def release_only(key: str, now: float, cost: float, rtt_s: float, failed: bool) -> None:
         store.release(key, now, cost)
 
     return release_only

@@ -10,11 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import httpx
-
 from harness.campaign.config_file import CampaignError
 from harness.campaign.peers import PEERS, Peer, PeerConfig, PeerError, peer
-from harness.campaign.peers.url import URL_PATTERN, reach
+from harness.campaign.peers.url import URL_PATTERN
 from harness.campaign.policy_file import Limit, PolicyFile, PolicyKeys, Response, parse_policy
 
 from .checks import CheckVerdict
@@ -33,13 +31,6 @@ def which_peer(text: str, named: str | None, source: str) -> Peer:
     if not found:
         raise PeerError(f"{source}: not a config file of a known peer; name its peer with --peer ({', '.join(PEERS)})")
     return found[0]
-
-
-def read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise CampaignError(f"{path}: cannot read ({exc.__class__.__name__}: {exc})") from None
 
 
 def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
@@ -80,12 +71,9 @@ def reject_status(spec: Peer, config: PeerConfig) -> CheckVerdict:
 
 
 def check_url(url: str) -> str:
-    """The URL without a trailing slash, once it answers HTTP (any status); a BadInput naming it
-    when it does not, before anything starts."""
+    """The URL as given, once it is an http(s) URL. Whether it answers is the measuring session's
+    first request (``reach``, on a key of its own: harness/validate/measured.py), not a request
+    here that would spend a key's quota unseen."""
     if not re.match(URL_PATTERN, url):
         raise CampaignError(f"--url {url!r}: not an http:// or https:// URL")
-    try:
-        reach(url)
-    except httpx.HTTPError as exc:
-        raise CampaignError(f"--url {url}: unreachable ({exc.__class__.__name__}: {exc})") from None
-    return url.rstrip("/")
+    return url

@@ -1,10 +1,11 @@
-"""`validate --live` of a peer's config file or of a URL: what the limiter tells a client it
+"""`validate --live` of a peer's config file: what the limiter tells a client it
 refuses, asked over HTTP (harness/live/peers/response.py), and whether it refuses where the model
 the simulation judged says it does.
 
 A config file runs in a real peer in front of a ``none`` target: for NGINX its limiting lines
 (zones, maps, ``limit_req``, the 429's status, error page and headers, ``real_ip``) in the
-server the suite generates (harness/live/peers/nginx.py: NginxFilePeer). A URL is asked as it is.
+server the suite generates (harness/live/peers/nginx.py: NginxFilePeer). A URL is measured
+before it is judged (measured.py).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from harness.campaign.policy_file import PolicyFile, params_of
-from harness.live.peers import LivePeer
+from harness.live.peers import ProcessPeer
 from harness.live.peers.response import Refusal, refusal
 from harness.live.peers.standalone import model_decisions, peer_before_none
 from harness.live.supervise import signals_interrupt
@@ -30,28 +31,23 @@ GENERIC_FIX = ("answer a refusal with 429, Content-Type: application/problem+jso
 
 
 @contextmanager
-def _served(live: LivePeer | None, url: str | None, policy: Policy, out: Path | None) -> Iterator[str]:
-    if live is None:
-        assert url is not None
-        yield url
-        return
+def _served(live: ProcessPeer, policy: Policy, out: Path | None) -> Iterator[str]:
     with tempfile.TemporaryDirectory(prefix="validate-peer-") as tmp:
         folder = out if out is not None else Path(tmp)
         with peer_before_none(live.spec.name, policy, folder, live=live) as (served, _):
             yield served
 
 
-def peer_verdicts(policy: PolicyFile, *, live: LivePeer | None = None, url: str | None = None,
-                  nominal: Policy | None = None, refused: frozenset[int] = frozenset({429}),
-                  out: Path | None = None) -> list[CheckVerdict]:
+def peer_verdicts(policy: PolicyFile, *, live: ProcessPeer, nominal: Policy | None = None,
+                  refused: frozenset[int] = frozenset({429}), out: Path | None = None) -> list[CheckVerdict]:
     """The live rows: the refusal's shape, Retry-After's truth and, for one limit, the requests
     admitted before the first refusal against the model's count on the same send times.
-    ``live``: the peer running the file (``nominal`` is the file's own first limit), else ``url``."""
+    ``live``: the peer running the file (``nominal`` is the file's own first limit)."""
     most = max(burst_of(lim) for lim in policy.limits)
     first = policy.limits[0]
-    with signals_interrupt(), _served(live, url, nominal or Policy(first.limit, first.window_s, first.burst), out) as served:
+    with signals_interrupt(), _served(live, nominal or Policy(first.limit, first.window_s, first.burst), out) as served:
         found = refusal(served, int(2 * most) + PROBE_MARGIN, refused=refused)
-    fix = (live.response_fix(nominal) if live is not None and nominal is not None else None) or GENERIC_FIX
+    fix = (live.response_fix(nominal) if nominal is not None else None) or GENERIC_FIX
     return [*shape_verdicts(found, refused, fix), *agreement(policy, found)]
 
 

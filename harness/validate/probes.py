@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from contract.routes import TARGET_ROUTES
-from harness.campaign.config_file import str_params
+from contract.stores import StoreChoice
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.policy_file import Limit, PolicyFile
 from harness.live.plan import LiveRun
@@ -108,7 +108,7 @@ def live_store(policy: PolicyFile) -> str:
     store = policy.store
     mode = store.effective_mode
     if mode == "local":
-        return "memory" if live_nodes(policy) == 1 else "redis-local-split" if store.divide_by_nodes else "redis-local"
+        return "memory" if live_nodes(policy) == 1 else StoreChoice("redis", "local", store.divide_by_nodes).label
     return f"redis-{mode}"
 
 
@@ -142,7 +142,7 @@ def _page_probe(policy: PolicyFile, kind: str) -> Probe:
 
 def _model(policy: PolicyFile, scenario: LiveScenario, at: Policy) -> TrafficModel:
     """The probe's traffic model, at the run's policy and the file's seed (the campaign's)."""
-    return build_model(scenario.name, at.limit, at.window_s, policy.traffic.seed, str_params(scenario.params))
+    return build_model(scenario.name, at.limit, at.window_s, policy.traffic.seed, scenario.params)
 
 
 def burst_cost(policy: PolicyFile, lim: Limit) -> float:
@@ -160,7 +160,7 @@ def _burst_probe(policy: PolicyFile, lim: Limit, size: int) -> Probe:
                             policy={"limit": lim.limit, "window_s": window, "burst": lim.burst},
                             algorithms=[lim.algorithm], label=lim.name.replace("_", "-"))
     run = LiveRun(scenario, lim.algorithm, live_store(policy), scaled,
-                  build_params(lim.algorithm, scaled, str_params(layer["params"])),
+                  build_params(lim.algorithm, scaled, layer["params"]),
                   [0.0] * live_nodes(policy), model=_model(policy, scenario, scaled))
     return Probe("burst", run, f"burst-{lim.name}: 2 x {size} requests of cost {burst_cost(policy, lim):g} at one "
                                f"key across a window edge ({lim.window_s:g} s window compressed to {window:g} s)",

@@ -5,6 +5,7 @@ Names here are the names used everywhere: CLI, config, logs, charts.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from . import (
@@ -54,7 +55,7 @@ def get_algorithm(name: str) -> Algorithm:
         raise PolicyError(f"unknown algorithm {name!r}; choose from: {', '.join(ALGORITHMS)}") from None
 
 
-def build_params(name: str, policy: Policy, overrides: dict[str, str] | None = None) -> Any:
+def build_params(name: str, policy: Policy, overrides: Mapping[str, Any] | None = None) -> Any:
     """The algorithm's own parameters for a common policy, with ``--param`` overrides applied."""
     algorithm = get_algorithm(name)
     return apply_overrides(algorithm.params_from_policy(policy), overrides or {}, name)

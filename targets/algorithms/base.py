@@ -103,11 +103,16 @@ class Algorithm:
     """The largest cost a single request can ever be admitted with."""
     release: Callable[[Any, float, float, Any], Any] | None = None
     """Concurrency-style algorithms: give back ``cost`` slots when a request finishes."""
-    observe: Callable[[Any, float, float, Any], Any] | None = None
-    """Latency-driven algorithms: ``observe(state, now, rtt_s, params) -> state`` folds one
-    completed request's latency into the state (the live target calls it; the simulator has
-    no real latency and does not)."""
+    observe: Callable[..., Any] | None = None
+    """Latency-driven algorithms: ``observe(state, now, rtt_s, params, failed=False) -> state``
+    (``failed``: the response was a 503) folds one
+    completed request's latency into the state (the live target calls it, and the simulator
+    with its downstream model's latencies: ``harness/sim/simulator.py``)."""
+    current_limit: Callable[[Any, Any], float] | None = None
+    """Algorithms whose limit moves (latency-driven): ``current_limit(state, params)``, the limit
+    a key's state stands at (None: a fresh key), shown in headers and metrics."""
     observe_reading: Callable[[Any, float, Any, Any], Any] | None = None
     """Load-driven algorithms: ``observe_reading(state, now, reading, params) -> state`` folds one
     CPU/load reading (``adaptive_rules.Reading``) into the state, pushed in from outside: the
-    live target samples its process off the hot path, the simulator passes its model's CPU."""
+    live target samples its process off the hot path; the simulator calls it with its
+    model's CPU (``harness/sim/simulator.py``)."""

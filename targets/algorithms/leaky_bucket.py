@@ -16,7 +16,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil
-from typing import ClassVar
+from typing import Annotated, ClassVar, Literal
+
+from contract.params import Bounds
 
 from .base import INF, Algorithm, Decision, derive, micros, new_decision
 from .policy import Policy, PolicyError, require_positive
@@ -29,8 +31,8 @@ class Params:
     capacity: float
     rate: float
     """Cost units drained per second."""
-    mode: str = "meter"
-    max_delay_s: float = 0.0
+    mode: Literal["meter", "queue"] = "meter"
+    max_delay_s: Annotated[float, Bounds(0, 3_600)] = 0.0
     interval_us: ClassVar[float]
     """µs to drain one cost unit (1 / rate)."""
     full_us: ClassVar[float]

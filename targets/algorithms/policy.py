@@ -24,10 +24,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import Annotated, Any, ClassVar
 
 from contract.errors import BadInput
+from contract.params import Bounds, check_bounds, parse_fields
 
 from .base import derive, micros
 
@@ -36,11 +38,21 @@ class PolicyError(BadInput):
     """A policy or parameter that cannot be used; the message names the field."""
 
 
+MAX_AMOUNT = 1e9
+"""The largest limit or burst (cost units): beyond it counters lose their precision and a
+sliding log's memory per key has no useful bound."""
+MIN_WINDOW_S, MAX_WINDOW_S = 1e-9, 1e12
+"""A window from a nanosecond to 10^12 s: past that, time stamps in float seconds lose the window (the
+algorithms' properties are checked on windows of years)."""
+Amount = Annotated[float, Bounds(0, MAX_AMOUNT)]
+Window = Annotated[float, Bounds(MIN_WINDOW_S, MAX_WINDOW_S)]
+
+
 @dataclass(frozen=True)
 class Policy:
-    limit: float
-    window_s: float
-    burst: float | None = None
+    limit: Amount
+    window_s: Window
+    burst: Amount | None = None
 
     def __post_init__(self) -> None:
         for name in ("limit", "window_s"):
@@ -49,6 +61,7 @@ class Policy:
                 raise PolicyError(f"{name} must be a positive number, got {value!r}")
         if self.burst is not None and not (math.isfinite(self.burst) and self.burst > 0):
             raise PolicyError(f"burst must be a positive number, got {self.burst!r}")
+        check_bounds(self, PolicyError)
 
     @property
     def rate(self) -> float:
@@ -60,32 +73,13 @@ class Policy:
         return self.limit if self.burst is None else self.burst
 
 
-def _convert(field: dataclasses.Field, raw: str) -> Any:
-    kind = field.type if isinstance(field.type, type) else str(field.type)
-    try:
-        if kind in (float, "float"):
-            value: Any = float(raw)
-            if not math.isfinite(value):
-                raise ValueError
-            return value
-        if kind in (int, "int"):
-            return int(raw)
-        return raw
-    except ValueError:
-        raise PolicyError(f"--param {field.name}={raw!r}: expected a number") from None
-
-
-def apply_overrides(params: Any, overrides: dict[str, str], algorithm: str) -> Any:
-    """Replace fields of ``algorithm``'s params dataclass from ``KEY=VALUE`` strings, then re-validate."""
-    fields = {f.name: f for f in dataclasses.fields(params)}
-    changes = {}
-    for key, raw in overrides.items():
-        if key not in fields:
-            valid = ", ".join(fields) or "none"
-            raise PolicyError(f"unknown --param {key!r} for {algorithm};"
-                              f" valid: {valid}")
-        changes[key] = _convert(fields[key], raw)
-    return dataclasses.replace(params, **changes) if changes else params
+def apply_overrides(params: Any, overrides: Mapping[str, Any], algorithm: str) -> Any:
+    """Replace fields of ``algorithm``'s params dataclass from values as text (``--param``) or
+    typed (a campaign's YAML), by the one parser (``contract.params``), then re-validate."""
+    changes = parse_fields(type(params), overrides, PolicyError, f"--param {{name}} for {algorithm}")
+    params = dataclasses.replace(params, **changes) if changes else params
+    check_bounds(params, PolicyError)
+    return params
 
 
 def require_positive(obj: Any, *names: str) -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from math import ceil, floor
-from typing import ClassVar
+from typing import Annotated, ClassVar
+
+from contract.params import Bounds
 
 from .base import INF, Algorithm, Decision, derive, micros, new_decision
 from .policy import Policy, PolicyError, require_positive
@@ -26,7 +28,7 @@ State = tuple[tuple[int, ...], tuple[float, ...], float]
 class Params:
     limit: float
     window_s: float
-    buckets: int = 10
+    buckets: Annotated[int, Bounds(1, 10_000)] = 10
     width_us: ClassVar[float]
     """One sub-window, µs."""
 

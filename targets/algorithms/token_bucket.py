@@ -21,7 +21,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from math import ceil
-from typing import ClassVar
+from typing import Annotated, ClassVar
+
+from contract.params import Bounds
 
 from .base import INF, Algorithm, Decision, derive, micros, new_decision
 from .policy import Policy, PolicyError, require_positive
@@ -35,9 +37,9 @@ class Params:
     capacity: float
     rate: float
     """Tokens per second."""
-    warmup_s: float = 0.0
+    warmup_s: Annotated[float, Bounds(0, 31 * 86_400)] = 0.0
     """Length of the ramp after a cold start; 0 disables warm-up."""
-    cold_factor: float = 3.0
+    cold_factor: Annotated[float, Bounds(1, 1_000)] = 3.0
     """The ramp starts at ``rate / cold_factor`` (Guava's default factor is 3)."""
     interval_us: ClassVar[float]
     """µs per token (1 / rate)."""

@@ -69,6 +69,9 @@ class MemoryStore:
         self._entries: OrderedDict[str, list[Any]] = OrderedDict()
         self._lock = threading.Lock()
         self._commits = 0  # commit() calls, for its TTL sweep cadence
+        self._reading: Any = None
+        """The latest CPU/load reading (``observe_reading`` algorithms), one for the whole store."""
+        self._transition = self._reading_transition() if algorithm.observe_reading is not None else algorithm.decide
         self.decide: Callable[[str, float, float], Decision] = self._make_decide()
         """``decide(key, now, cost=1.0)``: one decision for ``key`` at ``now`` (the caller's
         clock, wall or virtual)."""
@@ -81,7 +84,7 @@ class MemoryStore:
         lookups on ``self`` would cost as much as a whole fixed-window decision."""
         entries = self._entries
         get, to_end, evict = entries.get, entries.move_to_end, self._evict
-        transition, params = self.algorithm.decide, self.params
+        transition, params = self._transition, self.params
         ttl, max_keys, keep = self.idle_ttl_s, self.max_keys, self.idle_ttl_s > 0
         acquire, release = self._lock.acquire, self._lock.release
         calls = 0
@@ -125,31 +128,50 @@ class MemoryStore:
             if entry is not None:
                 entry[0] = release(entry[0], now, cost, self.params)
 
-    def finish(self, key: str, now: float, cost: float, rtt_s: float) -> Any:
-        """After an admitted request completed: its latency sample (``observe``), then its slot
-        given back (``release``), under one lock and one lookup (the per-request path of the
-        concurrency and adaptive targets). Returns the key's state, None for an unknown key."""
+    def finish(self, key: str, now: float, cost: float, rtt_s: float, failed: bool = False) -> Any:
+        """After an admitted request completed: its latency sample (``observe``; ``failed``: it
+        answered 503), then its slot given back (``release``), under one lock and one lookup (the
+        per-request path of the concurrency and adaptive targets). Returns the key's state, None
+        for an unknown key."""
         observe, release = self.algorithm.observe, self.algorithm.release
         with self._lock:
             entry = self._entries.get(key)
             if entry is None:
                 return None
             if observe is not None:
-                entry[0] = observe(entry[0], now, rtt_s, self.params)
+                entry[0] = observe(entry[0], now, rtt_s, self.params, failed=failed)
             if release is not None:
                 entry[0] = release(entry[0], now, cost, self.params)
             return entry[0]
 
-    def observe_reading(self, now: float, reading: Any) -> list[str]:
-        """Fold one CPU/load reading into every key's state (``observe_reading`` algorithms;
-        a background sampler calls it, off the per-request path). Returns the keys touched."""
+    def _reading_transition(self) -> Callable[[Any, float, float, Any], tuple[Decision, Any]]:
+        """``decide`` with the store's latest reading folded into the key's state first. A
+        reading only replaces the CPU/load a rule keeps, so folding the latest at the key's next
+        decision decides as folding every reading into every key at once would, at O(1) a push
+        instead of O(keys) under the lock."""
+        observe, decide = self.algorithm.observe_reading, self.algorithm.decide
+
+        def transition(state: Any, now: float, cost: float, params: Any) -> tuple[Decision, Any]:
+            reading = self._reading
+            if reading is not None:
+                state = observe(state, now, reading, params)
+            return decide(state, now, cost, params)
+
+        return transition
+
+    def observe_reading(self, now: float, reading: Any) -> Any:
+        """Keep one CPU/load reading for every key (``observe_reading`` algorithms; a background
+        sampler calls it, off the per-request path): each key folds it in at its next decision.
+        Returns the state of the most recently used key with the reading folded in (what the
+        layer shows as its limit), None when there is none."""
         observe = self.algorithm.observe_reading
         if observe is None:
-            return []
+            return None
         with self._lock:
-            for entry in self._entries.values():
-                entry[0] = observe(entry[0], now, reading, self.params)
-            return list(self._entries)
+            self._reading = reading
+            if not self._entries:
+                return None
+            return observe(next(reversed(self._entries.values()))[0], now, reading, self.params)
 
     def peek(self, key: str, now: float, cost: float = 1.0) -> tuple[Decision, Any]:
         """The decision and the state it would leave, storing nothing. Layered limits peek at
@@ -158,7 +180,7 @@ class MemoryStore:
         with self._lock:
             entry = self._entries.get(key)
             state = entry[0] if entry is not None and now - entry[1] < self.idle_ttl_s else None
-            return self.algorithm.decide(state, now, cost, self.params)
+            return self._transition(state, now, cost, self.params)
 
     def commit(self, key: str, now: float, state: Any) -> None:
         """Store a state that ``peek`` returned, under the same bounds as ``decide``."""

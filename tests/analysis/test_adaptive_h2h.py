@@ -12,7 +12,7 @@ import pytest
 from analysis.adaptive import goodput_in_bound, limit_over_time, measures, oscillation, rule_label, settle_time
 from analysis.report import build_report
 from contract.run_info import Phase, RunInfo, RunPolicy
-from contract.schema import BREAK_PHASE, CHARTS_DIR, REPORT_HTML, REPORT_MD, RUN_OK
+from contract.schema import CHARTS_DIR, DOWNSTREAM_STUCK_PHASE, REPORT_HTML, REPORT_MD, RUN_OK
 from harness.campaign.simulate import load_sim_campaign
 from harness.sim.runner import execute, plan_from_campaign
 
@@ -48,7 +48,7 @@ def test_oscillation_is_std_over_mean_of_the_window() -> None:
 
 def test_measures_read_the_break_phase_and_the_logged_limit() -> None:
     info = RunInfo(status=RUN_OK, scenario="downstream_breaks-timeout-aimd", algorithm="adaptive", store="memory",
-                   policy=RunPolicy(1000, 1.0, 16), phases=(Phase(BREAK_PHASE, 4.0, 7.0),))
+                   policy=RunPolicy(1000, 1.0, 16), phases=(Phase(DOWNSTREAM_STUCK_PHASE, 4.0, 7.0),))
     decisions = pd.DataFrame({"t": T, "adaptive_limit": [4, 6, 4, 6, 16, 16, 3, 3, 3, 3.0]})
     client = pd.DataFrame({"intended_t": T, "done_t": T + 0.1, "status": [200] * 9 + [429]})
     row = measures(info, decisions, client, origin=0.0)

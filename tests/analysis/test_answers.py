@@ -43,15 +43,15 @@ def test_every_question_answered_from_the_rows() -> None:
     got = _by_key(ROWS)
     assert list(got) == ["over_admission", "legit_rejections", "bounded_p99", "retries", "distribution"]
     assert got["over_admission"] == (
-        "Up to 2.00x the limit: fixed_window admitted 100 in one 1 s window against a limit of 50 "
-        "(boundary_burst__fixed_window__memory); sliding_log held it to 1.00x (boundary_burst__sliding_log__memory); "
-        "no limiter went past the 2x line.")
+        "On boundary_burst (L 50 per 1 s): up to 2.00x the limit: fixed_window admitted 100 in one 1 s window against "
+        "a limit of 50 (boundary_burst__fixed_window__memory); sliding_log held it to 1.00x "
+        "(boundary_burst__sliding_log__memory); no limiter went past the 2x line (the fixed window's bound).")
     assert got["legit_rejections"] == (
         "With sliding_log, yes: 69 of 106 legitimate requests (65.1%) got a 429 (page_load_burst__sliding_log__memory); "
-        "token_bucket rejected no legitimate request (page_load_burst__token_bucket__memory).")
+        "no legitimate request rejected by token_bucket (page_load_burst__token_bucket__memory).")
     assert got["bounded_p99"] == (
         "Best: adaptive, P99 504 ms while rejecting 28.6% of requests (unhealthy_downstream__adaptive__memory); "
-        "fixed_window: 1,065 ms (worst: fixed_window, unhealthy_downstream__fixed_window__memory); "
+        "fixed_window: 1,065 ms (unhealthy_downstream__fixed_window__memory); its limit was never reached (0% rejected); "
         "no limiting at all (none): 1,058 ms.")
     assert got["retries"] == (
         "With full_jitter backoff: 1.9 calls per request, 100 of 100 completed in 3.2 s "
@@ -66,13 +66,14 @@ def test_a_changed_row_changes_the_sentence() -> None:
     rows = copy.deepcopy(ROWS)
     rows[2]["over_admission"] = 2.6  # token_bucket past the line, now the worst
     got = _by_key(rows)["over_admission"]
-    assert got.startswith("Up to 2.60x the limit: token_bucket admitted 130 in one 1 s window")
-    assert got.endswith("; 1 of 3 limiters went past the 2x line.")
+    assert got.startswith("On boundary_burst (L 50 per 1 s): up to 2.60x the limit: token_bucket admitted 130 in one 1 s window")
+    assert got.endswith("; 1 of 3 limiters went past the 2x line (the fixed window's bound).")
     rows[5]["rejected_legit"], rows[5]["rejected_legit_rate"] = 10, 10 / 106
     assert _by_key(rows)["legit_rejections"].endswith(
         "; every limiter rejected some; the fewest: token_bucket (9.4%, page_load_burst__token_bucket__memory).")
     rows[6]["latency_p99_intended_ms"] = 400.0
-    assert _by_key(rows)["bounded_p99"].startswith("Best: fixed_window, P99 400 ms while rejecting 0.0% of requests")
+    assert _by_key(rows)["bounded_p99"].startswith("Best: fixed_window, P99 400 ms while rejecting 0.0% of requests "
+                                                   "(unhealthy_downstream__fixed_window__memory), its limit never reached")
 
 
 def test_only_the_questions_the_campaign_can_answer() -> None:

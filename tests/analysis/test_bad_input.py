@@ -25,6 +25,29 @@ def test_not_a_results_folder(tmp_path: Path, capsys) -> None:
     assert main(["compare", str(tmp_path), str(tmp_path / "nope")]) == 2
 
 
+def test_a_folder_without_runs_is_refused_and_nothing_written(tmp_path: Path, capsys) -> None:
+    (tmp_path / "runs").mkdir()
+    assert main(["report", str(tmp_path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"error: {tmp_path} has no runs: runs/ is empty (a campaign interrupted before its first run?)"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
+
+
+def test_runs_of_one_scenario_under_two_policies_are_refused(sim_folder: Path, copy_of, capsys) -> None:
+    root = copy_of(sim_folder)
+    info_path = root / "runs" / "boundary_burst__sliding_log__memory" / RUN_FILE  # a virtual run's run.json
+    info = json.loads(info_path.read_text())
+    info_path.write_text(json.dumps({**info, "policy": {**info["policy"], "limit": 50}}))
+    (root / "report.html").unlink(missing_ok=True)
+    assert main(["report", str(root)]) == 2
+    errors = [line for line in capsys.readouterr().err.splitlines() if not line.startswith("analysed ")]
+    assert len(errors) == 1
+    err = errors[0]
+    assert err.startswith("error: scenario boundary_burst holds runs of different policies (")
+    assert "L 50 per 60 s" in err and "L 100 per 60 s" in err
+    assert not (root / "report.html").exists()
+
+
 def test_broken_runs_are_left_out_and_named(sim_folder: Path, copy_of) -> None:
     root = copy_of(sim_folder)
     runs = root / "runs"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
+import pytest
 
 from analysis.compare import compare
-from contract.schema import CLIENT_FILE, DECISIONS_FILE
+from contract.schema import CLIENT_FILE, DECISIONS_FILE, RUN_FILE
 from harness.cli.main import main
 
 
@@ -42,3 +45,84 @@ def test_compare_flags_p99_and_over_admission(live_folder: Path, copy_of, capsys
     assert main(["compare", str(live_folder), str(live_folder)]) == 0
     assert "no regressions" in capsys.readouterr().out
     assert main(["compare", str(live_folder), str(b), "--threshold", "4"]) == 1  # over-admission still flagged
+
+
+def test_the_verdict_comes_first_then_only_what_changed_in_the_suites_units(live_folder: Path, copy_of, capsys) -> None:
+    b = copy_of(live_folder)
+    _slow_down(b / "runs" / "unhealthy_downstream__adaptive__memory", 3.0)
+    assert main(["compare", str(live_folder), str(b)]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("REGRESSIONS (1), judged by bare changes against the thresholds (one run a side)")
+    body = "\n".join(lines)
+    assert "P99 (ms)" in body and " ms" in body and "share" not in body
+    assert "fixed_window" not in body  # unchanged runs are not listed
+    assert main(["compare", str(live_folder), str(b), "--all"]) == 1
+    assert "fixed_window" in capsys.readouterr().out
+    assert main(["compare", str(live_folder), str(live_folder)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("no regressions") and "nothing changed" in out
+
+
+def test_the_comparison_fits_an_80_column_terminal(live_folder: Path, copy_of) -> None:
+    import argparse
+    import io
+
+    from rich.console import Console
+
+    from harness.cli.analyze import show_comparison
+
+    b = copy_of(live_folder)
+    _slow_down(b / "runs" / "unhealthy_downstream__adaptive__memory", 3.0)
+    _admit_all(b / "runs" / "boundary_burst__token_bucket__memory")
+    buf = io.StringIO()
+    args = argparse.Namespace(folder_a=live_folder, folder_b=b, all=True, allow_missing=False, wide=False)
+    show_comparison(compare(live_folder, b), args, Console(file=buf, width=80))
+    text = buf.getvalue()
+    assert "unhealthy_downstream" in text and max(len(line) for line in text.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("flags", [["--threshold", "nan"], ["--threshold", "inf"], ["--threshold", "-3"],
+                                   ["--tolerance", "nan"], ["--tolerance", "-0.1"], ["--tolerance", "inf"]])
+def test_a_threshold_that_cannot_judge_is_refused(live_folder: Path, capsys, flags) -> None:
+    assert main(["compare", str(live_folder), str(live_folder), *flags]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"error: {flags[0]} must be a finite") and len(err.splitlines()) == 1
+
+
+def _half_written_run_json(run: Path) -> None:
+    text = (run / RUN_FILE).read_text()
+    (run / RUN_FILE).write_text(text[: len(text) // 2])
+
+
+def _truncated_parquet(run: Path) -> None:
+    data = (run / DECISIONS_FILE).read_bytes()
+    (run / DECISIONS_FILE).write_bytes(data[: len(data) // 2])
+
+
+def _failed(run: Path) -> None:
+    info = json.loads((run / RUN_FILE).read_text())
+    (run / RUN_FILE).write_text(json.dumps({**info, "status": "failed", "error": "target died"}))
+
+
+@pytest.mark.parametrize("damage", [lambda run: shutil.rmtree(run), _half_written_run_json, _truncated_parquet, _failed])
+def test_a_run_the_candidate_lost_fails_the_gate_unless_allowed(live_folder: Path, copy_of, capsys, damage) -> None:
+    b = copy_of(live_folder)
+    damage(b / "runs" / "boundary_burst__token_bucket__memory")
+    assert main(["compare", str(live_folder), str(b)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("INCOMPLETE: 1 run(s) of A missing, unreadable or failed in B")
+    assert "missing in B: boundary_burst__token_bucket__memory" in out
+    assert main(["compare", str(live_folder), str(b), "--allow-missing"]) == 0
+    assert capsys.readouterr().out.startswith("no regressions")
+
+
+def test_with_repeats_a_change_inside_the_noise_is_no_regression() -> None:
+    from analysis.compare import _regressions
+
+    a = {"latency_p99_intended_ms": 100.0, "spread": {"latency_p99_intended_ms": [60.0, 260.0]}, "repeats": 3}
+    b = {"latency_p99_intended_ms": 210.0, "spread": {"latency_p99_intended_ms": [150.0, 300.0]}, "repeats": 3}
+    assert _regressions("r", a, b, 2.0, 0.01, repeated=True) == []  # 2.1x, but the intervals overlap
+    assert _regressions("r", a, b, 2.0, 0.01, repeated=False)  # one run a side: the bare change decides
+    b["spread"]["latency_p99_intended_ms"] = [270.0, 300.0]
+    (flagged,) = _regressions("r", a, b, 2.0, 0.01, repeated=True)
+    assert flagged == "r: P99 100.0 ms (60.0 ms-260.0 ms) -> 210.0 ms (270.0 ms-300.0 ms) (2.1x, threshold 2x) (intervals apart)"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.metrics import accuracy, admitted_envelope, class_split, over_admission, summarize
+from analysis.metrics import accuracy, admitted_envelope, basis, class_split, over_admission, peak_in_flight, summarize
+from contract.run_info import RunPolicy
 
 
 def log(rows):
@@ -47,5 +49,28 @@ def test_envelope_is_monotone_and_hits_total():
 
 def test_summary_row():
     df = log([(0.0, "a", 1, True, True, "legit"), (0.5, "a", 1, False, False, "abusive")])
-    row = summarize(df, 1, 1.0)
+    row = summarize(df, "fixed_window", RunPolicy(1, 1.0, 1), {})
     assert row["requests"] == 2 and row["rejected"] == 1 and row["over_admission"] == pytest.approx(1.0)
+
+
+def test_peak_in_flight_half_open_intervals():
+    # [0, 1) and [1, 2) never overlap; [0.5, 1.5) overlaps both: peak 2 (cost 1 each), then 3 with cost 2
+    start, end = np.array([0.0, 1.0, 0.5]), np.array([1.0, 2.0, 1.5])
+    assert peak_in_flight(start, end, np.ones(3)) == 2.0
+    assert peak_in_flight(start, end, np.array([1.0, 1.0, 2.0])) == 3.0
+    assert peak_in_flight(start, end, np.ones(3), np.array([0, 0, 1])) == 1.0  # per key: never two of one key at once
+
+
+def test_concurrency_limiters_are_measured_in_flight_not_per_key():
+    # one global key "*": 6 admitted at once would read 6x L=1 as over-admission; in flight it is 6 of bound 8
+    df = log([(0.01 * i, "*", 1, True, True, "legit") for i in range(6)])
+    policy = RunPolicy(1, 1.0, 8)
+    for algorithm in ("concurrency", "adaptive"):
+        row = basis(df, algorithm, policy, {"hold_s": 1.0})
+        assert row["over_admission"] is None
+        assert row["in_flight_peak"] == 6.0 and row["in_flight_bound"] == 8.0 and row["in_flight_ratio"] == 0.75
+    # completion times from the client log end them sooner: two at a time
+    done = np.array([0.015, 0.025, 0.035, 0.045, 0.055, 0.065])
+    assert basis(df, "concurrency", policy, {}, done)["in_flight_peak"] == 2.0
+    rate = basis(df, "fixed_window", policy, {})
+    assert rate["over_admission"] == 6.0 and rate["in_flight_ratio"] is None

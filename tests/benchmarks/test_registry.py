@@ -10,8 +10,8 @@ from harness.cli.benchmarks import BENCHMARKS
 from harness.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[2]
-HELPERS = {"targets_asgi", "targets_instructions", "raw_http"}
-"""Modules that measure for a benchmark (``targets``; ``hostile``'s raw-socket client) rather than being one."""
+HELPERS = {"targets_asgi", "targets_instructions", "raw_http", "connection_flood"}
+"""Modules that measure for a benchmark (``targets``; ``hostile``'s raw-socket client and its connection floods) rather than being one."""
 
 
 def test_every_benchmark_module_is_registered():

@@ -17,10 +17,10 @@ import pytest
 from harness.campaign.live import Campaign
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
+from harness.processes.target import running_target
 from scenarios import raw_replay
 from scenarios.live_plan import LivePlan, groups, worker_share
 from scenarios.raw_replay import RawReplay, wires
-from targets.process import running_target
 
 
 @pytest.fixture(scope="module")

@@ -217,9 +217,9 @@ def test_answers_become_decisions():
 
 
 @pytest.mark.parametrize(("param", "message"), [("clients=0", "clients must be > 0"),
-                                                  ("base_s=-0.1", "base_s must be > 0"),
-                                                  ("backoff=sometimes", "backoff must be one of"),
-                                                  ("trigger=flood", "trigger must be one of burst, outage"),
+                                                  ("base_s=-0.1", "base_s=-0.1: out of bounds, must be between 0 and 2,678,400"),
+                                                  ("backoff=sometimes", "backoff='sometimes': choose from: none, fixed"),
+                                                  ("trigger=flood", "trigger='flood': choose from: burst, outage"),
                                                   ("outage_s=0", "outage_s must be > 0"),
                                                   ("outage_s=2", "outage_s needs trigger=outage")])
 def test_out_of_range_parameters_exit_2_naming_the_parameter(param, message):
@@ -230,8 +230,8 @@ def test_out_of_range_parameters_exit_2_naming_the_parameter(param, message):
 
 
 def test_outage_parameters_out_of_range_name_the_parameter():
-    for params, message in (({"outage_at_s": "-1"}, "outage_at_s must be >= 0"),
-                            ({"outage_s": "inf"}, "outage_s must be > 0")):
+    for params, message in (({"outage_at_s": "-1"}, "outage_at_s=-1.0: out of bounds"),
+                            ({"outage_s": "inf"}, "outage_s='inf': expected a finite number")):
         with pytest.raises(ScenarioError, match=message):
             build_model("retry_storm", 10, 1.0, 1, {"trigger": "outage", **params})
 

@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from scenarios import build_model
+from scenarios.live_plan import origin_of
 
 ROOT = Path(__file__).resolve().parents[2]
 STORM_POLICY = {"limit": 100, "window_s": 1, "burst": 5}
@@ -46,6 +47,8 @@ LIBRARY_CAMPAIGN = {
     ] + [
         # a short ramp under a limit it never reaches: every bin is the line, the whole ramp is measured
         {"name": "ramp", "policy": {"limit": 1000, "window_s": 1}, "params": RAMP},
+        # the drip: each admission followed by a new request, each refusal by a retry at Retry-After
+        {"name": "adversarial_drip", "policy": {"limit": 5, "window_s": 1}, "params": {"duration_s": 3.5}},
     ],
 }
 
@@ -157,3 +160,22 @@ def test_a_ramp_live_records_its_span_and_is_binned_by_offered_rate(library):
     row = rows(library)["ramp"]
     assert (row["ramp_offered_min_rps"], row["ramp_offered_max_rps"]) == (33.0, 86.0)
     assert row["ramp_sustained_rps"] in (0.0, *planned) and row["ramp_p99_bound_ms"] == 100.0
+
+
+def test_the_drips_follow_ups_keep_their_origins_key_class_and_id(library):
+    """A follow-up the plan never had (the drip's next request) is sent with its origin's key and
+    class headers, and its id names its origin (``r<i>.<n>``): joined with the plan by
+    ``origin_of``, no follow-up is unplanned. Judged on what the target logged."""
+    run = library / "runs" / "adversarial_drip__token_bucket__memory"
+    model = build_model("adversarial_drip", 5, 1, seed=1, overrides={"duration_s": "3.5"})
+    planned = {f"r{i}": r for i, r in enumerate(model.arrivals().requests())}
+    client = pd.read_parquet(run / "client.parquet")
+    follow_ups = client.loc[client["request_id"].str.contains(".", regex=False)]
+    assert len(follow_ups) >= 2 and set(follow_ups["request_id"].map(origin_of)) <= set(planned)
+    decisions = pd.read_parquet(run / "decisions.parquet")
+    followed = decisions.loc[decisions["request_id"].isin(set(follow_ups["request_id"]))]
+    assert len(followed) == len(follow_ups)  # every follow-up reached the limiter and was logged
+    for rid, key, client_class, client_id in zip(followed["request_id"], followed["key"], followed["client_class"],
+                                                 followed["client_id"]):
+        origin = planned[origin_of(rid)]
+        assert (client_id, client_class) == (origin.client_id, origin.client_class) and origin.key in key

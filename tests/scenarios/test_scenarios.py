@@ -58,8 +58,8 @@ def test_drip_reacts_to_retry_after():
     ("name", "overrides", "message"),
     [
         ("steady", {"clients": "0"}, "clients must be > 0"),
-        ("page_load_burst", {"page_size": "-1"}, "page_size must be > 0"),
-        ("cost_mix", {"expensive_share": "2"}, "expensive_share must be in"),
+        ("page_load_burst", {"page_size": "-1"}, "page_size=-1: out of bounds, must be between 1 and 1,000"),
+        ("cost_mix", {"expensive_share": "2"}, "expensive_share=2.0: out of bounds, must be between 0 and 1"),
         ("boundary_burst", {"delta_s": "120"}, "delta_s must be shorter than the window"),
         ("steady", {"speed": "1"}, "unknown scenario parameter 'speed'"),
         ("steady", {"load": "lots"}, "expected a number"),

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from targets.process import TargetProcess, start_target
+from harness.processes.target import TargetProcess, start_target
 
 
 class Starter:

@@ -35,15 +35,15 @@ def test_admits_up_to_the_integer_part_of_the_limit_and_releases():
 
 def test_gradient2_hand_computed_sequence():
     p = Params(max_limit=20, initial_limit=10, min_limit=1, smoothing=0.5, tolerance=1.5, long_window=600, queue_size=2)
-    s = (10.0, 6.0, (0.0, 0))  # limit 10, 6 in flight (not app-limited), no samples yet
+    s = (10.0, 6.0, (0.0, 0, 0.0))  # limit 10, 6 in flight (not app-limited), no samples yet
     # 1st sample 0.1 s: long = 0.1; gradient = clamp(1.5 * 0.1 / 0.1) = 1 -> new = 10 + 2 = 12;
     # smoothed: 10 * 0.5 + 12 * 0.5 = 11
     s = observe(s, 0.0, 0.1, p)
-    assert s == (approx(11.0), 6.0, (approx(0.1), 1))
+    assert s == (approx(11.0), 6.0, (approx(0.1), 1, approx(0.1)))
     # 2nd sample 0.4 s: long = (0.1 + 0.4) / 2 = 0.25; gradient = clamp(1.5 * 0.25 / 0.4 = 0.9375)
     # new = 11 * 0.9375 + 2 = 12.3125; smoothed: 5.5 + 6.15625 = 11.65625
     s = observe(s, 0.0, 0.4, p)
-    assert s == (approx(11.65625), 6.0, (approx(0.25), 2))
+    assert s == (approx(11.65625), 6.0, (approx(0.25), 2, approx(0.5)))
     # 3rd sample 2.0 s: long = (0.25 * 2 + 2.0) / 3 = 0.8333...; gradient = clamp(0.625) = 0.625
     # new = 11.65625 * 0.625 + 2 = 9.28515625; smoothed: 5.828125 + 4.642578125 = 10.470703125
     s = observe(s, 0.0, 2.0, p)
@@ -56,7 +56,7 @@ def test_gradient2_hand_computed_sequence():
 
 def test_gradient2_clamps_the_gradient_at_one_half_and_the_limit_at_min():
     p = Params(max_limit=20, initial_limit=4, min_limit=3, smoothing=1.0, queue_size=0)
-    s = observe((4.0, 4.0, (0.01, 10)), 0.0, 10.0, p)  # after warm-up: EMA; ratio tiny -> gradient 0.5
+    s = observe((4.0, 4.0, (0.01, 10, 0.1)), 0.0, 10.0, p)  # after warm-up: EMA; ratio tiny -> gradient 0.5
     factor = 2 / 601
     assert s[2][0] == approx(0.01 * (1 - factor) + 10.0 * factor)
     assert s[0] == 3.0  # 4 * 0.5 = 2, clamped to min_limit 3
@@ -64,7 +64,7 @@ def test_gradient2_clamps_the_gradient_at_one_half_and_the_limit_at_min():
 
 def test_gradient2_decays_a_stale_long_rtt():
     p = Params(max_limit=20, initial_limit=10, smoothing=0.2)
-    s = observe((10.0, 0.0, (1.0, 10)), 0.0, 0.1, p)  # long 1.0 -> EMA -> / 0.1 > 2 -> * 0.95
+    s = observe((10.0, 0.0, (1.0, 10, 10.0)), 0.0, 0.1, p)  # long 1.0 -> EMA -> / 0.1 > 2 -> * 0.95
     factor = 2 / 601
     assert s[2][0] == approx((1.0 * (1 - factor) + 0.1 * factor) * 0.95)
     assert s[0] == 10.0  # app-limited: nothing in flight

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from targets.ports import free_port
+from harness.processes.ports import free_port
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
@@ -27,7 +27,7 @@ def listening(port: int) -> bool:
     (["--param", "capacity=-1"], "params"),
     (["--config", "/nonexistent/target.yaml"], "--config"),
     (["--limit", "5", "--cost", "reports=20"], "routes.reports.cost"),  # a cost the user set that is never admitted
-    (["--limit", "3", "--window", "1e-20"], "limit"),  # no whole q and w tell 3e20 per second
+    (["--limit", "3", "--window", "1e-20"], "params: window_s=1e-20: out of bounds, must be between 1e-09 and 1,000,000,000,000"),
     (["--max-head-bytes", "100"], "--max-head-bytes"),
     (["--head-timeout", "0"], "--head-timeout"),
     (["--keep-alive", "-1"], "--keep-alive"),
@@ -88,7 +88,7 @@ def _answers(host: str, port: int) -> bool:
 def test_host_opens_the_api_to_other_addresses_and_keeps_the_admin_on_loopback(processes, tmp_path):
     """``--host 0.0.0.0`` (load from other machines): the API answers on every address, here
     127.0.0.2; the admin port stays on 127.0.0.1 only. Without it, 127.0.0.2 reaches nothing."""
-    from targets.process import start_target
+    from harness.processes.target import start_target
 
     for host, wide in (("0.0.0.0", True), ("127.0.0.1", False)):
         port, admin = free_port(), free_port()

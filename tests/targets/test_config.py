@@ -27,7 +27,7 @@ def write(tmp_path, text: str):
     ("params: {bogus: 1}\n", "params"),
     ("colour: blue\n", "colour"),
     ("limit: 5\nroutes: {reports: {cost: 20}}\n", "routes.reports.cost"),  # a cost the user set, never admitted
-    ("window_s: 1.0e-20\n", "limit"),  # RateLimit-Policy would need w = 10^20
+    ("window_s: 1.0e-20\n", "params: window_s=1e-20: out of bounds, must be between 1e-09 and 1,000,000,000,000"),
     ("- just\n- a list\n", "--config"),
 ])
 def test_errors_name_the_field(tmp_path, text, field):
@@ -69,3 +69,9 @@ def test_default_layers():
     assert [(lim.name, lim.scope) for lim in config.layers()] == [("adaptive", "global")]
     names = [(lim.name, lim.scope) for lim in load(None, {}).layers()]
     assert names == [("per-client", "client"), ("login-ip", "ip"), ("login-account", "account")]
+
+
+def test_an_unknown_field_is_named_with_the_nearest_valid_one(tmp_path):
+    with pytest.raises(ConfigError) as err:
+        load(write(tmp_path, "algoritm: fixed_window\n"), {})
+    assert str(err.value).startswith("algoritm: unknown field (did you mean 'algorithm'?); valid: ")

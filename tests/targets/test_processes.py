@@ -14,7 +14,7 @@ import pandas as pd
 import psutil
 
 from contract import decision_file
-from targets.process import TargetProcess
+from harness.processes.target import TargetProcess
 
 LIMIT = 3
 ROUND = 20

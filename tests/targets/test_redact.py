@@ -11,7 +11,7 @@ import yaml
 
 from harness.campaign.live import RedisOptions, load_campaign
 from harness.live.runner import LiveRunner
-from targets.ports import free_port
+from harness.processes.ports import free_port
 from targets.redact import redact_url, redacted
 
 

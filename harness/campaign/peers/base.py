@@ -105,6 +105,11 @@ class Peer(ABC):
         ``policy_from_config``, keyed by the client address, its 429 without headers."""
         return PeerConfig([ConfigLimit(self.name, self.policy_from_config(text), "ip")])
 
+    def preflight(self) -> None:
+        """What it needs of this machine, checked before a campaign starts (a PeerError naming
+        what is missing): by default its binary on PATH."""
+        self.executable()
+
     def executable(self) -> str | None:
         """The peer's executable on PATH; a PeerError naming the package when it is missing."""
         if self.binary is None:

@@ -5,6 +5,13 @@ The file is parsed by crossplane (NGINX's own grammar and directive contexts, wi
 so a typo or a directive in the wrong block is named as NGINX would name it. A file without an
 ``http`` block is read as one included into ``http`` (``conf.d/*.conf``, ``sites-enabled/*``).
 What validate cannot model is refused naming its line, never guessed.
+
+``include`` is followed (``with_includes``) as NGINX does: a relative path or glob is resolved
+against the directory of the file validate was given (NGINX resolves it against its conf prefix,
+the directory of the main nginx.conf, not the including file: validate takes the given file as
+that main file), a glob may match nothing, an explicit file that is missing or a cycle of includes
+is refused in one line (``nginx -t`` fails both). The included statements take the include's place,
+so limits defined in an included file are found; line numbers then count in that combined text.
 """
 
 from __future__ import annotations
@@ -49,6 +56,40 @@ class NginxFile:
 
     def build(self, stmts: list[Stmt], indent: int) -> str:
         return "\n".join(" " * indent + line for line in crossplane.build(stmts, indent=4).splitlines())
+
+
+_INCLUDE = re.compile(r"(?<![\w$])include\s")
+
+
+def with_includes(text: str, path: Path) -> str:
+    """``text`` (the file at ``path``) with every ``include`` replaced by the statements it names;
+    unchanged when it includes nothing. A PeerError names a missing file or a cycle."""
+    if not _INCLUDE.search(text):
+        return text
+    where = str(path.resolve())
+    # context checks wait for parse(), which reads the combined text in its http block
+    payload = crossplane.parse(where, catch_errors=True, check_ctx=False, check_args=False)
+    if payload["errors"]:
+        error = payload["errors"][0]
+        raise PeerError(f"{error['file']}: line {error['line']}: {error['error'].split(' in ' + error['file'])[0]}")
+    _refuse_cycles(payload["config"])
+    combined = crossplane.parse(where, catch_errors=True, check_ctx=False, check_args=False, combine=True)
+    return crossplane.build(combined["config"][0]["parsed"])
+
+
+def _refuse_cycles(configs: list[dict[str, Any]]) -> None:
+    """crossplane parses each file once, so a file that includes itself (or an ancestor) would
+    only loop when the includes are inlined; NGINX refuses it."""
+    edges = {i: [j for s, _ in _walk(c["parsed"]) for j in s.get("includes", [])] for i, c in enumerate(configs)}
+
+    def visit(trail: tuple[int, ...]) -> None:
+        for j in edges[trail[-1]]:
+            if j in trail:
+                cycle = [configs[k]["file"] for k in (*trail[trail.index(j):], j)]
+                raise PeerError(f"include cycle: {' -> '.join(cycle)}")
+            visit((*trail, j))
+
+    visit((0,))
 
 
 def parse(text: str) -> list[Stmt]:

@@ -82,8 +82,8 @@ class UrlPeer(Peer):
         if self.entry.claims:
             self.model(policy)
 
-    def reachable(self) -> None:
-        """Any HTTP answer will do; no answer is a PeerError naming the URL."""
+    def preflight(self) -> None:
+        """It answers: any HTTP answer will do; no answer is a PeerError naming the URL."""
         try:
             reach(self.url)
         except httpx.HTTPError as exc:

@@ -1,22 +1,40 @@
 """The peer targets of live runs, one module each (``base.py`` says what each does), by the
-name a campaign lists them under."""
+name a campaign lists them under; a peer built from a campaign entry (a url peer) by its system."""
 
 from __future__ import annotations
 
-from harness.campaign.peers import peer
+from collections.abc import Callable
 
-from .base import LivePeer
+from harness.campaign.peers import Peer, PeerError, peer
+from harness.campaign.peers.url import SYSTEM as URL_SYSTEM
+
+from .base import LivePeer, ProcessPeer
 from .haproxy import HaproxyPeer
 from .nginx import NginxPeer, NginxProblemPeer, NginxRealIpPeer
 from .slowapi import SLOWAPI_LIVE
+from .url import UrlLivePeer
 
-LIVE_PEERS: dict[str, LivePeer] = {p.spec.name: p for p in (NginxPeer(), NginxProblemPeer(), NginxRealIpPeer(), HaproxyPeer(),
-                                                            *SLOWAPI_LIVE)}
+LIVE_PEERS: dict[str, ProcessPeer] = {p.spec.name: p for p in (NginxPeer(), NginxProblemPeer(), NginxRealIpPeer(),
+                                                               HaproxyPeer(), *SLOWAPI_LIVE)}
+LIVE_KINDS: dict[str, Callable[..., LivePeer]] = {URL_SYSTEM: UrlLivePeer}
+"""The live side of a peer a campaign entry describes (``{name, url}``), by its ``system``."""
 
-__all__ = ["LIVE_PEERS", "LivePeer", "live_peer"]
+__all__ = ["LIVE_KINDS", "LIVE_PEERS", "LivePeer", "ProcessPeer", "live_peer"]
 
 
-def live_peer(name: str) -> LivePeer:
-    """The live side of peer ``name`` (a PeerError naming the known ones when unknown)."""
+def live_peer(name: str | Peer) -> LivePeer:
+    """The live side of a peer: by its registered name (a PeerError naming the known ones when
+    unknown), or from its campaign side (a url peer of the campaign's)."""
+    if isinstance(name, Peer):
+        return LIVE_PEERS.get(name.name) or LIVE_KINDS[name.system](name)
+    if name in LIVE_KINDS:
+        raise PeerError(f"peer {name}: an endpoint of yours is named in the campaign with its URL "
+                        "({name: ..., url: ...}), not by its kind")
+    peer(name)
+    return LIVE_PEERS[name]
+
+
+def process_peer(name: str) -> ProcessPeer:
+    """A peer the suite starts, by name (a PeerError naming the known ones when unknown)."""
     peer(name)
     return LIVE_PEERS[name]

@@ -1,30 +1,47 @@
-"""What every peer target does in a live run: write its config from the run's policy, start as a
-registered child of the run in front of the run's downstream, and give back its own records as
-the suite's decision log (DECISION_SCHEMA), so the same metric code judges it.
+"""What every peer target is in a live run: a side under test (harness/live/sides/base.py) made
+from its campaign side (``spec``), asked after the load what it tells a client it refuses.
+
+A peer the suite starts (``ProcessPeer``: nginx, haproxy, slowapi) writes its config from the
+run's policy, starts as a registered child of the run in front of the run's ``none`` downstream
+and gives back its own records as the suite's decision log (DECISION_SCHEMA), so the same metric
+code judges it (``PeerSide``). An endpoint the user runs is a peer too (``url.py``): nothing
+started, its decisions inferred from the client log.
 
 One module per peer beside this one, registered in ``__init__.py`` under the campaign-side
-name (``harness/campaign/peers/``).
+name (``harness/campaign/peers/``), or by its ``system`` for a peer built from a campaign entry.
 """
 
 from __future__ import annotations
 
+import os
 from abc import ABC, abstractmethod
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pyarrow as pa
 
 from contract.atomic import write_text
-from contract.schema import DECISION_SCHEMA
+from contract.folder import write_parquet
+from contract.schema import DECISION_SCHEMA, DECISIONS_FILE
 from harness.campaign.peers import Peer, PeerError
+from harness.processes.ports import free_ports
+from harness.processes.target import TargetProcess
+from scenarios.live_plan import LivePlan
 from targets.algorithms import Policy
-from targets.process import TargetProcess
 
+from ..config import node_configs, peer_downstream_config
+from ..logs import gather_client
+from ..sides.base import Side, SideSetup
 from ..supervise import Processes
+from .response import refusal, without_probe
 
 UNKNOWN_TO_PEERS = {"cost": 1.0, "remaining": None, "retry_after_s": None, "decision_us": None, "delay_s": 0.0,
                     "ideal_allowed": None, "adaptive_limit": None}
 """What a peer's log does not tell: it counts requests (cost 1) and keeps no tokens, retry time,
 decision latency or queueing delay."""
+REFUSAL_MARGIN = 50
+"""Requests beyond twice the burst the refusal probe may send (refill while it sends)."""
 
 
 def peer_decisions(rows: list[dict]) -> pa.Table:
@@ -39,10 +56,43 @@ def peer_decisions(rows: list[dict]) -> pa.Table:
 
 
 class LivePeer(ABC):
-    """One peer target, as a live run drives it."""
+    """One peer target, as a live run drives it: the side under test of its runs."""
 
     spec: Peer
     """Its campaign side: name, binary, the policy it can express, its model."""
+
+    @property
+    def refused(self) -> frozenset[int]:
+        """The statuses that mean "refused by the limiter" (429)."""
+        return frozenset({429})
+
+    @abstractmethod
+    def side(self, setup: SideSetup) -> Side:
+        """The side under test of one run of this peer."""
+
+    def response_fix(self, policy: Policy) -> str | None:
+        """The config lines that make its 429 say when to retry (problem details, Retry-After,
+        no-store), shown where a run finds it does not; None when it already does (or its config
+        is not the suite's to fix)."""
+        return None
+
+    def from_config(self, text: str) -> ProcessPeer:
+        """This peer running a user's own config file (``validate --live``)."""
+        raise PeerError(f"peer {self.spec.name}: validate --live cannot run a {self.spec.system} config file yet")
+
+    def response(self, url: str, policy: Policy) -> dict[str, Any]:
+        """run.json's ``response``: its refusal as a client reads it at ``url`` after a run's load,
+        and the config lines that fix what it does not say (the report shows them)."""
+        try:
+            found = refusal(url, int(2 * policy.effective_burst) + REFUSAL_MARGIN, refused=self.refused)
+        except httpx.HTTPError as exc:
+            return {"error": f"the refusal could not be read: {exc!r}"}
+        return found.report(self.response_fix(policy), self.refused)
+
+
+class ProcessPeer(LivePeer):
+    """A peer the suite starts: its config file, its command, its records read back."""
+
     config_file: str
     """Its config, written in the run folder beside the downstream's target.yaml."""
     error_log: str | None = None
@@ -66,14 +116,8 @@ class LivePeer(ABC):
     def decisions(self, logs: Path, *, store: str) -> pa.Table:
         """Its records of the run (under ``logs``) as DECISION_SCHEMA rows in decision-time order."""
 
-    def response_fix(self, policy: Policy) -> str | None:
-        """The config lines that make its 429 say when to retry (problem details, Retry-After,
-        no-store), shown where a run finds it does not; None when it already does."""
-        return None
-
-    def from_config(self, text: str) -> LivePeer:
-        """This peer running a user's own config file (``validate --live``)."""
-        raise PeerError(f"peer {self.spec.name}: validate --live cannot run a {self.spec.system} config file yet")
+    def side(self, setup: SideSetup) -> Side:
+        return PeerSide(self, setup)
 
     def start(self, processes: Processes, policy: Policy, *, port: int, downstream_port: int,
               run_dir: Path, env: dict[str, str] | None = None) -> TargetProcess:
@@ -85,3 +129,43 @@ class LivePeer(ABC):
         logs = run_dir / "logs"
         return processes.start_peer(self.spec.name, self.command(self.spec.executable(), conf, run_dir), port,
                                     logs / self.output, logs / (self.error_log or self.output), env)
+
+
+class PeerSide(Side):
+    """A started peer in front of a suite target with the ``none`` algorithm (the downstream):
+    the load goes to the peer, its own records are the run's decisions."""
+
+    def __init__(self, live: ProcessPeer, setup: SideSetup) -> None:
+        super().__init__(setup)
+        self.live = live
+        self.start_s = live.spec.start_s
+        self.downstream_port, self.downstream_admin, self.port = free_ports(3)
+        self.configs: list[Path] = []
+
+    def hosts(self) -> list[str]:
+        return [f"http://127.0.0.1:{self.port}"]
+
+    def configure(self, start_at: float) -> None:
+        setup = self.setup
+        config = peer_downstream_config(setup.run, setup.campaign, start_at, setup.run_dir)
+        self.configs = node_configs(config, setup.run.nodes, [self.downstream_admin], setup.run_dir)
+
+    def start(self) -> list[tuple[str, TargetProcess]]:
+        setup, run = self.setup, self.setup.run
+        downstream = setup.processes.start_targets(self.configs, [self.downstream_port], [self.downstream_admin],
+                                                   setup.logs, None)[0]
+        self.started = [downstream]
+        env = {**os.environ, "REDIS_URL": setup.redis_url()} if self.live.spec.uses_redis else None
+        peer = self.live.start(setup.processes, run.policy, port=self.port, downstream_port=self.downstream_port,
+                               run_dir=setup.run_dir, env=env)
+        self.started = [peer, downstream]
+        return [("target:downstream", downstream), ("target:node-1", peer)]
+
+    def response(self) -> dict[str, Any] | None:
+        return self.live.response(self.hosts()[0], self.setup.run.policy)
+
+    def results(self, plan: LivePlan) -> dict[str, Any]:
+        """Its decisions from its own records (the refusal probe's requests left out)."""
+        run = self.setup.run
+        write_parquet(self.setup.run_dir / DECISIONS_FILE, without_probe(self.live.decisions(self.setup.logs, store=run.store)))
+        return gather_client(self.setup.run_dir, plan)

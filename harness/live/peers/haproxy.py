@@ -23,7 +23,7 @@ from harness.campaign.peers import PEERS
 from harness.campaign.peers.haproxy import HaproxyLimit, haproxy_limit
 from targets.algorithms import Policy
 
-from .base import LivePeer, peer_decisions
+from .base import ProcessPeer, peer_decisions
 
 HAPROXY_CFG = "haproxy.cfg"
 """Beside target.yaml (the downstream's config) in the run folder."""
@@ -100,7 +100,7 @@ def log_decisions(path: Path, *, store: str) -> pa.Table:
     return peer_decisions(rows)
 
 
-class HaproxyPeer(LivePeer):
+class HaproxyPeer(ProcessPeer):
     spec = PEERS["haproxy"]
     config_file = HAPROXY_CFG
 

@@ -24,7 +24,7 @@ from harness.campaign.peers.nginx import NginxLimit, nginx_limit
 from harness.campaign.peers.nginx_config import NginxFile, read_nginx
 from targets.algorithms import Policy
 
-from .base import LivePeer, peer_decisions
+from .base import ProcessPeer, peer_decisions
 
 NGINX_CONF = "nginx.conf"
 """Beside target.yaml (the downstream's config) in the run folder."""
@@ -151,7 +151,7 @@ REAL_IP = "set_real_ip_from 127.0.0.1;\n            real_ip_header X-Forwarded-F
 """The load generator is the one trusted proxy (127.0.0.1): the key is the address it wrote."""
 
 
-class NginxPeer(LivePeer):
+class NginxPeer(ProcessPeer):
     spec = PEERS["nginx"]
     config_file = NGINX_CONF
     error_log = ERROR_LOG
@@ -177,7 +177,7 @@ class NginxPeer(LivePeer):
         named = textwrap.dedent(problem_location(retry_after_s(nginx_limit(policy))))
         return f"{PROBLEM_ERROR_PAGE}   # in the location of limit_req\n{named}   # in its server\n"
 
-    def from_config(self, text: str) -> LivePeer:
+    def from_config(self, text: str) -> ProcessPeer:
         return NginxFilePeer(read_nginx(text))
 
 

@@ -59,6 +59,10 @@ class Refusal:
     def findings(self, refused: frozenset[int] = frozenset({429})) -> list[str]:
         """What a client is not told, one phrase each; empty when the refusal says it all."""
         if self.status is None:
+            errors = sorted({s for s in self.statuses if s >= 500})
+            if self.statuses and len(errors) and all(s >= 500 for s in self.statuses):
+                return [f"every one of its {len(self.statuses)} answers was an error ({', '.join(map(str, errors))}): "
+                        "the endpoint fails, so whether it limits could not be read"]
             return [f"no refusal within {len(self.statuses)} sequential requests at one key: its 429 could not be read"]
         out = []
         if self.status != 429:

@@ -16,7 +16,7 @@ from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers.slowapi import SLOWAPI_PEERS, Slowapi, limit_string
 from targets.algorithms import Policy
 
-from .base import LivePeer
+from .base import ProcessPeer
 
 CONFIG = "slowapi.json"
 """Beside target.yaml (the downstream's config) in the run folder."""
@@ -24,7 +24,7 @@ DECISION_LOG = "slowapi-decisions.parquet"
 """Under logs/; the runner makes it the run's decisions.parquet."""
 
 
-class SlowapiPeer(LivePeer):
+class SlowapiPeer(ProcessPeer):
     config_file = CONFIG
 
     def __init__(self, spec: Slowapi) -> None:

@@ -9,16 +9,16 @@ from pathlib import Path
 
 from contract.atomic import write_text
 from harness.campaign.peers import model_policy
+from harness.processes.ports import free_ports
 from targets.algorithms import Policy, build_params, get_algorithm
-from targets.ports import free_ports
 
 from ..supervise import Processes
-from . import LivePeer, live_peer
+from . import ProcessPeer, process_peer
 
 
 @contextmanager
 def peer_before_none(name: str, policy: Policy, folder: Path, env: dict[str, str] | None = None,
-                     live: LivePeer | None = None) -> Iterator[tuple[str, Path]]:
+                     live: ProcessPeer | None = None) -> Iterator[tuple[str, Path]]:
     """Peer ``name`` (or ``live``: one running a user's file) limiting by ``policy`` in front of a
     ``none`` target; yields (its URL, the logs folder); both stopped on exit. ``env``: the peer's
     (REDIS_URL for a Redis-backed one)."""
@@ -32,7 +32,7 @@ def peer_before_none(name: str, policy: Policy, folder: Path, env: dict[str, str
                        "downstream: {service_time: {median_ms: 1.0, sigma: 0}}\n")
     try:
         processes.start_targets([config], [down_port], [down_admin], logs, None)
-        yield (live or live_peer(name)).start(processes, policy, port=port, downstream_port=down_port, run_dir=folder,
+        yield (live or process_peer(name)).start(processes, policy, port=port, downstream_port=down_port, run_dir=folder,
                                               env=env).url, logs
     finally:
         processes.stop_all()

@@ -1,4 +1,5 @@
-"""A url peer's run (harness/campaign/peers/url.py): nothing started, nothing of its own read.
+"""A url peer's run (harness/campaign/peers/url.py): a ``LivePeer`` whose side starts nothing and
+reads nothing of its own.
 Its decisions are inferred from the client log, joined with the plan by request id: a status the
 user named as a refusal (429 by default) is a rejection, the time is the client's send time and
 every row says ``source: client``. The uncertainty of that time is the request's round trip
@@ -11,12 +12,19 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
+from contract.folder import write_parquet
+from contract.schema import CLIENT_FILE, DECIDED_BY_CLIENT, DECISIONS_FILE
 from harness.campaign.peers.url import UrlPeer
+from harness.processes.target import TargetProcess
 from scenarios.base import Arrivals
+from scenarios.live_plan import LivePlan
 
+from ..logs import gather_client
 from ..measures import pct_ms
-from .base import peer_decisions
+from ..sides.base import Side, SideSetup
+from .base import LivePeer, peer_decisions
 
 UNPLANNED = "unplanned"
 """The key of a follow-up a closed-loop model made up during the run (not in the plan)."""
@@ -50,3 +58,43 @@ def round_trip_ms(client: pa.Table) -> dict[str, Any]:
     df = client.to_pandas()
     rt = (df["done_t"] - df["sent_t"])[df["status"] > 0].to_numpy(dtype=np.float64)
     return {name: pct_ms(rt, q) for name, q in (("p50", 50), ("p99", 99), ("max", 100))}
+
+
+class UrlLivePeer(LivePeer):
+    """An endpoint the user runs, as a run's side: built from its campaign entry (``spec``)."""
+
+    def __init__(self, spec: UrlPeer) -> None:
+        self.spec: UrlPeer = spec
+
+    @property
+    def refused(self) -> frozenset[int]:
+        return frozenset(self.spec.entry.reject_status)
+
+    def side(self, setup: SideSetup) -> Side:
+        return UrlSide(self, setup)
+
+
+class UrlSide(Side):
+    """The load goes to the user's URL; its decisions come from the client log, uncertain by
+    each request's round trip (it keeps no arrival times for us: no landing measures)."""
+
+    def __init__(self, live: UrlLivePeer, setup: SideSetup) -> None:
+        super().__init__(setup)
+        self.live = live
+
+    def hosts(self) -> list[str]:
+        return [self.live.spec.url]
+
+    def start(self) -> list[tuple[str, TargetProcess]]:
+        return []
+
+    def response(self) -> dict[str, Any] | None:
+        """Its refusal; no fix offered: its config is the user's."""
+        return self.live.response(self.live.spec.url, self.setup.run.policy)
+
+    def results(self, plan: LivePlan) -> dict[str, Any]:
+        run_dir = self.setup.run_dir
+        measured = gather_client(run_dir, plan, landing=False)
+        client = pq.read_table(run_dir / CLIENT_FILE)
+        write_parquet(run_dir / DECISIONS_FILE, client_decisions(client, plan.arrivals(), self.live.spec))
+        return {**measured, "decided_from": DECIDED_BY_CLIENT, "round_trip_ms": round_trip_ms(client)}

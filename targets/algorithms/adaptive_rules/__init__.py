@@ -12,4 +12,7 @@ from .windowed import windowed
 
 RULES: dict[str, Rule] = {r.name: r for r in (GRADIENT2, AIMD, VEGAS, ENVOY, SENTINEL_BBR, SENTINEL_CPU, GOZERO)}
 
-__all__ = ["RULES", "Reading", "Rule", "windowed"]
+WINDOWABLE = ("gradient2", "aimd", "vegas")
+"""The rules ``WindowedLimit`` wraps in its source (Netflix's ``Limit``s)."""
+
+__all__ = ["RULES", "WINDOWABLE", "Reading", "Rule", "windowed"]

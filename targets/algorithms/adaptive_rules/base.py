@@ -25,7 +25,8 @@ class Reading(NamedTuple):
     """One sample of the protected process's health, pushed in from outside the pure core.
 
     Live: the target samples its own process off the hot path (psutil) and the host's load
-    average. Virtual: the model passes its CPU. The core never reads a clock or the OS."""
+    average. Virtual time: the simulator feeds its model's CPU through it
+    (harness/sim/simulator.py). The core never reads a clock or the OS."""
 
     cpu: float
     """CPU used by the target process, as a fraction of one core (0.9 = 90%)."""
@@ -47,8 +48,7 @@ def keep(limit: float, memo: Memo, *_: Any) -> tuple[float, Memo]:
 @dataclass(frozen=True)
 class Rule:
     name: str
-    source: str
-    """Where the behaviour comes from (project, file), for docs and the ``list`` output."""
+    """The ``rule`` parameter's value (each module's docstring cites its source)."""
     fresh: Callable[[Params], tuple[float, Memo]]
     """The starting limit and memo."""
     sample: Callable[[float, float, Memo, float, float, Params], tuple[float, Memo]]
@@ -65,10 +65,26 @@ class Rule:
     """``released(limit, memo, in_flight_after, p)``: a request left (go-zero's average flying)."""
     reads: bool = False
     """The rule needs readings: the live target samples CPU for it."""
+    samples_failures: bool = True
+    """A failed response (503) is still a latency sample. go-zero's shedding handler calls
+    ``promise.Fail()`` on a 503: no pass, no RT (the slot is still given back)."""
 
 
 def refuse(rule: str, field: str, value: Any, need: str) -> PolicyError:
     return PolicyError(f"adaptive rule {rule}: {field}={value!r} out of its domain; need {need}")
+
+
+def require_at_least(rule: str, p: Params, name: str, low: float, *, strict: bool = False) -> None:
+    """Refuse ``p.<name>`` unless finite and >= ``low`` (> ``low`` when ``strict``)."""
+    value = getattr(p, name)
+    if not (math.isfinite(value) and (value > low if strict else value >= low)):
+        raise refuse(rule, name, value, f"{name} {'>' if strict else '>='} {low:g}")
+
+
+def require_cpu_threshold(rule: str, p: Params) -> None:
+    """The rules that read CPU: a threshold strictly between idle and a full core."""
+    if not 0 < p.cpu_threshold < 1:
+        raise refuse(rule, "cpu_threshold", p.cpu_threshold, "0 < cpu_threshold < 1")
 
 
 def clamp(value: float, low: float, high: float) -> float:

@@ -21,27 +21,32 @@ from __future__ import annotations
 
 import math
 
-from .base import Memo, Params, Rule, refuse, seeded_uniform
+from .base import Memo, Params, Rule, refuse, require_at_least, seeded_uniform
 
-# memo: (min_rtt, samples, next_update, next_min_rtt, measuring, deferred, epoch, at_min, draws)
-MIN_RTT, SAMPLES, NEXT_UPDATE, NEXT_MIN_RTT, MEASURING, DEFERRED, EPOCH, AT_MIN, DRAWS = range(9)
+# memo: (min_rtt, samples, next_update, next_min_rtt, measuring, deferred, epoch, at_min, draws, count);
+# samples: a cons list ``(rtt, older)`` (``()`` empty), so a completion adds one in O(1), not a tuple copy
+MIN_RTT, SAMPLES, NEXT_UPDATE, NEXT_MIN_RTT, MEASURING, DEFERRED, EPOCH, AT_MIN, DRAWS, COUNT = range(10)
 AT_MIN_REMEASURE = 5
 
 
-def percentile(samples: tuple[float, ...], q: float) -> float:
-    """Nearest rank: the smallest sample with at least q% of the samples at or below it."""
-    ordered = sorted(samples)
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+def percentile(samples: tuple, q: float) -> float:
+    """Nearest rank over a cons list of samples: the smallest with at least q% at or below it."""
+    flat = []
+    while samples:
+        flat.append(samples[0])
+        samples = samples[1]
+    flat.sort()
+    return flat[max(0, math.ceil(q / 100 * len(flat)) - 1)]
 
 
 def _fresh(p: Params) -> tuple[float, Memo]:
     low = float(p.envoy_min_concurrency)
-    return low, (0.0, (), 0.0, math.inf, True, low, -math.inf, 0, 0)
+    return low, (0.0, (), 0.0, math.inf, True, low, -math.inf, 0, 0, 0)
 
 
 def _enter_measurement(limit: float, memo: Memo, at: float, p: Params) -> tuple[float, Memo]:
     m = list(memo)
-    m[MEASURING], m[DEFERRED], m[SAMPLES], m[EPOCH], m[AT_MIN] = True, limit, (), at, 0
+    m[MEASURING], m[DEFERRED], m[SAMPLES], m[COUNT], m[EPOCH], m[AT_MIN] = True, limit, (), 0, at, 0
     return float(p.envoy_min_concurrency), tuple(m)
 
 
@@ -54,15 +59,15 @@ def _new_limit(limit: float, sample_rtt: float, min_rtt: float, p: Params) -> fl
 def _tick(limit: float, memo: Memo, now: float, p: Params) -> tuple[float, Memo]:
     """Fire the timers due at ``now``: the update of the sample window, then the periodic (or
     forced) minRTT measurement."""
-    if memo[MEASURING]:
-        return limit, memo
+    if memo[MEASURING] or (now < memo[NEXT_UPDATE] and now < memo[NEXT_MIN_RTT]):
+        return limit, memo  # no timer due: the common case, no copy
     m = list(memo)
     if now >= m[NEXT_UPDATE]:
         if m[SAMPLES]:
             new = _new_limit(limit, percentile(m[SAMPLES], p.envoy_percentile), m[MIN_RTT], p)
             low = p.envoy_min_concurrency
             m[AT_MIN] = m[AT_MIN] + 1 if limit == low and new == low else 0
-            limit, m[SAMPLES] = new, ()
+            limit, m[SAMPLES], m[COUNT] = new, (), 0
         due = m[NEXT_UPDATE]
         m[NEXT_UPDATE] = due + p.envoy_interval_s * (math.floor((now - due) / p.envoy_interval_s) + 1)
         if m[AT_MIN] >= AT_MIN_REMEASURE:
@@ -78,14 +83,14 @@ def _sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: float
     if now - rtt_s < memo[EPOCH]:
         return limit, memo  # started before the measurement: not a minimum-concurrency latency
     m = list(memo)
-    m[SAMPLES] = (*m[SAMPLES], rtt_s)
-    if m[MEASURING] and len(m[SAMPLES]) >= p.envoy_request_count:
+    m[SAMPLES], m[COUNT] = (rtt_s, m[SAMPLES]), m[COUNT] + 1
+    if m[MEASURING] and m[COUNT] >= p.envoy_request_count:
         m[MIN_RTT], limit = percentile(m[SAMPLES], p.envoy_percentile), m[DEFERRED]
         m[DRAWS] += 1
         jitter = p.envoy_min_rtt_interval_s * p.envoy_jitter * seeded_uniform(p.seed, m[DRAWS])
         m[NEXT_MIN_RTT] = now + p.envoy_min_rtt_interval_s + jitter
         m[NEXT_UPDATE] = now + p.envoy_interval_s
-        m[MEASURING], m[SAMPLES] = False, ()
+        m[MEASURING], m[SAMPLES], m[COUNT] = False, (), 0
     return limit, tuple(m)
 
 
@@ -99,9 +104,7 @@ def _check(p: Params) -> None:
     if not 0 < p.envoy_percentile < 100:
         raise refuse("envoy", "envoy_percentile", p.envoy_percentile, "0 < envoy_percentile < 100")
     for name in ("envoy_interval_s", "envoy_min_rtt_interval_s"):
-        value = getattr(p, name)
-        if not (math.isfinite(value) and value > 0):
-            raise refuse("envoy", name, value, f"{name} > 0")
+        require_at_least("envoy", p, name, 0, strict=True)
     if p.envoy_request_count < 1:
         raise refuse("envoy", "envoy_request_count", p.envoy_request_count, "envoy_request_count >= 1")
     if not 1 <= p.envoy_min_concurrency <= p.max_limit:
@@ -109,8 +112,7 @@ def _check(p: Params) -> None:
                      f"1 <= envoy_min_concurrency <= max_limit ({p.max_limit})")
     if not 0 <= p.envoy_jitter <= 1:
         raise refuse("envoy", "envoy_jitter", p.envoy_jitter, "0 <= envoy_jitter <= 1")
-    if not (math.isfinite(p.envoy_buffer) and p.envoy_buffer >= 0):
-        raise refuse("envoy", "envoy_buffer", p.envoy_buffer, "envoy_buffer >= 0")
+    require_at_least("envoy", p, "envoy_buffer", 0)
 
 
-ENVOY = Rule("envoy", "Envoy adaptive_concurrency gradient_controller.cc", _fresh, _sample, _check, admit=_admit)
+ENVOY = Rule("envoy", _fresh, _sample, _check, admit=_admit)

@@ -16,7 +16,18 @@ from __future__ import annotations
 
 import math
 
-from .base import Memo, Params, Reading, Rule, add_to_bucket, buckets_within, clamp, refuse
+from .base import (
+    Memo,
+    Params,
+    Reading,
+    Rule,
+    add_to_bucket,
+    buckets_within,
+    clamp,
+    refuse,
+    require_at_least,
+    require_cpu_threshold,
+)
 
 FLYING_BETA = 0.9
 DEFAULT_MIN_RT_MS = 1000.0
@@ -50,7 +61,8 @@ def max_flight(memo: Memo, now: float, p: Params) -> float:
     bucket_s = _bucket_s(p)
     window = buckets_within(memo[0], now, bucket_s, p.gozero_buckets - 1, 1)
     max_pass = max((b[1] for b in window), default=1)
-    min_rt = min((round(b[2] / b[3]) for b in window if b[3] > 0), default=DEFAULT_MIN_RT_MS)
+    # Go's math.Round rounds half away from zero (Python's round() to even): RTs are positive
+    min_rt = min((math.floor(b[2] / b[3] + 0.5) for b in window if b[3] > 0), default=DEFAULT_MIN_RT_MS)
     return max(1.0, max(1, max_pass) * min_rt / (bucket_s * 1000.0))
 
 
@@ -83,15 +95,12 @@ def _released(limit: float, memo: Memo, in_flight: float, p: Params) -> tuple[fl
 
 
 def _check(p: Params) -> None:
-    if not 0 < p.cpu_threshold < 1:
-        raise refuse("gozero", "cpu_threshold", p.cpu_threshold, "0 < cpu_threshold < 1")
-    if not (math.isfinite(p.gozero_window_s) and p.gozero_window_s > 0):
-        raise refuse("gozero", "gozero_window_s", p.gozero_window_s, "gozero_window_s > 0")
+    require_cpu_threshold("gozero", p)
+    require_at_least("gozero", p, "gozero_window_s", 0, strict=True)
     if p.gozero_buckets < 2:
         raise refuse("gozero", "gozero_buckets", p.gozero_buckets, "gozero_buckets >= 2 (the current one is left out)")
-    if not (math.isfinite(p.gozero_cool_off_s) and p.gozero_cool_off_s >= 0):
-        raise refuse("gozero", "gozero_cool_off_s", p.gozero_cool_off_s, "gozero_cool_off_s >= 0")
+    require_at_least("gozero", p, "gozero_cool_off_s", 0)
 
 
-GOZERO = Rule("gozero", "go-zero core/load/adaptiveshedder.go", _fresh, _sample, _check, admit=_admit,
-              read=_read, released=_released, reads=True)
+GOZERO = Rule("gozero", _fresh, _sample, _check, admit=_admit,
+              read=_read, released=_released, reads=True, samples_failures=False)

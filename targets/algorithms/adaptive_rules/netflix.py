@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Memo, Params, Rule, clamp, log10_root, refuse, seeded_uniform
+from .base import Memo, Params, Rule, clamp, log10_root, refuse, require_at_least, seeded_uniform
 
 WARMUP_SAMPLES = 10
 """Gradient2's long RTT (``ExpAvgMeasurement(longWindow, 10)``): a plain average of the first 10."""
@@ -19,7 +19,7 @@ MIN_RTT_S = 1e-6
 
 
 def _gradient2_fresh(p: Params) -> tuple[float, Memo]:
-    return p.initial_limit, (0.0, 0)
+    return p.initial_limit, (0.0, 0, 0.0)  # (long RTT, samples, their sum while warming up)
 
 
 def _gradient2_sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: float,
@@ -30,16 +30,19 @@ def _gradient2_sample(limit: float, in_flight: float, memo: Memo, now: float, rt
     long RTT is over twice the sample it is decayed by 5% for the NEXT samples (this one still
     uses the undecayed value, as the source does); no change while app-limited
     (in flight < limit / 2). Defaults as the source: smoothing 0.2, tolerance 1.5, window 600,
-    queue 4 (its min 20 / max 200 / initial 20 come from the policy here)."""
-    long_rtt, samples = memo
+    queue 4 (its min 20 / max 200 / initial 20 come from the policy here). While warming up,
+    ``ExpAvgMeasurement`` averages its own running ``sum``: a decay changes only the value, and
+    the next warm-up sample overwrites it."""
+    long_rtt, samples, total = memo
     rtt = max(rtt_s, MIN_RTT_S)
     if samples < WARMUP_SAMPLES:
-        long_rtt = (long_rtt * samples + rtt) / (samples + 1)
+        total += rtt
+        long_rtt = total / (samples + 1)
     else:
         factor = 2.0 / (p.long_window + 1)
         long_rtt = long_rtt * (1.0 - factor) + rtt * factor
     stored = long_rtt * 0.95 if long_rtt / rtt > 2.0 else long_rtt
-    memo = (stored, samples + 1)
+    memo = (stored, samples + 1, total)
     if in_flight < limit / 2:
         return limit, memo
     gradient = clamp(p.tolerance * long_rtt / rtt, 0.5, 1.0)
@@ -54,8 +57,7 @@ def _gradient2_check(p: Params) -> None:
         raise refuse("gradient2", "tolerance", p.tolerance, "tolerance >= 1 (Gradient2Limit's check)")
     if p.long_window < 1:
         raise refuse("gradient2", "long_window", p.long_window, "long_window >= 1")
-    if not (math.isfinite(p.queue_size) and p.queue_size >= 0):
-        raise refuse("gradient2", "queue_size", p.queue_size, "queue_size >= 0")
+    require_at_least("gradient2", p, "queue_size", 0)
 
 
 def _aimd_fresh(p: Params) -> tuple[float, Memo]:
@@ -78,8 +80,7 @@ def _aimd_sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: 
 def _aimd_check(p: Params) -> None:
     if not 0.5 <= p.backoff_ratio < 1:
         raise refuse("aimd", "backoff_ratio", p.backoff_ratio, "0.5 <= backoff_ratio < 1 (AIMDLimit's check)")
-    if not (math.isfinite(p.increase) and p.increase >= 0):
-        raise refuse("aimd", "increase", p.increase, "increase >= 0")
+    require_at_least("aimd", p, "increase", 0)
 
 
 def _vegas_fresh(p: Params) -> tuple[float, Memo]:
@@ -127,7 +128,6 @@ def _vegas_check(p: Params) -> None:
         raise refuse("vegas", "vegas_probe_multiplier", p.vegas_probe_multiplier, "vegas_probe_multiplier > 0")
 
 
-GRADIENT2 = Rule("gradient2", "Netflix concurrency-limits Gradient2Limit.java",
-                 _gradient2_fresh, _gradient2_sample, _gradient2_check)
-AIMD = Rule("aimd", "Netflix concurrency-limits AIMDLimit.java", _aimd_fresh, _aimd_sample, _aimd_check)
-VEGAS = Rule("vegas", "Netflix concurrency-limits VegasLimit.java", _vegas_fresh, _vegas_sample, _vegas_check)
+GRADIENT2 = Rule("gradient2", _gradient2_fresh, _gradient2_sample, _gradient2_check)
+AIMD = Rule("aimd", _aimd_fresh, _aimd_sample, _aimd_check)
+VEGAS = Rule("vegas", _vegas_fresh, _vegas_sample, _vegas_check)

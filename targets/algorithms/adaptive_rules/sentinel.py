@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 
-from .base import Memo, Params, Reading, Rule, add_to_bucket, buckets_within, refuse
+from .base import Memo, Params, Reading, Rule, add_to_bucket, buckets_within, require_at_least, require_cpu_threshold
 
 BUCKET_S = 0.5
 BUCKETS = 2
@@ -32,7 +32,7 @@ def _fresh(p: Params) -> tuple[float, Memo]:
 
 def _sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: float,
             p: Params) -> tuple[float, Memo]:
-    rt_ms = rtt_s * 1000.0
+    rt_ms = math.floor(rtt_s * 1000.0)  # Sentinel's RT: a difference of whole milliseconds
 
     def merge(old: tuple | None) -> tuple:
         return (1, rt_ms) if old is None else (old[0] + 1, min(old[1], rt_ms))
@@ -41,10 +41,12 @@ def _sample(limit: float, in_flight: float, memo: Memo, now: float, rtt_s: float
 
 
 def capacity(memo: Memo, now: float) -> float:
-    """``maxSuccessQps() * minRt() / 1000``: requests the pipe holds at its best."""
+    """``maxSuccessQps() * minRt() / 1000``: requests the pipe holds at its best. As
+    ``ArrayMetric``: max success is at least 1 and min RT at least 1 ms, so an empty window
+    holds 1 x 2 / 1 s x 5000 ms = 10."""
     window = buckets_within(memo[0], now, BUCKET_S, BUCKETS - 1, 0)
-    max_qps = max((b[1] for b in window), default=0) * BUCKETS / (BUCKETS * BUCKET_S)
-    min_rt = min((b[2] for b in window), default=STATISTIC_MAX_RT_MS)
+    max_qps = max(1, max((b[1] for b in window), default=0)) * BUCKETS / (BUCKETS * BUCKET_S)
+    min_rt = max(1.0, min((b[2] for b in window), default=STATISTIC_MAX_RT_MS))
     return max_qps * min_rt / 1000.0
 
 
@@ -76,16 +78,18 @@ def _read_cpu(limit: float, memo: Memo, now: float, reading: Reading, p: Params)
 
 
 def _check_load(p: Params) -> None:
-    if not (math.isfinite(p.sentinel_load_threshold) and p.sentinel_load_threshold >= 0):
-        raise refuse("sentinel_bbr", "sentinel_load_threshold", p.sentinel_load_threshold, ">= 0")
+    require_at_least("sentinel_bbr", p, "sentinel_load_threshold", 0)
 
 
 def _check_cpu(p: Params) -> None:
-    if not 0 < p.cpu_threshold < 1:
-        raise refuse("sentinel_cpu", "cpu_threshold", p.cpu_threshold, "0 < cpu_threshold < 1")
+    require_cpu_threshold("sentinel_cpu", p)
 
 
-SENTINEL_BBR = Rule("sentinel_bbr", "Alibaba Sentinel SystemRuleManager.java (checkBbr)", _fresh, _sample,
-                    _check_load, admit=_admit_bbr, read=_read, reads=True)
-SENTINEL_CPU = Rule("sentinel_cpu", "Alibaba Sentinel SystemRuleManager.java (CPU usage)", _fresh, _sample,
-                    _check_cpu, admit=_admit_cpu, read=_read_cpu, reads=True)
+def _ignore_latency(limit: float, in_flight: float, memo: Memo, *_: object) -> tuple[float, Memo]:
+    """The CPU rule reads no latency: no bucket bookkeeping on the per-request path."""
+    return limit, memo
+
+
+SENTINEL_BBR = Rule("sentinel_bbr", _fresh, _sample, _check_load, admit=_admit_bbr, read=_read, reads=True)
+SENTINEL_CPU = Rule("sentinel_cpu", _fresh, _ignore_latency, _check_cpu, admit=_admit_cpu, read=_read_cpu,
+                    reads=True)

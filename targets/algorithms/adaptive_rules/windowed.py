@@ -9,23 +9,22 @@ from __future__ import annotations
 import dataclasses
 import math
 
-from .base import Memo, Params, Rule, clamp, refuse
+from .base import Memo, Params, Rule, clamp, refuse, require_at_least
 
+MIN_WINDOW_S = 0.1
+MIN_WINDOW_SIZE = 10
 EMPTY = (math.inf, 0.0, 0.0, 0)
 """An empty window: (lowest rtt, sum of rtts, most in flight, samples)."""
 
 
 def _check(p: Params) -> None:
-    for name in ("window_min_s", "window_max_s"):
-        value = getattr(p, name)
-        if not (math.isfinite(value) and value > 0):
-            raise refuse("windowed", name, value, f"{name} > 0")
+    for name in ("window_min_s", "window_max_s"):  # WindowedLimit.Builder's checks
+        require_at_least("windowed", p, name, MIN_WINDOW_S)
     if p.window_max_s < p.window_min_s:
         raise refuse("windowed", "window_max_s", p.window_max_s, f">= window_min_s ({p.window_min_s})")
-    if p.window_size < 1:
-        raise refuse("windowed", "window_size", p.window_size, "window_size >= 1")
-    if not (math.isfinite(p.window_min_rtt_s) and p.window_min_rtt_s >= 0):
-        raise refuse("windowed", "window_min_rtt_s", p.window_min_rtt_s, "window_min_rtt_s >= 0")
+    if p.window_size < MIN_WINDOW_SIZE:
+        raise refuse("windowed", "window_size", p.window_size, f"window_size >= {MIN_WINDOW_SIZE}")
+    require_at_least("windowed", p, "window_min_rtt_s", 0)
 
 
 def windowed(rule: Rule) -> Rule:
@@ -67,5 +66,5 @@ def windowed(rule: Rule) -> Rule:
         rule.check(p)
         _check(p)
 
-    return dataclasses.replace(rule, name=f"windowed {rule.name}", source=f"{rule.source} in WindowedLimit.java",
+    return dataclasses.replace(rule, name=f"windowed {rule.name}",
                                fresh=fresh, sample=sample, admit=admit, read=read, released=released, check=check)

@@ -12,12 +12,12 @@ by default. See docs/redis.md for the key layout, the modes and the failure beha
 """
 
 from .errors import RedisConfigError
-from .factory import MODES, RedisSettings, open_store
+from .factory import RedisSettings, open_store
 from .failover import FailClosedDecision, FailoverStore, FallbackDecision, decision_source
 from .modes import LeasedStore, NaiveStore, local_params
 from .scripts import SUFFIXES
 from .store import AsyncRedisStore, RedisStore
 
-__all__ = ["MODES", "SUFFIXES", "AsyncRedisStore", "FailClosedDecision", "FailoverStore", "FallbackDecision",
+__all__ = ["SUFFIXES", "AsyncRedisStore", "FailClosedDecision", "FailoverStore", "FallbackDecision",
            "LeasedStore", "NaiveStore", "RedisConfigError", "RedisSettings", "RedisStore", "decision_source",
            "local_params", "open_store"]

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from contract.stores import REDIS_MODES, RedisMode
+
 from ...algorithms.base import Algorithm
 from ..memory import MemoryStore
 from ..protocol import SharedStore
@@ -20,13 +22,11 @@ from .failover import FailoverStore
 from .modes import LeasedStore, NaiveStore, local_params
 from .store import AsyncRedisStore
 
-MODES = ("shared", "local", "leased", "naive")
-
 
 @dataclass(frozen=True)
 class RedisSettings:
     url: str
-    mode: str = "shared"
+    mode: RedisMode = "shared"
     cluster: bool = False
     namespace: str = "rl"
     """Prefix of every key; give each layer/tier its own when they share a Redis."""
@@ -42,8 +42,8 @@ class RedisSettings:
     """Params of the local fallback limit; None = the shared params split over ``nodes``."""
 
     def __post_init__(self) -> None:
-        if self.mode not in MODES:
-            raise RedisConfigError(f"redis mode must be one of {', '.join(MODES)}, got {self.mode!r}")
+        if self.mode not in REDIS_MODES:
+            raise RedisConfigError(f"redis mode must be one of {', '.join(REDIS_MODES)}, got {self.mode!r}")
 
 
 def open_store(algorithm: Algorithm, params: Any, settings: RedisSettings, *, max_keys: int = 100_000) -> MemoryStore | SharedStore:

@@ -52,7 +52,7 @@ _unpack_lease = struct.Struct("<?ddddd").unpack
 
 
 def _is_text(field: dataclasses.Field[Any]) -> bool:
-    return field.type in (str, "str")
+    return field.type in (str, "str") or str(field.type).startswith("Literal[")
 
 
 @cache

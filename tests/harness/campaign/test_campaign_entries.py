@@ -94,14 +94,16 @@ def test_one_scenario_twice_on_the_command_line_exits_2(capsys):
     ("simulate", [{"name": "retry_storm", "label": "b", "params": {"backof": "none"}}], {},
      "scenarios[retry_storm-b].params: unknown scenario parameter 'backof'; valid: clients, backoff,"),
     ("run", [{"name": "retry_storm", "params": {"backoff": "sometimes"}}], {},
-     "scenarios[retry_storm].params: backoff must be one of none, fixed, exponential"),
+     "scenarios[retry_storm].params: backoff='sometimes': choose from: none, fixed, exponential"),
     ("run", [{"name": "steady", "stores": ["memroy"]}], {}, "scenarios[steady].stores[memroy]: Input should be 'memory', 'redis',"),
     ("run", [{"name": "steady", "colour": "red"}], {},
      "scenarios[steady].colour: unknown field; valid: name, label, params, policy, algorithms, algorithm_params, stores, target"),
     ("simulate", [{"name": "steady", "stores": ["memory"]}], {}, "scenarios[steady].stores: only live campaigns"),
     ("simulate", ["steady"], {"params": {"token_bucket": {"size": 3}}},
      "params.token_bucket: unknown parameter 'size' for token_bucket; valid: capacity, rate"),
-    ("run", ["steady"], {"redis": {"mod": "shared"}}, "redis.mod: unknown field; valid: url, mode, batch"),
+    ("run", ["steady"], {"redis": {"mod": "shared"}}, "redis.mod: unknown field (did you mean 'mode'?); valid: url, mode, batch"),
+    ("run", ["steady"], {"policy": {"limit": 10, "window": 1}},  # the typo, not the missing window_s it leaves
+     "policy.window: unknown field (did you mean 'window_s'?); valid: limit, window_s, burst"),
     ("simulate", [{"name": "steady", "label": "a__b"}], {}, "scenarios[steady-a__b].label: 'a__b': use letters, digits"),
 ])
 def test_config_errors_name_the_entry_and_list_the_choices(tmp_path, capsys, command, scenarios, extra, message):
@@ -151,19 +153,21 @@ def test_a_simulation_folder_written_before_runs_existed_still_loads(tmp_path, c
     assert loaded.info.scenario_params["backoff"] == "fixed"
 
 
-def test_a_run_folder_without_run_json_under_a_live_campaign_yaml_loads(tmp_path):
-    """A live campaign.yaml lists its run names under ``runs`` (no per-run policy): a folder there
-    without run.json is read by the campaign's own policy, not a crash on the list."""
+def test_a_run_folder_without_run_json_under_a_live_campaign_yaml_is_left_out_as_interrupted(tmp_path):
+    """A live campaign.yaml lists its run names under ``runs`` (no per-run policy): every live run
+    writes its run.json, even when interrupted, so a folder there without one was stopped before
+    it was recorded. It is left out, saying so, never read as a run of 0 requests or a crash."""
     out = tmp_path / "res"
     assert main(["simulate", "--scenario", "retry_storm", "--algorithm", "token_bucket", "--limit", "10", "--window", "1",
                  "--out", str(out)]) == 0
     config = yaml.safe_load((out / "campaign.yaml").read_text())
     config["runs"] = list(config["runs"])
     (out / "campaign.yaml").write_text(yaml.safe_dump(config))
-    for run_json in (out / "runs").glob("*/run.json"):  # as a folder written before virtual runs had one
+    for run_json in (out / "runs").glob("*/run.json"):
         run_json.unlink()
-    [loaded] = load_results(out).runs
-    assert loaded.info.policy.limit == 10 and loaded.info.params == {}
+    results = load_results(out)
+    assert results.runs == [] and len(results.left_out) == 1
+    assert "run interrupted: no run.json" in str(results.left_out[0])
 
 
 def test_an_entry_runs_with_its_own_algorithm_params_over_the_campaigns(tmp_path):

@@ -13,7 +13,7 @@ from harness.cli.main import main
     (["rule=envoy", "envoy_percentile=100"], "adaptive rule envoy: envoy_percentile=100.0"),
     (["window=average", "window_size=0"], "adaptive rule windowed: window_size=0"),
     (["rule=gozero", "cpu_threshold=0"], "adaptive rule gozero: cpu_threshold=0.0"),
-    (["rule=cubic"], "rule must be one of gradient2, aimd, vegas, envoy"),
+    (["rule=cubic"], "rule='cubic': choose from: gradient2, aimd, vegas, envoy"),
 ])
 def test_simulate_refuses_a_rule_parameter_out_of_its_domain(tmp_path, capsys, params, message):
     out = tmp_path / "never"

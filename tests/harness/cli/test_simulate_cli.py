@@ -126,7 +126,7 @@ def test_bad_campaign_names_the_field(tmp_path, capsys):
     bad = tmp_path / "c.yaml"
     bad.write_text("name: x\npolicy: {limit: 10, window_s: 1, burts: 3}\nalgorithms: [all]\nscenarios: [steady]\n")
     assert main(["simulate", "--campaign", str(bad)]) == 2
-    assert "policy.burts: unknown field; valid: limit, window_s, burst" in capsys.readouterr().err
+    assert "policy.burts: unknown field (did you mean 'burst'?); valid: limit, window_s, burst" in capsys.readouterr().err
 
 
 def test_list_names_everything():

@@ -19,8 +19,8 @@ from harness.cli.main import main
 from harness.judge.endpoint import HttpEndpoint, KeySpec
 from harness.judge.verdict import Verdict, judge
 from harness.live.peers.standalone import peer_before_none
+from harness.processes.target import TargetProcess, start_target
 from targets.algorithms import Policy
-from targets.process import TargetProcess, start_target
 
 L = 10
 SERVED = {"fixed_window": 2.0, "sliding_log": 1.0, "token_bucket": 1.0}

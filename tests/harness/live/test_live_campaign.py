@@ -128,8 +128,7 @@ def test_adaptive_lowers_its_limit_when_the_downstream_degrades(smoke):
     before = decisions.loc[decisions["t"] < degraded["start_t"], "adaptive_limit"]
     during = decisions.loc[decisions["t"].between(degraded["start_t"], degraded["end_t"]), "adaptive_limit"]
     assert during.min() < before.iloc[-1]
-    refused = decisions.loc[~decisions["allowed"]]
-    assert refused["adaptive_limit"].notna().all()
+    assert decisions["adaptive_limit"].notna().all()  # every row, admitted or refused, carries its limit
     for run_dir_ in (smoke / "runs").glob("unhealthy_downstream__*"):  # the degraded phase is recorded
         info = json.loads((run_dir_ / "run.json").read_text())
         assert [p["name"] for p in info["phases"]] == ["degraded"]
@@ -180,7 +179,7 @@ def test_interrupt_stops_every_child_and_keeps_finished_runs(tmp_path, sig):
 
 
 def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
-    import harness.live.runner as live
+    import harness.live.sides.suite as live  # the suite's side writes its nodes' config
 
     real = live.target_config
 
@@ -199,7 +198,7 @@ def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
 @pytest.mark.parametrize(
     ("change", "message"),
     [
-        ({"colour": "red"}, "colour: unknown field; valid: name, description, seed, policy, algorithms, params, stores"),
+        ({"colour": "red"}, "colour: unknown field; valid: name, description, seed, repeats, policy, algorithms, params, stores"),
         ({"policy": {"limit": "lots", "window_s": 1}}, "policy.limit: Input should be a valid number"),
         ({"nodes": 2}, "more than one node needs a shared store"),
         ({"scenarios": [{"name": "page_load_burst", "params": {"users": 0}}]}, "scenarios[page_load_burst].params: users must be > 0"),

@@ -22,9 +22,9 @@ from harness.cli.main import main
 from harness.cli.progress import RunProgress
 from harness.live.remote import remote_clocks
 from harness.live.supervise import RunFailed
+from harness.processes.ports import free_ports
 from scenarios.live_plan import LivePlan, worker_share
 from scenarios.remote import CLOCK_BOUND_S, best_clock
-from targets.ports import free_ports
 
 ROOT = Path(__file__).resolve().parents[3]
 RUN_BENCH = str(ROOT / "run_bench.py")

@@ -46,8 +46,8 @@ def test_routing_is_deterministic_and_honours_joins():
 
 
 @pytest.mark.parametrize(("param", "message"), [
-    ("nodes=0", "nodes must be >= 1, got 0"),
-    ("routing=random", "routing must be one of round_robin, sticky"),
+    ("nodes=0", "nodes=0: out of bounds, must be between 1 and 1,000"),
+    ("routing=random", "routing='random': choose from: round_robin, sticky"),
     ("add_node_at_s=1000", "add_node_at_s must be before the end"),
 ])
 def test_bad_multi_node_parameters_exit_2_naming_them(capsys, param, message):

@@ -123,8 +123,8 @@ class Tracing(MemoryStore):
 
     trace: list[tuple[float, float]]
 
-    def finish(self, key, now, cost, rtt_s):
-        state = super().finish(key, now, cost, rtt_s)
+    def finish(self, key, now, cost, rtt_s, failed=False):
+        state = super().finish(key, now, cost, rtt_s, failed)
         self.trace.append((round(now, 9), state[0]))
         return state
 
@@ -199,3 +199,18 @@ def test_a_queueing_leaky_bucket_delays_the_request_before_the_downstream():
     result = replay_on(MemoryStore(get_algorithm("leaky_bucket"), params), traffic, SystemSpec(fixed(4, 10)))
     assert [round(d.delay_s, 6) for d in result.decisions] == [0.0, 0.1, 0.2]
     assert np.round(result.served.done_t, 6).tolist() == [0.01, 0.11, 0.21]
+
+
+def test_a_503_of_the_models_outage_is_no_pass_for_gozero():
+    """As live (go-zero's shedding handler): the 503s of an outage give their slot back but record
+    no pass, so the buckets hold only the requests served before the outage."""
+    params = build_params("adaptive", Policy(100, 1, 8), {"rule": "gozero"})
+    store = MemoryStore(get_algorithm("adaptive"), params)
+    n = 8
+    t = np.arange(n) * 0.1
+    traffic = Arrivals.from_columns(t, ["c"] * n, ["legit"] * n, ["GET /api/items"] * n, np.ones(n))
+    schedule = [{"at_s": 0, "health": "healthy"}, {"at_s": 0.35, "health": "outage"}]
+    replay_on(store, traffic, SystemSpec(fixed(4, 10, schedule)))
+    _, in_flight, memo = store.state("global")
+    # served at 0, 0.1, 0.2, 0.3, 503 from 0.4 (the last still in flight when the replay ends)
+    assert in_flight == 1 and sum(b[1] for b in memo[0]) == 4

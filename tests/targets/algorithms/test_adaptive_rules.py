@@ -4,6 +4,7 @@ formulas (the arithmetic is in the comments), with the pathology its users repor
 from __future__ import annotations
 
 import math
+import pickle
 
 import pytest
 from hypothesis import given, settings
@@ -11,8 +12,9 @@ from hypothesis import strategies as st
 
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.algorithms.adaptive import Params, current_limit, decide, observe, observe_reading, release
-from targets.algorithms.adaptive_rules import RULES, Reading
+from targets.algorithms.adaptive_rules import RULES, WINDOWABLE, Reading
 from targets.algorithms.adaptive_rules.envoy import EPOCH, MIN_RTT, NEXT_MIN_RTT, SAMPLES
+from targets.algorithms.adaptive_rules.gozero import max_flight
 
 approx = pytest.approx
 
@@ -26,7 +28,7 @@ def test_gradient2_climbs_to_its_max_at_a_constant_timeout_latency():
     # Every sample 5 s (a downstream stuck at its timeout): long RTT = 5 s = the sample, so
     # gradient = min(1, 1.5 * 5 / 5) = 1 and limit' = 0.8 * L + 0.2 * (L + 4) = L + 0.8 a sample.
     p = Params(max_limit=30, initial_limit=10)
-    s = (10.0, 10.0, (0.0, 0))
+    s = (10.0, 10.0, (0.0, 0, 0.0))
     trace = []
     for _ in range(30):
         s = saturated(s, 0.0, 5.0, p)
@@ -40,7 +42,7 @@ def test_gradient2_creeps_up_under_mild_overload():
     # Latency up 2% a sample (a queue building at 1.1x capacity): while the sample stays under
     # 1.5 x the long RTT the gradient is 1, so the limit still gains 0.8 a sample.
     p = Params(max_limit=100, initial_limit=10)
-    s = (10.0, 10.0, (0.0, 0))
+    s = (10.0, 10.0, (0.0, 0, 0.0))
     rtts = [0.1 * 1.02**k for k in range(10)]
     for rtt in rtts:
         s = saturated(s, 0.0, rtt, p)
@@ -201,20 +203,66 @@ def test_gozero_sheds_over_max_flight_while_hot_and_during_its_cool_off():
     assert release((1.0, 2.0, (buckets, 2.0, 0.5, 0.25, False)), 1.3, 1, p)[2][1] == approx(1.9)  # 2*.9+1*.1
 
 
+def test_sentinel_bbr_floors_max_success_at_one_and_min_rt_at_one_whole_ms():
+    p = Params(max_limit=100, initial_limit=100, rule="sentinel_bbr")
+    hot = observe_reading(None, 0.0, Reading(cpu=0.1, load=6.0), p)
+    # empty window: max(success, 1) x 2 / 1 s = 2 qps x min RT 5000 ms (statisticMaxRt) = 10
+    assert decide((hot[0], 10.0, hot[2]), 0.1, 1, p)[0].allowed            # 10 > 10 is false
+    assert not decide((hot[0], 11.0, hot[2]), 0.1, 1, p)[0].allowed
+    fast = hot
+    for k in range(1000):                # 1000 successes of 0.4 ms: RT 0 whole ms, floored at 1
+        fast = observe(fast, 0.0001 * k, 0.0004, p)
+    # 2000 qps x 1 ms = 2: two in flight pass (0.8 if the RT were 0.4 ms)
+    assert decide((fast[0], 2.0, fast[2]), 0.2, 1, p)[0].allowed
+    slow = hot
+    for k in range(1000):                # 1.7 ms is 1 whole ms (Sentinel subtracts millisecond clocks)
+        slow = observe(slow, 0.0001 * k, 0.0017, p)
+    assert not decide((slow[0], 3.0, slow[2]), 0.2, 1, p)[0].allowed     # 3 > 2 (3.4 at 1.7 ms)
+
+
+def test_gozero_rounds_a_half_millisecond_average_away_from_zero_as_go():
+    p = Params(max_limit=100, initial_limit=100, rule="gozero")
+    # one bucket (id 9 of 100 ms) with 200 passes, RT sum 5 ms over 2: Go's math.Round(2.5) = 3
+    # (Python's round: 2): max flight = 200 x 3 ms / 100 ms = 6 (4 with 2)
+    assert max_flight((((9, 200, 5, 2),), 0.0, 0.0, -math.inf, False), 1.05, p) == 6.0
+
+
+def test_gradient2_warm_up_averages_its_own_sum_not_the_decayed_value():
+    p = Params(max_limit=100, initial_limit=20)
+    s = (20.0, 0.0, (0.0, 0, 0.0))       # nothing in flight: app-limited, only the long RTT moves
+    s = observe(s, 0.0, 0.010, p)        # sum 10 ms, value 10 ms (10 / 10 is not > 2)
+    s = observe(s, 0.0, 0.001, p)        # sum 11, value 5.5; 5.5 / 1 > 2: decayed to 5.225
+    assert s[2] == (approx(0.005225), 2, approx(0.011))
+    s = observe(s, 0.0, 0.001, p)        # sum 12, value 12 / 3 = 4 (not 5.225 averaged in); decayed 3.8
+    assert s[2] == (approx(0.0038), 3, approx(0.012))
+
+
 def test_windowed_limit_feeds_its_rule_one_average_per_window():
-    # window_size 2, 1 s windows, rule aimd (timeout 0.25 s): one slow request alone would cut
-    # the limit (10 -> 9); inside a window its average (0.3 + 0.1 + 0.1) / 3 = 0.167 is fast.
-    p = Params(max_limit=20, initial_limit=10, rule="aimd", window="average", window_size=2)
+    # window_size 10 (the source's minimum), 1 s windows, rule aimd (timeout 0.25 s): one slow
+    # request alone would cut the limit (10 -> 9); inside a window it is averaged away.
+    p = Params(max_limit=20, initial_limit=10, rule="aimd", window="average", window_size=10)
     s = decide(None, 0.0, 0, p)[1]
-    s = observe((10.0, 5.0, s[2]), 0.5, 0.1, p)   # closes the empty first window at once: 1 < 2 samples
+    s = observe((10.0, 5.0, s[2]), 0.5, 0.1, p)   # closes the empty first window at once: 1 < 10 samples
     assert s[0] == 10 and s[2][0] == 1.5          # next window ends at 0.5 + clamp(0.2, 1, 1)
-    s = observe(s, 1.0, 0.3, p)
-    s = observe(s, 1.2, 0.1, p)
+    s = observe(s, 0.6, 0.3, p)
+    for k in range(9):
+        s = observe(s, 0.7 + 0.05 * k, 0.1, p)
     assert s[0] == 10
-    s = observe(s, 1.6, 0.1, p)                   # 1.6 > 1.5: avg 0.167 fast, 5 * 2 >= 10: + 1
+    s = observe(s, 1.6, 0.1, p)                   # 1.6 > 1.5: avg 1.3 / 11 = 0.118 fast, 5 * 2 >= 10: + 1
     assert s[0] == 11 and s[2][0] == approx(2.6)
     unwindowed = Params(max_limit=20, initial_limit=10, rule="aimd")
     assert observe((10.0, 5.0, ()), 1.0, 0.3, unwindowed)[0] == 9
+
+
+@pytest.mark.parametrize("rule", ["envoy", "sentinel_bbr", "sentinel_cpu", "gozero"])
+def test_window_average_wraps_only_netflix_limits(rule):
+    with pytest.raises(PolicyError, match=f"window=average wraps only .*not rule={rule}"):
+        build_params("adaptive", Policy(100, 60, 16), {"rule": rule, "window": "average"})
+
+
+def test_params_pickle_with_their_window():
+    p = Params(max_limit=20, initial_limit=10, rule="vegas", window="average")
+    assert pickle.loads(pickle.dumps(p)) == p and not hasattr(p, "__dict__")  # the simulator's workers pickle them
 
 
 @pytest.mark.parametrize("override, field", [
@@ -222,8 +270,9 @@ def test_windowed_limit_feeds_its_rule_one_average_per_window():
     ({"rule": "envoy", "envoy_percentile": "100"}, "envoy_percentile"),
     ({"rule": "envoy", "envoy_percentile": "0"}, "envoy_percentile"),
     ({"rule": "envoy", "envoy_interval_s": "0"}, "envoy_interval_s"),
-    ({"window": "average", "window_size": "0"}, "window_size"),
-    ({"window": "average", "window_min_s": "0"}, "window_min_s"),
+    ({"window": "average", "window_size": "9"}, "window_size"),
+    ({"window": "average", "window_min_s": "0.09"}, "window_min_s"),
+    ({"window": "average", "window_max_s": "0.05"}, "window_max_s"),
     ({"rule": "gozero", "cpu_threshold": "1.5"}, "cpu_threshold"),
     ({"rule": "gozero", "gozero_buckets": "1"}, "gozero_buckets"),
     ({"rule": "aimd", "backoff_ratio": "0.3"}, "backoff_ratio"),
@@ -244,7 +293,7 @@ OPS = st.lists(st.tuples(st.sampled_from(["decide", "observe", "release", "readi
 @settings(max_examples=40, deadline=None)
 @given(rule=st.sampled_from(sorted(RULES)), window=st.sampled_from(["none", "average"]), ops=OPS)
 def test_limits_stay_within_min_and_max_for_any_sequence(rule, window, ops):
-    p = Params(max_limit=40, initial_limit=20, min_limit=4, rule=rule, window=window, window_size=1,
+    p = Params(max_limit=8, initial_limit=6, min_limit=4, rule=rule, window=window if rule in WINDOWABLE else "none",
                envoy_request_count=3, envoy_min_rtt_interval_s=1.0)
     low = {"envoy": 3, "sentinel_bbr": 0, "sentinel_cpu": 0, "gozero": 0}.get(rule, p.min_limit)
     s, now = None, 0.0
@@ -258,4 +307,17 @@ def test_limits_stay_within_min_and_max_for_any_sequence(rule, window, ops):
             s = release(s, now, 1, p)
         else:
             s = observe_reading(s, now, Reading(cpu=cpu, load=cpu * 10), p)
-        assert s is not None and low <= s[0] <= p.max_limit and s[1] >= 0
+        assert s is not None and low <= s[0] <= p.max_limit and 0 <= s[1] <= p.max_limit
+
+
+def test_sentinel_cpu_keeps_no_latency_buckets():
+    p = Params(max_limit=10, initial_limit=10, rule="sentinel_cpu")
+    s = observe(decide(None, 0.0, 1, p)[1], 0.1, 0.02, p)
+    assert s[2][0] == ()  # only the BBR rule reads max success x min RT
+
+
+def test_envoy_decisions_between_its_timers_copy_no_state():
+    p = Params(max_limit=100, initial_limit=100, rule="envoy", envoy_request_count=1)
+    s = observe(decide(None, 0.0, 0, p)[1], 0.01, 0.005, p)  # the one-sample measurement ends: update due at 0.11
+    _, after = decide(s, 0.05, 1, p)
+    assert after[2] is s[2]

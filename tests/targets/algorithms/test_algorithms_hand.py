@@ -160,7 +160,7 @@ def test_one_policy_maps_onto_every_algorithm():
         (lambda: build_params("token_bucket", Policy(1, 1), {"nope": "1"}), "valid: capacity, rate"),
         (lambda: build_params("token_bucket", Policy(1, 1), {"rate": "fast"}), "expected a number"),
         (lambda: build_params("token_bucket", Policy(1, 1), {"rate": "-2"}), "rate must be a positive"),
-        (lambda: build_params("leaky_bucket", Policy(1, 1), {"mode": "drop"}), "mode must be"),
+        (lambda: build_params("leaky_bucket", Policy(1, 1), {"mode": "drop"}), "mode='drop': choose from: meter, queue"),
         (lambda: build_params("bogus", Policy(1, 1)), "choose from: fixed_window"),
         (lambda: parse_param("capacity"), "expected KEY=VALUE"),
     ],

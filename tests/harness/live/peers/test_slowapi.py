@@ -17,8 +17,8 @@ from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers import PEERS, PeerError, model_policy
 from harness.live.peers import live_peer
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
+from harness.processes.redis_server import RedisServer
 from targets.algorithms import Policy
-from targets.stores.redis.server import RedisServer
 from tests.recorded import peer_model_agrees, planned
 
 HAVE_REDIS = shutil.which("redis-server") is not None

@@ -16,8 +16,8 @@ import yaml
 
 from harness.live.peers import live_peer
 from harness.live.peers.standalone import peer_before_none
+from harness.processes.ports import free_ports
 from targets.algorithms import Policy
-from targets.ports import free_ports
 from tests.recorded import peer_model_agrees, suite_model_agrees
 
 ROOT = Path(__file__).resolve().parents[4]

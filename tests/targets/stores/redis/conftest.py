@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import redis
 
-from targets.stores.redis.server import RedisClusterServers, RedisServer
+from harness.processes.redis_server import RedisClusterServers, RedisServer
 
 HAVE_REDIS = bool(shutil.which("redis-server") and shutil.which("redis-cli"))
 IN_CI = os.environ.get("CI", "").lower() == "true"

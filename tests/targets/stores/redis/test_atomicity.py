@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 import redis
 
+from harness.processes.redis_server import RedisServer
 from targets.algorithms import ALGORITHMS, Policy
 from targets.stores.memory import MemoryStore
 from targets.stores.redis import RedisStore, local_params
-from targets.stores.redis.server import RedisServer
 
 NODES, LIMIT, PER_NODE = 8, 1000, 250  # 2,000 requests for a limit of 1,000
 

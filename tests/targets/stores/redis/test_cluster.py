@@ -12,10 +12,10 @@ import redis.cluster
 from hypothesis import HealthCheck, given, settings
 from redis_conformance import PARAMS, replay, steps
 
+from harness.processes.redis_server import RedisClusterServers
 from targets.algorithms import ALGORITHMS
 from targets.stores.redis import AsyncRedisStore, RedisConfigError, RedisStore
 from targets.stores.redis.connect import check
-from targets.stores.redis.server import RedisClusterServers
 
 
 @pytest.fixture(scope="module")

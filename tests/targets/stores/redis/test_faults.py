@@ -9,11 +9,11 @@ from collections.abc import Iterator
 import pytest
 import redis
 
+from harness.processes.redis_server import RedisServer
 from targets.algorithms import ALGORITHMS
 from targets.stores.memory import MemoryStore
 from targets.stores.redis import AsyncRedisStore, FailoverStore, decision_source
 from targets.stores.redis.connect import async_client
-from targets.stores.redis.server import RedisServer
 
 FIXED = ALGORITHMS["fixed_window"]
 

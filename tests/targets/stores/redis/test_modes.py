@@ -9,6 +9,7 @@ import pytest
 import redis
 import redis.asyncio
 
+from harness.processes.redis_server import RedisServer
 from targets.algorithms import ALGORITHMS
 from targets.stores.memory import MemoryStore
 from targets.stores.redis import (
@@ -23,7 +24,6 @@ from targets.stores.redis import (
     local_params,
     open_store,
 )
-from targets.stores.redis.server import RedisServer
 
 FIXED = ALGORITHMS["fixed_window"]
 

@@ -8,11 +8,11 @@ import time
 import pytest
 import redis
 
+from harness.processes.redis_server import RedisServer
 from targets.algorithms import ALGORITHMS, Policy
 from targets.stores.redis import SUFFIXES, RedisConfigError, RedisStore
 from targets.stores.redis.connect import check
 from targets.stores.redis.scripts import hash_tag, ttl_ms
-from targets.stores.redis.server import RedisServer
 
 
 @pytest.mark.parametrize("name", sorted(SUFFIXES))

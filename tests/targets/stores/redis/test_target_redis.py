@@ -17,8 +17,8 @@ import pytest
 import redis
 import yaml
 
-from targets.process import start_target
-from targets.stores.redis.server import RedisServer
+from harness.processes.redis_server import RedisServer
+from harness.processes.target import start_target
 
 ROOT = Path(__file__).resolve().parents[4]
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import socket
 from contextlib import ExitStack
 
-HOST = "127.0.0.1"
+from targets.cli_args import HOST
+
+__all__ = ["HOST", "bindable", "free_port", "free_ports"]
 
 
 def bindable(port: int) -> bool:

@@ -10,24 +10,26 @@ SIGKILL after a timeout. Use ``running_target`` (a context manager) so nothing i
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 
-from .cli_args import EXIT_BAD_INPUT
+from targets.cli_args import EXIT_BAD_INPUT
+
+from .groups import stop_group
 from .ports import HOST, free_ports
 
 EXIT_PORT_IN_USE = EXIT_BAD_INPUT
 """How a target says its port was taken (it exits 2 with "in use" for every bad input)."""
 PORT_ATTEMPTS = 3
+ROOT = Path(__file__).resolve().parents[2]
+"""Where ``python -m targets`` is found."""
 
 
 class TargetError(RuntimeError):
@@ -59,20 +61,8 @@ class TargetProcess:
 
     def stop(self, timeout_s: float = 10.0) -> int:
         """SIGTERM to the whole group, SIGKILL after ``timeout_s``; returns the exit code."""
-        if self.process.poll() is None:
-            _signal_group(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                _signal_group(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-        _signal_group(self.process.pid, signal.SIGKILL)  # stragglers in the group, if any
+        stop_group(self.process, timeout_s)
         return self.process.returncode
-
-
-def _signal_group(pid: int, sig: int) -> None:
-    with suppress(ProcessLookupError):
-        os.killpg(pid, sig)
 
 
 def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None, admin_port: int | None = None,
@@ -92,7 +82,7 @@ def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None,
             process = subprocess.Popen(
                 [*launcher, sys.executable, "-m", "targets", "--port", str(chosen), "--admin-port", str(admin), *args],
                 stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True,
-                env=env, cwd=Path(__file__).resolve().parent.parent,
+                env=env, cwd=ROOT,
             )
         target = TargetProcess(process, chosen, stderr_path, admin)
         try:

@@ -9,9 +9,7 @@ by campaigns that get no REDIS_URL.
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
-import signal
 import subprocess
 import tempfile
 import time
@@ -19,7 +17,8 @@ from pathlib import Path
 
 import redis
 
-from ...ports import free_port
+from .groups import stop_group
+from .ports import free_port
 
 BINARY = "redis-server"
 CLI = "redis-cli"
@@ -81,11 +80,8 @@ class RedisServer:
     def stop(self) -> None:
         """Kill the server's process group and wait for it (the temp dir stays for a restart)."""
         process, self.process = self.process, None
-        if process is None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        if process is not None:
+            stop_group(process, graceful=False)  # nothing to flush: no persistence
 
     def close(self) -> None:
         self.stop()

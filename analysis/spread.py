@@ -1,0 +1,98 @@
+"""Repeats of one run as one figure with its noise: the median with min-max (a bootstrap 95%
+interval from BOOTSTRAP_FROM repeats on), and the one rule that says whether two figures differ.
+
+Pure: summary rows in, grouped rows out. A group is the runs of one scenario, algorithm, store and
+system that differ only in their repeat (``<run>__r<k>``); its row holds the median of each
+numeric field, ``repeats`` (N), ``spread`` ({field: [low, high]}), ``spread_kind`` and the names
+of its runs. A single run is a group of one, with no spread.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from scipy import stats
+
+from contract.schema import split_repeat
+
+Row = dict[str, Any]
+
+BOOTSTRAP_FROM = 5
+"""From this many repeats the spread is a bootstrap 95% interval of the median, below it min-max."""
+SINGLE_RUN_NOISE = 0.05
+"""Without repeats nothing measures the noise: figures closer than this share of the larger one
+are called within noise (live P99 and CPU move by about this much from run to run here)."""
+MIN_MAX, CI95 = "min-max", "95% CI"
+IDENTITY = ("scenario", "algorithm", "store", "system")
+
+
+def group_name(run: str) -> str:
+    return split_repeat(run)[0]
+
+
+def _numeric(values: Sequence[Any]) -> bool:
+    return all(isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) for v in values)
+
+
+def _interval(values: np.ndarray, seed: int) -> tuple[float, float]:
+    if len(values) < BOOTSTRAP_FROM or np.ptp(values) == 0:
+        return float(values.min()), float(values.max())
+    ci = stats.bootstrap((values,), np.median, confidence_level=0.95, n_resamples=2000, method="percentile",
+                         random_state=np.random.default_rng(seed)).confidence_interval
+    return float(ci.low), float(ci.high)
+
+
+def _merge(rows: Sequence[Row]) -> Row:
+    """One group's row: the first row's fields, every numeric field replaced by its median."""
+    out: Row = {**rows[0], "run": group_name(rows[0]["run"]), "repeats": len(rows), "runs": [r["run"] for r in rows]}
+    spread: dict[str, list[float]] = {}
+    for field in rows[0]:
+        values = [r.get(field) for r in rows]
+        if field in ("repeat", "seed_offset") or not _numeric(values) or len(rows) == 1:
+            continue
+        arr = np.asarray(values, dtype=np.float64)
+        median = float(np.median(arr))
+        out[field] = int(median) if all(isinstance(v, int) for v in values) and median.is_integer() else median
+        spread[field] = list(_interval(arr, seed=len(spread)))
+    out["spread"], out["spread_kind"] = spread, CI95 if len(rows) >= BOOTSTRAP_FROM else MIN_MAX
+    return out
+
+
+def group(rows: Sequence[Row]) -> list[Row]:
+    """Rows grouped by run (repeats together), in the order each group first appears."""
+    groups: dict[tuple[Any, ...], list[Row]] = {}
+    for r in rows:
+        groups.setdefault((*(r.get(k) for k in IDENTITY), group_name(r["run"])), []).append(r)
+    return [_merge(rs) for rs in groups.values()]
+
+
+def interval(row: Row, field: str) -> tuple[float, float]:
+    value = row[field]
+    low, high = (row.get("spread") or {}).get(field, (value, value))
+    return float(low), float(high)
+
+
+def apart(a: Row, b: Row, field: str) -> bool:
+    """Whether two groups' figures differ beyond their noise: intervals that do not overlap; for
+    two single runs (no interval), a difference above SINGLE_RUN_NOISE of the larger."""
+    (alo, ahi), (blo, bhi) = interval(a, field), interval(b, field)
+    if ahi < blo or bhi < alo:
+        if a.get("repeats", 1) > 1 or b.get("repeats", 1) > 1:
+            return True
+        return abs(a[field] - b[field]) > SINGLE_RUN_NOISE * max(abs(a[field]), abs(b[field]))
+    return False
+
+
+def apart_from_all(row: Row, others: Sequence[Row], field: str) -> bool:
+    return all(apart(row, o, field) for o in others if o is not row)
+
+
+def with_spread(row: Row, field: str, text: str, fmt: Any) -> str:
+    """``text`` (the median as written), then ``(low-high)`` when the row has a spread for it."""
+    span = (row.get("spread") or {}).get(field)
+    if not span or span[0] == span[1]:
+        return text
+    return f"{text} ({fmt(span[0])}-{fmt(span[1])})"

@@ -1,0 +1,185 @@
+"""Every command, fed the mistaken inputs users make: exit 2, exactly one line on stderr, no
+traceback, nothing written. Through ``main(argv)`` (the code ``run_bench.py`` exits with: an
+exception escaping it would fail the test as the traceback it would print), one case through a
+real process."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+
+ROOT = Path(__file__).resolve().parents[3]
+
+LIVE = "name: c\npolicy: {limit: 10, window_s: 1}\nalgorithms: [fixed_window]\nscenarios: [steady]\n"
+SIM = LIVE
+POLICY = ("name: p\nlimits:\n  - {name: api, key: ip, algorithm: token_bucket, limit: 10, window_s: 1}\n"
+          "traffic: {peak_requests_per_min: 60}\n")
+
+
+def _inputs(tmp: Path) -> None:
+    """The files the cases name, in ``tmp/in`` (everything else under ``tmp`` must stay absent)."""
+    d = tmp / "in"
+    d.mkdir()
+    (d / "latin1.yaml").write_bytes("name: caf\xe9\n".encode("latin-1"))
+    (d / "folder").mkdir()
+    (d / "malformed.yaml").write_text("name: [c\n  policy: }\n")
+    (d / "live.yaml").write_text(LIVE)
+    (d / "sim.yaml").write_text(SIM)
+    (d / "seed.yaml").write_text(LIVE + "seed: -1\n")
+    (d / "huge.yaml").write_text(LIVE.replace("limit: 10", "limit: 1e300"))
+    (d / "policy.yaml").write_text(POLICY)
+    (d / "huge-policy.yaml").write_text(POLICY.replace("limit: 10", "limit: 1e300"))
+    (d / "file").write_text("a file\n")
+    (d / "blank-keys.csv").write_text("t,key\n0.1,a\n0.2,\n0.3,b\n")
+    (d / "nginx.conf").write_bytes(b"limit_req_zone \xff;\n")
+
+
+CASES: dict[str, list[str]] = {
+    # run: a campaign that cannot be read or used, an output that cannot be written, numbers, names
+    "run: campaign not UTF-8": ["run", "in/latin1.yaml"],
+    "run: campaign is a folder": ["run", "in/folder"],
+    "run: campaign missing": ["run", "in/none.yaml"],
+    "run: malformed YAML": ["run", "in/malformed.yaml"],
+    "run: --out is a file": ["run", "in/live.yaml", "--out", "in/file"],
+    "run: --out under a file": ["run", "in/live.yaml", "--out", "in/file/results"],
+    "run: seed -1 in the file": ["run", "in/seed.yaml"],
+    "run: limit 1e300": ["run", "in/huge.yaml"],
+    "run: --workers 0": ["run", "in/live.yaml", "--workers", "0"],
+    "run: --remote-timeout nan": ["run", "in/live.yaml", "--remote-workers", "1", "--remote-timeout", "nan"],
+    "run: --store unknown": ["run", "in/live.yaml", "--store", "redis-sharded"],
+    # simulate
+    "simulate: campaign not UTF-8": ["simulate", "--campaign", "in/latin1.yaml"],
+    "simulate: campaign is a folder": ["simulate", "--campaign", "in/folder"],
+    "simulate: malformed YAML": ["simulate", "--campaign", "in/malformed.yaml"],
+    "simulate: --out is a file": ["simulate", "--scenario", "steady", "--out", "in/file"],
+    "simulate: --out under a file": ["simulate", "--scenario", "steady", "--out", "in/file/results"],
+    "simulate: --json under a file": ["simulate", "--scenario", "steady", "--json", "in/file/summary.json"],
+    "simulate: --json is a folder": ["simulate", "--scenario", "steady", "--json", "in/folder"],
+    "simulate: --seed -1": ["simulate", "--scenario", "steady", "--seed", "-1"],
+    "simulate: --seed text": ["simulate", "--scenario", "steady", "--seed", "one"],
+    "simulate: trace with empty key cells": ["simulate", "--trace", "in/blank-keys.csv"],
+    "simulate: trace is a folder": ["simulate", "--trace", "in/folder"],
+    "simulate: --limit 1e300": ["simulate", "--scenario", "steady", "--limit", "1e300"],
+    "simulate: --limit nan": ["simulate", "--scenario", "steady", "--limit", "nan"],
+    "simulate: --window 0": ["simulate", "--scenario", "steady", "--window", "0"],
+    "simulate: boundaries 1e9": ["simulate", "--scenario", "boundary_burst", "--scenario-param", "boundaries=1000000000"],
+    "simulate: a bool that is not": ["simulate", "--scenario", "retry_storm", "--scenario-param", "honour_retry_after=maybe"],
+    "simulate: beyond the memory bound": ["simulate", "--scenario", "steady", "--limit", "100000000"],
+    "simulate: unknown scenario": ["simulate", "--scenario", "stedy"],
+    # validate
+    "validate: policy not UTF-8": ["validate", "in/latin1.yaml"],
+    "validate: policy is a folder": ["validate", "in/folder"],
+    "validate: malformed YAML": ["validate", "in/malformed.yaml"],
+    "validate: limit 1e300": ["validate", "in/huge-policy.yaml"],
+    "validate: --json under a file": ["validate", "in/policy.yaml", "--json", "in/file/v.json"],
+    "validate: --junit under a file": ["validate", "in/policy.yaml", "--junit", "in/file/v.xml"],
+    "validate: --junit is a folder": ["validate", "in/policy.yaml", "--junit", "in/folder"],
+    "validate: --config not UTF-8": ["validate", "--config", "in/nginx.conf"],
+    "validate: --config is a folder": ["validate", "--config", "in/folder"],
+    # report and compare
+    "report: a file": ["report", "in/file"],
+    "report: missing": ["report", "in/none"],
+    "report: not a results folder": ["report", "in/folder"],
+    "compare: a file": ["compare", "in/file", "in/folder"],
+    "compare: --threshold nan": ["compare", "in/folder", "in/folder", "--threshold", "nan"],
+    # worker
+    "worker: --give-up nan": ["worker", "--master", "127.0.0.1:1", "--give-up", "nan"],
+    "worker: --give-up -1": ["worker", "--master", "127.0.0.1:1", "--give-up", "-1"],
+    "worker: --dir is a file": ["worker", "--master", "127.0.0.1:1", "--dir", "in/file"],
+    "worker: --master without a port": ["worker", "--master", "127.0.0.1"],
+}
+
+
+def _tree(root: Path) -> dict[str, int]:
+    return {str(p.relative_to(root)): p.stat().st_size for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("argv", list(CASES.values()), ids=list(CASES))
+def test_bad_input_is_one_line_exit_2_and_nothing_written(argv, tmp_path, monkeypatch, capsys):
+    _inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    before = _tree(tmp_path)
+    code = main(argv)
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and err.startswith("error: "), err
+    assert "Traceback" not in err
+    assert _tree(tmp_path) == before  # no results/, no --out, no --json: nothing written
+
+
+def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys):
+    _inputs(tmp_path)
+    monkeypatch.chdir(tmp_path)
+    expected = {
+        "simulate: boundaries 1e9": "boundaries=1000000000: out of bounds, must be between 1 and 10,000",
+        "simulate: --seed -1": "argument --seed: -1: out of bounds, must be between 0 and",
+        "simulate: --limit 1e300": "limit=1e+300: out of bounds, must be between 0 and 1,000,000,000",
+        "simulate: beyond the memory bound": "about 4,000,000,000 requests planned, beyond a simulated run's memory bound",
+        "simulate: a bool that is not": "honour_retry_after='maybe': expected true or false",
+        "run: campaign not UTF-8": "in/latin1.yaml: not UTF-8 text (byte 9)",
+        "run: campaign is a folder": "in/folder: is a folder, not a file",
+        "run: malformed YAML": "in/malformed.yaml: not valid YAML (line 2, column 9: expected ',' or ']', but got ':')",
+        "run: --out is a file": "--out in/file: is a file, not a folder",
+        "simulate: --json under a file": "--json in/file/summary.json: in/file is a file, not a folder",
+        "run: seed -1 in the file": "seed: Input should be greater than or equal to 0",
+        "simulate: trace with empty key cells": "column key, row 3: empty",
+    }
+    for case, text in expected.items():
+        assert main(CASES[case]) == 2
+        err = capsys.readouterr().err
+        assert text in err, (case, err)
+
+
+def test_a_planned_simulation_beyond_its_bounds_exits_2_at_once_as_a_process(tmp_path):
+    """The real process: 1e9 boundaries grew ~100 MB/s until the machine ran out; now refused
+    before a single request is generated (the time is the interpreter's start-up)."""
+    done = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "simulate", "--scenario", "boundary_burst",
+                           "--scenario-param", "boundaries=1000000000", "--out", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == (
+        "error: boundaries=1000000000: out of bounds, must be between 1 and 10,000\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def _read_only_copy(source: Path, mount: Path) -> bool:
+    """``source`` copied into a tmpfs then remounted read-only (needs the right to mount)."""
+    mount.mkdir()
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        return False
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", f"ro-{uuid.uuid4().hex[:6]}", str(mount)],
+                      capture_output=True).returncode != 0:
+        return False
+    shutil.copytree(source, mount / "results")
+    return subprocess.run(["mount", "-o", "remount,ro", str(mount)], capture_output=True).returncode == 0
+
+
+def test_outputs_on_a_read_only_filesystem_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
+    """report, --out, --json and --junit where nothing can be written (a read-only tmpfs: as
+    root, permissions never refuse a write, so a mode bit cannot show it)."""
+    assert main(["simulate", "--scenario", "boundary_burst", "--algorithm", "fixed_window", "--limit", "10",
+                 "--out", str(tmp_path / "made")]) == 0
+    mount = tmp_path / "ro"
+    if not _read_only_copy(tmp_path / "made", mount):
+        pytest.skip("cannot mount a read-only tmpfs here")
+    try:
+        _inputs(tmp_path)
+        monkeypatch.chdir(tmp_path)
+        capsys.readouterr()
+        for argv in (["report", "ro/results"], ["simulate", "--scenario", "steady", "--out", "ro/new"],
+                     ["simulate", "--scenario", "steady", "--json", "ro/summary.json"],
+                     ["validate", "in/policy.yaml", "--junit", "ro/v.xml"]):
+            before = _tree(mount)
+            assert main(argv) == 2, argv
+            err = capsys.readouterr().err
+            assert len(err.strip().splitlines()) == 1 and "not writable" in err, (argv, err)
+            assert _tree(mount) == before
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True)
