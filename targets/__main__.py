@@ -132,6 +132,25 @@ class PortInUse(OSError):
     pass
 
 
+def check_server_args(args: argparse.Namespace) -> None:
+    """The server's own flags (the listener, the connection caps, the timeouts) within their bounds."""
+    from .config import ConfigError as error
+    if not 0 < args.port < 65536:
+        raise error(f"--port: must be 1..65535, got {args.port}")
+    try:
+        socket.inet_aton(args.host)
+    except OSError:
+        raise error(f"--host: {args.host!r} is not an IPv4 address (e.g. 127.0.0.1 or 0.0.0.0)") from None
+    if args.max_head_bytes < 1024:
+        raise error(f"--max-head-bytes: must be at least 1024, got {args.max_head_bytes}")
+    for flag, count in (("--max-connections", args.max_connections), ("--max-conns-per-address", args.max_conns_per_address)):
+        if not 1 <= count <= 1_000_000:
+            raise error(f"{flag}: must be 1..1000000, got {count}")
+    for flag, seconds in (("--head-timeout", args.head_timeout), ("--keep-alive", args.keep_alive)):
+        if not 0 < seconds <= 3600:
+            raise error(f"{flag}: must be above 0 and at most 3600 seconds, got {seconds:g}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     from .config import ConfigError, load
@@ -141,20 +160,7 @@ def main(argv: list[str] | None = None) -> int:
     sockets: list[socket.socket] = []
     roles: list[Role] = []
     try:
-        if not 0 < args.port < 65536:
-            raise ConfigError(f"--port: must be 1..65535, got {args.port}")
-        try:
-            socket.inet_aton(args.host)
-        except OSError:
-            raise ConfigError(f"--host: {args.host!r} is not an IPv4 address (e.g. 127.0.0.1 or 0.0.0.0)") from None
-        if args.max_head_bytes < 1024:
-            raise ConfigError(f"--max-head-bytes: must be at least 1024, got {args.max_head_bytes}")
-        for flag, count in (("--max-connections", args.max_connections), ("--max-conns-per-address", args.max_conns_per_address)):
-            if not 1 <= count <= 1_000_000:
-                raise ConfigError(f"{flag}: must be 1..1000000, got {count}")
-        for flag, seconds in (("--head-timeout", args.head_timeout), ("--keep-alive", args.keep_alive)):
-            if not 0 < seconds <= 3600:
-                raise ConfigError(f"{flag}: must be above 0 and at most 3600 seconds, got {seconds:g}")
+        check_server_args(args)
         warnings: list[str] = []
         config = load(args.config, overrides(args), warnings)
         if config.admin_port == args.port:

@@ -184,34 +184,11 @@ def _admin(target: Target, siblings: Siblings) -> APIRouter:
 
     @router.get("/counters")
     async def counters() -> dict[str, Any]:
-        own = local_counters()
+        own = _local_counters(target)
         if not siblings:
             return own
         others = [r.json() for r in await siblings.fetch_all("GET", "/_bench/counters")]
         return {**merge_counters([own, *others]), "processes": [own, *others]}
-
-    def local_counters() -> dict[str, Any]:
-        health, factor = target.downstream.health()
-        limits = {}
-        for layer in target.layers:
-            decided, rejected = target.metrics.count(layer.name)
-            limits[layer.name] = {
-                "algorithm": layer.algorithm.name, "scope": layer.scope,
-                "decisions": int(decided), "rejections": int(rejected),
-                "keys": {tier or "default": None if v.remote else len(v.store) for tier, v in layer.variants.items()},
-                "max_keys": target.config.store.max_keys,
-                "evictions": sum(v.store.evictions for v in layer.variants.values() if not v.remote),
-                "forgiven": sum(v.store.forgiven for v in layer.variants.values() if not v.remote),
-                **({"current_limit": layer.current_limit} if layer.observes else {}),
-                **({"redis": _redis_counters(target, layer)} if layer.remote else {}),
-            }
-        log = target.log
-        return {
-            "node": target.config.node, "algorithm": target.config.algorithm, "store": target.config.store.name,
-            "downstream": {**asdict(target.downstream.counters), "health": health, "factor": factor},
-            "limits": limits,
-            "decision_log": None if log is None else {"written": log.written, "buffered": len(log.rows)},
-        }
 
     @router.get("/state")
     async def state(limit: str = Query(max_length=64), key: str = Query(max_length=1024),
@@ -242,6 +219,31 @@ def _admin(target: Target, siblings: Siblings) -> APIRouter:
         return {"health": health, "factor": factor}
 
     return router
+
+
+def _local_counters(target: Target) -> dict[str, Any]:
+    """This process's counters: what ``/_bench/counters`` shows, merged over a node's processes."""
+    health, factor = target.downstream.health()
+    limits = {}
+    for layer in target.layers:
+        decided, rejected = target.metrics.count(layer.name)
+        limits[layer.name] = {
+            "algorithm": layer.algorithm.name, "scope": layer.scope,
+            "decisions": int(decided), "rejections": int(rejected),
+            "keys": {tier or "default": None if v.remote else len(v.store) for tier, v in layer.variants.items()},
+            "max_keys": target.config.store.max_keys,
+            "evictions": sum(v.store.evictions for v in layer.variants.values() if not v.remote),
+            "forgiven": sum(v.store.forgiven for v in layer.variants.values() if not v.remote),
+            **({"current_limit": layer.current_limit} if layer.observes else {}),
+            **({"redis": _redis_counters(target, layer)} if layer.remote else {}),
+        }
+    log = target.log
+    return {
+        "node": target.config.node, "algorithm": target.config.algorithm, "store": target.config.store.name,
+        "downstream": {**asdict(target.downstream.counters), "health": health, "factor": factor},
+        "limits": limits,
+        "decision_log": None if log is None else {"written": log.written, "buffered": len(log.rows)},
+    }
 
 
 def _redis_counters(target: Target, layer: Layer) -> dict[str, Any]:

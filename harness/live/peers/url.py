@@ -19,7 +19,7 @@ from contract.schema import CLIENT_FILE, DECIDED_BY_CLIENT, DECISIONS_FILE
 from harness.campaign.peers.url import UrlPeer
 from harness.processes.target import TargetProcess
 from scenarios.base import Arrivals
-from scenarios.live_plan import LivePlan
+from scenarios.live_plan import LivePlan, origin_of
 
 from ..logs import gather_client
 from ..measures import pct_ms
@@ -27,7 +27,7 @@ from ..sides.base import Side, SideSetup
 from .base import LivePeer, peer_decisions
 
 UNPLANNED = "unplanned"
-"""The key of a follow-up a closed-loop model made up during the run (not in the plan)."""
+"""The key of an answer the plan knows nothing of, not even as a follow-up of a planned request."""
 ADDRESS = "127.0.0.1"
 """What the endpoint sees as the client address of every request (the load generator on loopback)."""
 
@@ -42,7 +42,7 @@ def client_decisions(client: pa.Table, arrivals: Arrivals, peer: UrlPeer) -> pa.
     refused = set(peer.entry.reject_status)
     rows = []
     for rid, sent, status in zip(df["request_id"], df["sent_t"], df["status"]):
-        r = planned.get(rid)
+        r = planned.get(origin_of(rid))  # a follow-up keeps its origin's key, class and client
         key = UNPLANNED if r is None else r.key or (r.headers or {}).get("x-api-key") or ADDRESS
         rows.append({
             "t": float(sent), "node": "node-1", "algorithm": peer.name, "store": peer.store, "limit_name": "per-client",

@@ -86,3 +86,23 @@ def test_an_unreachable_url_exits_2_naming_it_and_starts_nothing(refused_run):
 ])
 def test_a_bad_url_peer_exits_2_naming_it(refused_run, peer, message):
     assert message in refused_run({**CAMPAIGN, "peers": [peer]})
+
+
+def test_a_follow_up_is_decided_under_its_origins_key_class_and_client():
+    """Client-side rows of a url peer: a closed-loop follow-up (``r<i>.<n>``) carries the planned
+    request's key, class and client, never a key of its own."""
+    import pandas as pd
+    import pyarrow as pa
+
+    from harness.campaign.peers.url import UrlPeer, UrlPeerEntry
+    from harness.live.peers.url import UNPLANNED, client_decisions
+    from scenarios import build_model
+
+    arrivals = build_model("adversarial_drip", 10, 1, seed=1).arrivals()
+    origin = next(iter(arrivals.requests()))
+    client = pa.table({"request_id": ["r0", "r0.1", "x9"], "sent_t": [1.0, 2.0, 3.0], "status": [429, 200, 200]})
+    rows = client_decisions(client, arrivals, UrlPeer(UrlPeerEntry(name="gw", url="http://127.0.0.1:1"))).to_pandas()
+    first, follow_up, stray = rows.to_dict("records")
+    assert follow_up["key"] == first["key"] == (origin.key or origin.headers.get("x-api-key"))
+    assert (follow_up["client_class"], follow_up["client_id"]) == (origin.client_class, origin.client_id)
+    assert stray["key"] == UNPLANNED and pd.isna(stray["client_class"])  # the plan does not know it
