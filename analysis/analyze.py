@@ -18,8 +18,8 @@ import pyarrow as pa
 from contract.run_info import degraded_line
 from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE, split_repeat
 
+from . import adaptive, latency, metrics, ramp, retries
 from . import client as client_metrics
-from . import latency, metrics, ramp, retries
 from .cpu import cpu_ms_per_1k, generator_bound
 from .ideal import ideal_sliding_log
 from .loader import LeftOut, Results, Run, RunDataError
@@ -48,6 +48,7 @@ class RunAnalysis:
     latency_cdf: tuple[np.ndarray, np.ndarray] | None = None
     calls: pd.DataFrame | None = None  # t, calls per second (retry storms)
     ramp: pd.DataFrame | None = None  # a ramp run's bins by offered rate (analysis.ramp.bins)
+    limit: pd.DataFrame | None = None  # an adaptive run's limit over time (analysis.adaptive.limit_over_time)
 
     @property
     def degraded(self) -> tuple[float, float] | None:
@@ -199,12 +200,24 @@ def analyze_run(run: Run) -> RunAnalysis:
         row["generator_bound"] = generator_bound(cpu)
     if run.info.generator_bound is not None:  # the runner's verdict: the same rule, with its late sends
         row["generator_bound"] = bool(run.info.generator_bound)
+    if "adaptive_limit" in df.columns and df["adaptive_limit"].notna().any():
+        _adaptive_part(a, df, client)
     if run.info.scenario == BOUNDARY_SCENARIO:
         a.boundary = _boundary(df, p.window_s)
     if run.info.scenario.startswith(RETRY_STORM_PREFIX):
         sent = client["sent_t"].to_numpy(dtype=np.float64) if client is not None else t
         a.calls = _per_second(sent[np.isfinite(sent)], origin)
     return a
+
+
+def _adaptive_part(a: RunAnalysis, df: pd.DataFrame, client: pd.DataFrame | None) -> None:
+    """The head-to-head fields and limit series of a run whose limiter logs its limit."""
+    info = a.run.info
+    a.row.update(adaptive.measures(info, df, client, a.origin))
+    a.row["adaptive_rule"] = adaptive.rule_label(info.params)
+    a.row["break_kind"] = info.scenario_params.get("kind", info.scenario.split("-", 1)[0])
+    a.limit = adaptive.limit_over_time(df["t"].to_numpy(dtype=np.float64),
+                                       df["adaptive_limit"].to_numpy(dtype=np.float64), a.origin)
 
 
 READ_ERRORS = (RunDataError, OSError, pa.ArrowException)

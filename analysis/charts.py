@@ -26,6 +26,7 @@ from contract.atomic import atomic_write
 from contract.schema import ALGORITHM_NAMES, CHARTS_DIR, split_repeat
 
 from . import ramp
+from .adaptive import break_window
 from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
 from .answers import backoff
 from .labels import policy_text
@@ -399,6 +400,42 @@ def ramp_p99(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     return fig
 
 
+def adaptive_limit(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
+    """One row per downstream break, one column per rule: each panel the limit over time against
+    the downstream's slots (its concurrency capacity), the break shaded."""
+    kinds = list(dict.fromkeys(a.row["break_kind"] for a in runs))
+    rules = list(dict.fromkeys(a.row["adaptive_rule"] for a in runs))
+    fig = Figure(figsize=(WIDTH_IN, 1.5 * len(kinds) + 0.9), layout="constrained")
+    grid = np.atleast_2d(fig.subplots(len(kinds), len(rules), squeeze=False, sharex=True, sharey=True))
+    fig.suptitle(fig_title, fontsize=12, fontweight="bold")
+    cells = {(a.row["break_kind"], a.row["adaptive_rule"]): a for a in runs}
+    for i, kind in enumerate(kinds):
+        for j, rule in enumerate(rules):
+            ax, a = grid[i, j], cells.get((kind, rule))
+            ax.tick_params(labelsize=7)
+            if i == 0:
+                ax.set_title(rule, fontsize=9)
+            if j == 0:
+                ax.set_ylabel(kind, fontsize=9)
+            if a is None:
+                continue
+            _shade_break(ax, a)
+            ax.step(a.limit["t"], a.limit["limit"], where="post", color=colour("adaptive"), linewidth=1.2)
+            slots = a.run.info.scenario_params.get("slots")
+            if slots is not None:
+                ax.axhline(slots, color="black", linestyle="--", linewidth=0.8)
+    fig.supxlabel("time since the run started (s); solid: the limit; dashed: the downstream's slots; shaded: the break",
+                  fontsize=9)
+    fig.supylabel("concurrency limit", fontsize=9)
+    return fig
+
+
+def _shade_break(ax: Axes, a: RunAnalysis) -> None:
+    window = break_window(a.run.info)
+    if window is not None:
+        ax.axvspan(window[0] - a.origin, window[1] - a.origin, color="orange", alpha=0.15)
+
+
 @dataclass(frozen=True)
 class Spec:
     name: str
@@ -454,6 +491,10 @@ SPECS = (
          "that bin, one line per algorithm, log scale; red dashed: the P99 bound; dotted: the highest offered rate each "
          "run sustained (in every bin up to it: P99 under the bound, fewer than 1% of the sends late, no failure); "
          "x: a bin with 1% or more of its sends late, or a failed request.", lambda a: a.ramp is not None, ramp_p99, per_scenario=True),
+    Spec("adaptive_limit", "Adaptive limit over time, per rule and downstream break",
+         "The adaptive limiter's concurrency limit (its decision log's adaptive_limit, the last value per 50 ms), one "
+         "row per way the downstream breaks, one column per rule; dashed: the downstream's slots; shaded: the break "
+         "(to the run's end for a step, which never recovers).", lambda a: a.limit is not None, adaptive_limit),
 )
 
 

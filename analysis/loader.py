@@ -36,7 +36,7 @@ from contract.schema import (
 )
 
 DECISION_REQUIRED = ("t", "key", "cost", "allowed", "client_class")
-DECISION_OPTIONAL = ("delay_s", "ideal_allowed", "limit_name", "client_id", "decision_us")
+DECISION_OPTIONAL = ("delay_s", "ideal_allowed", "limit_name", "client_id", "decision_us", "adaptive_limit")
 CATEGORICAL = ("key", "client_class", "limit_name", "client_id")
 """Low-cardinality strings read dictionary-encoded: ten million keys cost codes, not strings."""
 

@@ -156,6 +156,38 @@ def _anchor(scenario: str) -> str:
     return "scenario-" + re.sub(r"[^A-Za-z0-9_-]", "_", scenario)
 
 
+H2H_INTRO = ("Per adaptive rule and way the downstream breaks: goodput (answered 2xx within the bound of the "
+             "intended send, per second), P99 of admitted requests, share of legitimate requests rejected, seconds "
+             "from the break (and from the recovery) until the limit settles within 10% of its level, the limit's "
+             "mean and coefficient of variation in the healthy steady state, target CPU.")
+
+
+def _h2h_chart(report: Report) -> Chart | None:
+    return next((c for c in report.charts if c.spec == "adaptive_limit"), None)
+
+
+def _h2h_html(report: Report) -> list[str]:
+    """The adaptive head to head: a table per downstream break, then the limit-over-time chart."""
+    tables_ = sections.head_to_head(report.rows)
+    if not tables_:
+        return []
+    parts = [f"<section id='adaptive-head-to-head'><h2>Adaptive head to head</h2><p>{html.escape(H2H_INTRO)}</p>"]
+    parts += [f"<h3>{html.escape(kind)}</h3>" + _html_table(*t) for kind, t in tables_.items()]
+    chart = _h2h_chart(report)
+    return [*parts, *([_figure(report, chart)] if chart is not None else []), "</section>"]
+
+
+def _h2h_md(report: Report) -> list[str]:
+    tables_ = sections.head_to_head(report.rows)
+    if not tables_:
+        return []
+    out = ["## Adaptive head to head", "", H2H_INTRO, ""]
+    for kind, table in tables_.items():
+        out += [f"### {kind}", "", _md_table(*table), ""]
+    chart = _h2h_chart(report)
+    return out + (_md_figure(chart) if chart is not None else [])
+
+
 def render_html(report: Report) -> str:
     campaign = report.analysis.results.campaign
     title = _title(campaign, report.root)
@@ -192,6 +224,8 @@ def render_html(report: Report) -> str:
                      f"against {sections.BASELINE} (no limiting).</p>")
         parts += [f"<h3>{html.escape(sections.heading(s, groups[s]))}</h3>" + _html_table(*t) for s, t in comparisons.items()]
         parts.append("</section>")
+    parts += _h2h_html(report)
+    shown.update(c.name for c in [_h2h_chart(report)] if c is not None)
     parts.append("<h2>Details per scenario</h2>")
     for scenario, rows in groups.items():
         parts.append(f"<section id='{_anchor(scenario)}'><h3>{html.escape(sections.heading(scenario, rows))}</h3>"
@@ -246,6 +280,8 @@ def render_md(report: Report) -> str:
         out += ["## Comparison", ""]
         for scenario, table in comparisons.items():
             out += [f"### {sections.heading(scenario, groups[scenario])}", "", _md_table(*table), ""]
+    out += _h2h_md(report)
+    shown.update(c.name for c in [_h2h_chart(report)] if c is not None)
     out += ["## Details per scenario", ""]
     for scenario, rows in groups.items():
         out += [f"### {sections.heading(scenario, rows)}", "", _md_table(*sections.detail(rows)), ""]

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .adaptive import GOODPUT_BOUND_S
 from .answers import BASELINE, backoff, family
 from .labels import row_policy
 from .spread import with_spread
@@ -126,3 +127,26 @@ def comparisons(rows: Sequence[Row]) -> dict[str, tuple[list[str], list[list[str
         cols = [ALGORITHM, *([STORE] if len({r["store"] for r in rs}) > 1 else []), *ramp, P99, REJECTED, CPU]
         out[scenario] = _table([*cols, *([_overhead(baselines)] if baselines else [])], rs)
     return out
+
+
+HEAD_TO_HEAD: tuple[Col, ...] = (
+    Col("rule", lambda r: r["adaptive_rule"], "{}"),
+    Col(f"goodput in {GOODPUT_BOUND_S:g} s (/s)", _field("goodput_in_bound_rps")),
+    P99,
+    Col("legit rejected (%)", _field("rejected_legit_rate", 100.0)),
+    Col("react (s)", _field("limit_react_s"), "{:,.2f}"),
+    Col("recover (s)", _field("limit_recover_s"), "{:,.2f}"),
+    Col("limit mean", _field("limit_mean")),
+    Col("limit CoV", _field("limit_cov"), "{:.3f}"),
+    CPU,
+)
+
+
+def head_to_head(rows: Sequence[Row]) -> dict[str, tuple[list[str], list[list[str]]]]:
+    """The adaptive rules per downstream break (docs/scenarios.md, "Adaptive rules"): one table per
+    break kind, one row per rule, for the runs whose limiter logged its limit."""
+    kinds: dict[str, list[Row]] = {}
+    for r in rows:
+        if r.get("adaptive_rule") is not None:
+            kinds.setdefault(r["break_kind"], []).append(r)
+    return {kind: _table(HEAD_TO_HEAD, rs) for kind, rs in kinds.items()}

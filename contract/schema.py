@@ -156,6 +156,10 @@ RAMP_PHASE = "ramp"
 DOWNSTREAM_STUCK_PHASE = "downstream_stuck"
 DOWNSTREAM_PAUSED_PHASE = "downstream_paused"
 OVERLOAD_PHASE = "overload"
+HEALTH_PHASES = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE, "stuck": DOWNSTREAM_STUCK_PHASE,
+                 "paused": DOWNSTREAM_PAUSED_PHASE}
+"""The run.json phase of each unhealthy health of a downstream schedule (healthy and recovered are
+none), live (harness/live/measures.py) and virtual (harness/sim/runner.py) alike."""
 STATUS_TOO_MANY = 429
 LATE_S = 0.005
 """A send this much after its intended time is late: the generator fell behind (the replay counts

@@ -108,6 +108,11 @@ class DownstreamBreaks(TrafficModel):
         return {"downstream": {"concurrency": p.slots, "service_time": {"median_ms": p.median_ms, "sigma": p.sigma},
                                "schedule": self.p.schedule()}}
 
+    def expected_requests(self) -> float:
+        p = self.p
+        extra = (p.overload - p.load) * (p.recover_at_s - p.break_at_s) if p.kind == "overload" else 0.0
+        return p.capacity_rps * (p.load * p.duration_s + extra)
+
     def generate(self) -> Arrivals:
         """Poisson arrivals at ``load`` x capacity, at ``overload`` x capacity during an overload break."""
         p = self.p

@@ -25,10 +25,7 @@ import pyarrow.parquet as pq
 from analysis.metrics import max_window_cost
 from contract.schema import (
     DECISIONS_FILE,
-    DEGRADED_PHASE,
-    DOWNSTREAM_OUTAGE_PHASE,
-    DOWNSTREAM_PAUSED_PHASE,
-    DOWNSTREAM_STUCK_PHASE,
+    HEALTH_PHASES,
     OVERLOAD_PHASE,
     RAMP_PHASE,
 )
@@ -38,10 +35,6 @@ from scenarios.multi_node import SKEWED
 
 FALLBACK_SOURCES = ("fallback", "fail_closed")
 """Decision sources that are not the run's store deciding (targets/stores/redis/failover.py)."""
-
-HEALTH_PHASES = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE, "stuck": DOWNSTREAM_STUCK_PHASE,
-                 "paused": DOWNSTREAM_PAUSED_PHASE}
-"""The run.json phase of each unhealthy health of a downstream schedule (healthy and recovered are none)."""
 
 ANSWERS = (200, 201, 429)
 """A status that is a decision; anything else (5xx, 0 = no answer) is an error shown to a client."""

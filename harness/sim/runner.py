@@ -30,9 +30,9 @@ from contract.schema import (
     CPU_FILE,
     DECISION_SCHEMA,
     DECISIONS_FILE,
-    DEGRADED_PHASE,
-    DOWNSTREAM_OUTAGE_PHASE,
+    HEALTH_PHASES,
     KIND_VIRTUAL,
+    OVERLOAD_PHASE,
     RAMP_PHASE,
     RUN_FILE,
     RUN_OK,
@@ -235,17 +235,16 @@ def attempt_log(result: Replay) -> pd.DataFrame:
 
 def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
     """run.json of a virtual run (``kind: virtual``): what a live run's says, on the model's
-    clock (the downstream's unhealthy phases and a ramp's span, as harness/live/runner.py)."""
+    clock: every unhealthy phase of the downstream, a ramp's span and an overload break's window,
+    as a live run's (harness/live/measures.py, ``model_phases``)."""
     served = result.served
     end = float(served.done_t.max()) if served is not None and len(served.done_t) else run.model.horizon_s()
-    names = {"degraded": DEGRADED_PHASE, "outage": DOWNSTREAM_OUTAGE_PHASE}
     schedule = [(p.at_s, p.health) for p in served.spec.downstream.schedule] if served is not None else []
-    phases = [{"name": names[health], "start_t": at, "end_t": following[0] if following else end}
-              for (at, health), following in zip(schedule, [*schedule[1:], None]) if health in names]
-    ramp = run.model.ramp()
-    if ramp is not None:
-        begin, finish = ramp
-        phases.append({"name": RAMP_PHASE, "start_t": begin, "end_t": finish})
+    phases = [{"name": HEALTH_PHASES[health], "start_t": at, "end_t": following[0] if following else end}
+              for (at, health), following in zip(schedule, [*schedule[1:], None]) if health in HEALTH_PHASES]
+    for name, span in ((RAMP_PHASE, run.model.ramp()), (OVERLOAD_PHASE, run.model.overload_window())):
+        if span is not None:
+            phases.append({"name": name, "start_t": span[0], "end_t": span[1]})
     return {"status": RUN_OK, "kind": KIND_VIRTUAL, "scenario": run.scenario, "algorithm": run.algorithm,
             "store": STORE, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
                                                              "burst": run.policy.burst},
