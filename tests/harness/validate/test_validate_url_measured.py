@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from targets.process import TargetProcess, start_target
+from harness.processes.target import TargetProcess, start_target
 
 from harness.campaign.policy_file import PolicyFile, parse_policy
 from harness.cli.main import main
