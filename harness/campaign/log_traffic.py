@@ -183,6 +183,9 @@ class LogTrace(TrafficModel):
         routes = np.array(tr.routes, dtype=object)[tr.route]
         return Arrivals(t.tolist(), keys.tolist(), [LEGIT] * len(t), keys.tolist(), routes.tolist(), [1.0] * len(t))
 
+    def expected_requests(self) -> float:
+        return len(self._arrivals)
+
 
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 

@@ -54,8 +54,9 @@ class LiveRun:
     def limiters(self) -> str:
         """Whether a node's processes share its limit (``shared``) or each keeps its own
         (``per-process``: the memory store, Redis ``local`` mode, algorithms Redis does not hold)."""
-        shared = StoreChoice.parse(self.store).shares_limit
-        return "shared" if self.processes == 1 or (shared and self.algorithm in SUFFIXES) else "per-process"
+        if self.processes == 1:  # a peer's too: its store ("zone", "external") is no store of the suite's
+            return "shared"
+        return "shared" if StoreChoice.parse(self.store).shares_limit and self.algorithm in SUFFIXES else "per-process"
 
     @property
     def nodes(self) -> list[str]:

@@ -69,7 +69,7 @@ def test_hand_computed_scalings(args, told_as):
 
 def test_a_rate_that_needs_more_than_15_digits_is_refused():
     with pytest.raises(ConfigError, match=r"^limit: RateLimit-Policy cannot tell this rate truthfully"):
-        load(None, {"algorithm": "fixed_window", "limit": 3.0, "window_s": 1e-20})  # w = 10^20
+        load(None, {"algorithm": "fixed_window", "limit": 1e9, "window_s": 1.2345678901234567e-9})  # 8.1e17/s
 
 
 def test_a_real_target_tells_a_fractional_policy_scaled(start):

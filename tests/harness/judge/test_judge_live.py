@@ -68,7 +68,8 @@ def test_a_clock_aligned_window_keyed_by_address_through_the_command(served, tmp
     assert kept and kept[1] == kept[2] and int(kept[1]) >= 1, out  # at least the retry sent when a refusal said
     with (tmp_path / "judge-client.csv").open() as f:
         rows = list(csv.DictReader(f))
-    assert {r["role"] for r in rows} == {"learn", "probe", "check-fields", "hunt-first-edge", "hunt-clock-edge"}
+    hunted = {"learn", "probe", "hunt-first-edge", "hunt-clock-edge"}  # the fields checked apart only where
+    assert hunted <= {r["role"] for r in rows} <= hunted | {"check-fields"}  # the probes left a promise untested
     addresses = {r["address"] for r in rows}
     assert len(addresses) >= 4 and "127.0.0.1" not in addresses  # every probe a client of its own
     assert all(r["key"] == r["address"] for r in rows) and len(rows) < 1000

@@ -186,7 +186,7 @@ def test_a_worker_with_no_master_gives_up_and_leaves_nothing(tmp_path):
 
 
 @pytest.mark.parametrize(("args", "message"), [
-    (["--remote-workers", "0"], "--remote-workers must be at least 1, got 0"),
+    (["--remote-workers", "0"], "--remote-workers: 0: out of bounds, must be between 1 and 1,000"),
     (["--remote-workers", "1", "--master-bind", "here"], "--master-bind must be HOST:PORT with a port in 1-65535, got 'here'"),
     (["--remote-workers", "1", "--workers", "2"], "--workers and --remote-workers exclude each other"),
 ])

@@ -14,13 +14,13 @@ from collections.abc import Iterator
 
 import pytest
 import yaml
-from targets.process import TargetProcess, start_target
 
 from harness.campaign.policy_file import PolicyFile, parse_policy
 from harness.cli.main import main
 from harness.judge.endpoint import KeySpec
 from harness.judge.verdict import judge
 from harness.judge.virtual import VirtualEndpoint
+from harness.processes.target import TargetProcess, start_target
 from harness.validate.measured import Caps, claim_verdicts, measure
 from targets.algorithms import Policy
 
