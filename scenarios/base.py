@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any, NamedTuple, Protocol
 
 import numpy as np
+import pandas as pd
 
 from contract.errors import BadInput
 from contract.params import Bounds, check_bounds, parse_fields
@@ -97,13 +98,19 @@ class Arrivals:
         """Sort numpy columns by time (stable, so equal times keep their generation order)."""
         order = np.argsort(np.asarray(t, dtype=np.float64), kind="stable")
 
-        def take(col: Any) -> list:
-            return np.asarray(col)[order].tolist()
-
-        ids = take(client_id)
+        ids = _shared(client_id, order)
         return cls(
-            take(t), ids, take(client_class), ids if key is None else take(key), take(route), take(cost)
+            np.asarray(t, dtype=np.float64)[order].tolist(), ids, _shared(client_class, order),
+            ids if key is None else _shared(key, order), _shared(route, order), _shared(cost, order)
         )
+
+
+def _shared(col: Any, order: np.ndarray) -> list:
+    """A column in ``order`` as a list whose equal values are one object each: a million
+    requests of a thousand clients hold a thousand strings, not a million (numpy's ``tolist``,
+    and ``np.full`` of a string, make one object per element: ~60 bytes a request a column)."""
+    codes, uniques = pd.factorize(np.asarray(col)[order], sort=False)
+    return np.asarray(uniques, dtype=object)[codes].tolist()
 
 
 class TrafficModel:

@@ -100,6 +100,10 @@ class Ramp(TrafficModel):
         times = np.minimum(times, np.nextafter(p.duration_s, 0.0))  # float noise at the very end stays inside
         names = np.array([f"client-{i}" for i in range(p.clients)], dtype=object)
         ids = names[rng.integers(0, p.clients, count)]
-        keys = np.full(count, "ramp", dtype=object) if p.shared_key else ids
-        return Arrivals.from_columns(times, ids, np.full(count, LEGIT, dtype=object),
-                                     np.full(count, ITEMS.model_name, dtype=object), np.ones(count), keys)
+        keys = _same("ramp", count) if p.shared_key else ids
+        return Arrivals.from_columns(times, ids, _same(LEGIT, count), _same(ITEMS.model_name, count), np.ones(count), keys)
+
+
+def _same(value: str, count: int) -> np.ndarray:
+    """``count`` references to one string (``np.full`` would make ``count`` strings: ~60 bytes each)."""
+    return np.array([value], dtype=object).repeat(count)

@@ -13,10 +13,11 @@ from pydantic import Field
 from .config_file import CampaignError, StrictModel, validate_model
 from .live import DownstreamSettings
 
-MAX_VIRTUAL_REQUESTS = 2_000_000
-"""Requests one simulated run may hold: a run keeps its arrivals, decisions and both logs in
-memory, ~1.7 KB a request at its peak (campaigns/throughput-50k.yaml: 2.9 GB resident for 1.65
-million), so 2 million stay under 4 GiB. Beyond it the logs would have to be written in parts."""
+MAX_VIRTUAL_REQUESTS = 10_000_000
+"""Requests one simulated run may hold: a run keeps its arrivals, its decisions as columns and
+the system model's columns in memory, and builds and writes its logs in parts (harness/sim):
+~330 bytes a request at its peak (a 10-million-request run of campaigns/throughput-1m.yaml:
+3.4 GB resident), so 10 million stay under 4 GiB."""
 
 
 class SystemSettings(StrictModel):

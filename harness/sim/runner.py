@@ -6,25 +6,29 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field, fields, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 from analysis import ramp
 from analysis.latency import admitted_latency, latency_percentiles
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
-from contract.atomic import write_text
-from contract.folder import ResultsFolder, utc_stamp, write_parquet
+from contract.atomic import atomic_write, write_text
+from contract.folder import ResultsFolder, utc_stamp
 from contract.machine import machine_facts
 from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
+    CLIENT_SCHEMA,
     CPU_FILE,
+    DECISION_SCHEMA,
     DECISIONS_FILE,
     HEALTH_PHASES,
     KIND_VIRTUAL,
@@ -44,7 +48,7 @@ from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
 
-from .simulator import STORE, Replay, client_table, ideal_decisions, simulate, virtual_arrivals
+from .simulator import STORE, Replay, client_parts, client_table, decision_parts, ideal_decisions, simulated, virtual_arrivals
 from .system import system_for
 
 
@@ -253,7 +257,7 @@ def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
     sustained rate too), and the system's: target cores used, downstream utilisation."""
     if result.served is None:
         return {}
-    client = attempt_log(result)
+    client = client_table(result).drop_columns(["request_id"]).to_pandas()  # its ids would be an object a request
     row = {**latency_percentiles(admitted_latency(client)), **result.served.measures()}
     if run.scenario.split("-", 1)[0] == ramp.RAMP_SCENARIO:
         info = _run_info(run, result)
@@ -264,14 +268,34 @@ def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
     return row
 
 
-def _write_run(folder: ResultsFolder, run: SimRun, table: pa.Table, result: Replay) -> None:
-    """A virtual run's folder: the decision log, and with the system model the client log, the
-    target's CPU samples and run.json, as a live run's."""
+SUMMARY_COLUMNS = ("t", "key", "cost", "allowed", "client_class", "client_id", "delay_s", "ideal_allowed")
+"""What ``summarize`` reads of a decision log (the rest would cost a Python object a request)."""
+
+
+def _summary_frame(table: pa.Table) -> pd.DataFrame:
+    """The decision log's columns the summary reads, strings as categoricals (codes, not objects)."""
+    return table.select([c for c in SUMMARY_COLUMNS if c in table.column_names]).to_pandas(strings_to_categorical=True)
+
+
+def _read_summary_frame(path: Path) -> pd.DataFrame:
+    """``_summary_frame`` of a decision log on disk, read column by column as the analysis does."""
+    return _summary_frame(pq.read_table(path, columns=list(SUMMARY_COLUMNS), read_dictionary=["key", "client_class", "client_id"]))
+
+
+def _write_parts(path: Path, parts: Iterable[pa.Table], schema: pa.Schema = DECISION_SCHEMA) -> None:
+    """A log streamed into one Parquet file, a row group per part: one part in memory at a time."""
+    with pq.ParquetWriter(path, schema) as writer:
+        for part in parts:
+            writer.write_table(part)
+
+
+def _write_system(folder: ResultsFolder, run: SimRun, result: Replay) -> None:
+    """The rest of a virtual run's folder with the system model (its decision log is written
+    first): the client log, the target's CPU samples and run.json, as a live run's."""
     run_dir = folder.run_dir(run.name)
-    write_parquet(run_dir / DECISIONS_FILE, table)
     if result.served is None:
         return
-    write_parquet(run_dir / CLIENT_FILE, client_table(result))
+    atomic_write(run_dir / CLIENT_FILE, partial(_write_parts, parts=client_parts(result), schema=CLIENT_SCHEMA))
     write_text(run_dir / CPU_FILE, result.served.cpu().to_csv(index=False))
     write_run_json(run_dir / RUN_FILE, _run_info(run, result))
 
@@ -290,8 +314,8 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
             ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), run.policy)
         decider = run.decides_as or run.algorithm
         system = system_for(run.model, decider, plan.system, plan.downstream, plan.seed)
-        table, result = simulate(run.model, decider, run.policy, run.params, ideal=ideals.get(id(run.model)),
-                                 system=system)
+        result, ideal = simulated(run.model, decider, run.policy, run.params, ideal=ideals.get(id(run.model)),
+                                  system=system)
         row: dict[str, Any] = {
             "run": run.name,
             "scenario": run.scenario,
@@ -305,8 +329,16 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         }
         if hasattr(run.model, "p"):
             row["scenario_params"] = asdict(run.model.p)
+        parts = decision_parts(result, decider, ideal)
+        if folder is None:
+            frame = _summary_frame(pa.concat_tables(list(parts)))
+        else:
+            path = folder.run_dir(run.name) / DECISIONS_FILE
+            atomic_write(path, partial(_write_parts, parts=parts))
+            frame = _read_summary_frame(path)
         policy = RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst)
-        row.update(summarize(table.to_pandas(), run.decides_as or run.algorithm, policy, asdict(run.params)))
+        row.update(summarize(frame, run.decides_as or run.algorithm, policy, asdict(run.params)))
+        del frame
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))
         row.update(system_row(run, result))
@@ -314,8 +346,9 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
         if folder is not None:
-            _write_run(folder, run, table, result)
+            _write_system(folder, run, result)
         rows.append(row)
+        del result  # before the next run's replay: two at once would double the peak
         if events is not None:
             events.done(i, len(plan.runs), run, row)
     if folder is not None:

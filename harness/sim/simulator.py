@@ -14,7 +14,8 @@ import heapq
 import math
 import time
 import weakref
-from collections.abc import Callable, Iterator, Mapping
+from array import array
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -38,9 +39,12 @@ from targets.stores.protocol import ReplayStore
 from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
+from .decision_columns import BLOCK, DecisionColumns
 from .system import UNAVAILABLE_STATUS, Path, Served, SystemSpec, serve_open, system_for
 
 NODE, STORE = "sim", "memory"
+NONE = "none"
+"""The algorithm that admits everything and keeps no state: its replay needs no decision call."""
 READING_S = 0.25
 """Model seconds between CPU/load readings (the live target's sampler: targets/readings.py)."""
 GLOBAL_KEY = "global"
@@ -53,25 +57,31 @@ TIMING_BLOCK = 64
 """Decisions are timed in blocks of this many and each gets its block's mean: two clock reads
 per decision would cost more than most decisions. Live targets time every decision."""
 
+PART_ROWS = 250_000
+"""Rows of a log built (and written) at a time: a whole decision log at once would hold ~200
+bytes a request in Arrow buffers beside the replay."""
+
 
 @dataclass
 class Replay:
     """The realized arrivals (closed-loop models add follow-ups) and the decision on each."""
 
     arrivals: Arrivals
-    decisions: list[Decision]
-    decision_us: list[float]
+    decisions: list[Decision] | DecisionColumns
+    decision_us: Sequence[float]
     evictions: int
     unavailable: list[bool] | None = None
     """Per request: admitted, but answered 503 by the downstream (an outage phase of the
     model's schedule); None: no outage was scheduled."""
     served: Served | None = None
     """What the system model did with each request (client times, status, target work)."""
-    limits: list[float] | None = None
+    limits: Sequence[float] | None = None
     """An observing limiter's limit after each decision (the log's ``adaptive_limit``)."""
 
     @property
     def allowed(self) -> list[bool]:
+        if isinstance(self.decisions, DecisionColumns):
+            return self.decisions.column("allowed").tolist()
         return [d[0] for d in self.decisions]
 
 
@@ -161,8 +171,10 @@ def replay_on(store: ReplayStore, traffic: TrafficModel | Arrivals, system: Syst
         return result
 
 
-def _columns(decisions: list[Decision]) -> tuple[np.ndarray, np.ndarray]:
+def _columns(decisions: list[Decision] | DecisionColumns) -> tuple[np.ndarray, np.ndarray]:
     """(allowed, delay_s) of the decisions as numpy columns."""
+    if isinstance(decisions, DecisionColumns):
+        return decisions.column("allowed"), decisions.column("delay_s")
     if not decisions:
         return np.zeros(0, dtype=bool), np.zeros(0)
     allowed, _, _, _, delay = zip(*decisions)
@@ -183,11 +195,17 @@ def _no_gc() -> Iterator[None]:
 
 
 def _replay_open(arrivals: Arrivals, store: ReplayStore) -> Replay:
-    """Hot path for open-loop traffic: blocks of decisions through the store's batch call."""
+    """Hot path for open-loop traffic: blocks of decisions through the store's batch call;
+    ``none`` (the same decision for every request, no state kept) without a call at all."""
+    if store.algorithm.name == NONE:
+        start = time.perf_counter_ns()
+        decisions = DecisionColumns.repeated(store.algorithm.decide(None, 0.0, 1.0, None)[0], len(arrivals))
+        micros = np.full(len(arrivals), (time.perf_counter_ns() - start) / 1000.0 / max(1, len(arrivals)))
+        return Replay(arrivals, decisions, micros, store.evictions)
     decide_many, clock = store.decide_many, time.perf_counter_ns
     ts, keys, costs = arrivals.t, arrivals.key, arrivals.cost
-    decisions: list[Decision] = []
-    micros: list[float] = []
+    decisions = DecisionColumns()
+    micros = array("d")
     for first in range(0, len(ts), TIMING_BLOCK):
         last = first + TIMING_BLOCK
         start = clock()
@@ -197,11 +215,17 @@ def _replay_open(arrivals: Arrivals, store: ReplayStore) -> Replay:
     return Replay(arrivals, decisions, micros, store.evictions)
 
 
+def _planned(traffic: TrafficModel | Arrivals) -> Arrivals:
+    """The arrivals ``_requests`` yields, as columns."""
+    return traffic if isinstance(traffic, Arrivals) else virtual_arrivals(traffic)
+
+
 def _requests(traffic: TrafficModel | Arrivals) -> tuple[Iterator[Request], KeyOf | None]:
     """The planned requests in time order, and how a follow-up's headers give its key."""
+    planned = _decided(_planned(traffic)).requests()  # at the decided µs, as the open path: the same client log
     if isinstance(traffic, Arrivals):
-        return traffic.requests(), None
-    return virtual_arrivals(traffic).requests(), header_keys(traffic) if traffic.arrivals().headers is not None else None
+        return planned, None
+    return planned, header_keys(traffic) if traffic.arrivals().headers is not None else None
 
 
 def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: SystemSpec) -> Replay:
@@ -222,10 +246,9 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
     follow_ups: list[tuple[float, int, Request]] = []
     completions: list[tuple[float, int, str, float, float, bool]] = []
     seq = 0
-    done: list[Request] = []
-    decisions: list[Decision] = []
-    micros: list[float] = []
-    limits: list[float] = []
+    done: list[Request] = []  # closed-loop models only: the others' requests are the planned ones
+    decisions = DecisionColumns()
+    pending, micros, limits = decisions.pending, array("d"), array("d")
     clock = time.perf_counter_ns
     nxt = next(planned, None)
     while nxt is not None or follow_ups:
@@ -249,8 +272,11 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
             seq += 1
         if limit_of is not None:
             limits.append(float(adaptive.current_limit(limit_of(key), store.params)))
-        done.append(req)
-        decisions.append(d)
+        if reactive:
+            done.append(req)
+        pending.append(d)
+        if len(pending) >= BLOCK:
+            decisions.pack()
         if reactive:
             answer: Decision | Answer = d if status != UNAVAILABLE_STATUS else Answer(False, float(reset_seconds(d.reset_s)))
             for follow in model.react(req._replace(t=client_done + spec.one_way_s), answer):
@@ -260,7 +286,8 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
                 seq += 1
     served = path.served()
     failed = served.status == UNAVAILABLE_STATUS
-    return Replay(_decided(Arrivals.from_requests(done)), decisions, micros, store.evictions,
+    arrivals = Arrivals.from_requests(done) if reactive else _planned(traffic)
+    return Replay(_decided(arrivals), decisions, micros, store.evictions,
                   failed.tolist() if failed.any() or spec.downstream.schedule else None, served, limits or None)
 
 
@@ -310,66 +337,93 @@ def ideal_decisions(arrivals: Arrivals, policy: Policy) -> list[bool]:
     """sliding_log (the exact reference) on the same arrivals."""
     algorithm = get_algorithm("sliding_log")
     store = MemoryStore(algorithm, build_params("sliding_log", policy), max_keys=max(1, len(arrivals)))
-    with _no_gc():
-        return [d[0] for d in store.decide_many(arrivals.key, arrivals.t, arrivals.cost)]
+    keys, ts, costs = arrivals.key, arrivals.t, arrivals.cost
+    allowed: list[bool] = []
+    with _no_gc():  # in blocks: the decisions of a whole large run at once would be its peak
+        for first in range(0, len(ts), PART_ROWS):
+            part = slice(first, first + PART_ROWS)
+            allowed.extend([d[0] for d in store.decide_many(keys[part], ts[part], costs[part])])
+    return allowed
 
 
 def decision_table(result: Replay, algorithm: str, ideal: list[bool], limit_name: str = "default") -> pa.Table:
     """The decision log (contract.schema.DECISION_SCHEMA) of one simulated run."""
-    a = result.arrivals
-    n = len(a)
-    allowed, remaining, retry_after, _reset, delay = zip(*result.decisions) if n else ((),) * 5
+    parts = list(decision_parts(result, algorithm, ideal, limit_name))
+    return pa.concat_tables(parts) if parts else DECISION_SCHEMA.empty_table()
+
+
+def decision_parts(result: Replay, algorithm: str, ideal: list[bool], limit_name: str = "default",
+                   rows: int = PART_ROWS) -> Iterator[pa.Table]:
+    """The decision log in parts of ``rows`` requests, in time order (a writer streams them)."""
+    decisions = result.decisions
+    if not isinstance(decisions, DecisionColumns):
+        decisions = DecisionColumns()
+        decisions.extend(result.decisions)
+    cols = decisions.columns()
+    ids = request_ids(result.arrivals)
+    micros = np.asarray(result.decision_us, dtype=np.float64)
+    limits = np.asarray(result.limits, dtype=np.float64) if result.limits else None
+    for first in range(0, len(result.arrivals), rows):
+        part = slice(first, first + rows)
+        yield _decision_part(result.arrivals, part, [c[part] for c in cols], ids[part], micros[part],
+                             ideal[part], None if limits is None else limits[part], algorithm, limit_name)
+
+
+def _decision_part(a: Arrivals, rows: slice, decision: list[np.ndarray], ids: pa.Array, micros: np.ndarray,
+                   ideal: list[bool], limits: np.ndarray | None, algorithm: str, limit_name: str) -> pa.Table:
+    allowed, remaining, retry_after, _reset, delay = decision
+    n = len(allowed)
 
     def constant(value: str) -> pa.Array:
         return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
 
+    t = pa.array(a.t[rows], pa.float64())
     columns = {
-        "t": pa.array(a.t, pa.float64()),
-        "node": constant(NODE),
-        "algorithm": constant(algorithm),
-        "store": constant(STORE),
-        "limit_name": constant(limit_name),
-        "key": pa.array(a.key, pa.string()),
-        "cost": pa.array(a.cost, pa.float64()),
-        "allowed": pa.array(allowed, pa.bool_()),
-        "remaining": pa.array(remaining, pa.float64()),
-        "retry_after_s": pa.array(retry_after, pa.float64()),
-        "decision_us": pa.array(result.decision_us, pa.float64()),
-        "client_class": pa.array(a.client_class, pa.string()),
-        "request_id": pa.array(request_ids(a), pa.string()),
-        "client_id": pa.array(a.client_id, pa.string()),
-        "route": pa.array(a.route, pa.string()),
-        "delay_s": pa.array(delay, pa.float64()),
-        "ideal_allowed": pa.array(ideal, pa.bool_()),
-        "source": constant(STORE),
-        "adaptive_limit": pa.array(result.limits, pa.float64()) if result.limits else pa.nulls(n, pa.float64()),
-        "arrived_t": pa.array(a.t, pa.float64()),
+        "t": t, "node": constant(NODE), "algorithm": constant(algorithm), "store": constant(STORE),
+        "limit_name": constant(limit_name), "key": pa.array(a.key[rows], pa.string()),
+        "cost": pa.array(a.cost[rows], pa.float64()), "allowed": pa.array(allowed, pa.bool_()),
+        "remaining": pa.array(remaining, pa.float64()), "retry_after_s": pa.array(retry_after, pa.float64()),
+        "decision_us": pa.array(micros), "client_class": pa.array(a.client_class[rows], pa.string()),
+        "request_id": ids, "client_id": pa.array(a.client_id[rows], pa.string()),
+        "route": pa.array(a.route[rows], pa.string()), "delay_s": pa.array(delay, pa.float64()),
+        "ideal_allowed": pa.array(ideal, pa.bool_()), "source": constant(STORE),
+        "adaptive_limit": pa.array(limits, pa.float64()) if limits is not None else pa.nulls(n, pa.float64()),
+        "arrived_t": t,
     }
     return pa.Table.from_pydict(columns, schema=DECISION_SCHEMA)
 
 
-def request_ids(arrivals: Arrivals) -> list[str]:
+def request_ids(arrivals: Arrivals) -> pa.Array:
     """The id a client gives each request, shared by both logs: with attempts, a client's
     attempt 1 starts a new logical request (``<client>#<n>``) and its retries follow; else
-    the request's index."""
+    the request's index (cast by Arrow: no Python string per request)."""
     if arrivals.attempt is None:
-        return np.arange(len(arrivals)).astype(str).tolist()
+        return pa.array(np.arange(len(arrivals), dtype=np.int64)).cast(pa.string())
     frame = pd.DataFrame({"client_id": arrivals.client_id, "attempt": arrivals.attempt})
     seq = (frame["attempt"] == 1).groupby(frame["client_id"]).cumsum()
-    return (frame["client_id"] + "#" + seq.astype(str)).tolist()
+    return pa.array(frame["client_id"] + "#" + seq.astype(str), pa.string())
 
 
 def client_table(result: Replay) -> pa.Table:
     """The client log (contract.schema.CLIENT_SCHEMA) the system model gives: every request was
     sent when planned (intended = sent: a virtual client is never late)."""
+    parts = list(client_parts(result, max(1, len(result.arrivals))))
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def client_parts(result: Replay, rows: int = PART_ROWS) -> Iterator[pa.Table]:
+    """``client_table`` in parts of ``rows`` requests (a writer streams them)."""
     served, a = result.served, result.arrivals
     assert served is not None
     attempt = np.ones(len(a), dtype=np.int32) if a.attempt is None else np.asarray(a.attempt, dtype=np.int32)
-    return pa.Table.from_pydict({
-        "request_id": pa.array(request_ids(a), pa.string()), "intended_t": pa.array(served.sent_t),
-        "sent_t": pa.array(served.sent_t), "done_t": pa.array(served.done_t),
-        "status": pa.array(served.status, pa.int32()), "attempt": pa.array(attempt, pa.int32()),
-    }, schema=CLIENT_SCHEMA)
+    ids = request_ids(a)
+    for first in range(0, max(1, len(a)), rows):
+        part = slice(first, first + rows)
+        yield pa.Table.from_pydict({
+            "request_id": ids[part], "intended_t": pa.array(served.sent_t[part]),
+            "sent_t": pa.array(served.sent_t[part]), "done_t": pa.array(served.done_t[part]),
+            "status": pa.array(served.status[part], pa.int32()), "attempt": pa.array(attempt[part], pa.int32()),
+        }, schema=CLIENT_SCHEMA)
 
 
 def simulate(model: TrafficModel, algorithm_name: str, policy: Policy, params: Any,
@@ -378,9 +432,19 @@ def simulate(model: TrafficModel, algorithm_name: str, policy: Policy, params: A
     """One run: replay (through ``system``, the path around the limiter, when given), the ideal
     replay (unless given: for an open-loop model it is the same for every algorithm), and the
     decision log."""
+    result, ideal = simulated(model, algorithm_name, policy, params, max_keys=max_keys, ideal=ideal,
+                              fleet=fleet, system=system)
+    return decision_table(result, algorithm_name, ideal), result
+
+
+def simulated(model: TrafficModel, algorithm_name: str, policy: Policy, params: Any,
+              *, max_keys: int = 1_000_000, ideal: list[bool] | None = None,
+              fleet: Fleet | None = None, system: SystemSpec | None = None) -> tuple[Replay, list[bool]]:
+    """``simulate`` without building the decision log: the replay and its ideal decisions (a
+    large run streams its log with ``decision_parts``)."""
     algorithm = get_algorithm(algorithm_name)
     result = replay(model, algorithm, params, max_keys=max_keys, fleet=fleet, system=system)
     if ideal is None:
         is_reference = algorithm_name == "sliding_log" and params == build_params("sliding_log", policy)
         ideal = result.allowed if is_reference else ideal_decisions(result.arrivals, policy)
-    return decision_table(result, algorithm_name, ideal), result
+    return result, ideal

@@ -17,6 +17,7 @@ each simulated latency, closed-loop clients react when their answer arrives.
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass
 
 import numpy as np
@@ -107,9 +108,8 @@ def serve_open(spec: SystemSpec, t: np.ndarray, client_id: list[str], allowed: n
     arrive = ready[admitted] + np.asarray(delay_s, dtype=np.float64)[admitted]
     order = np.argsort(arrive, kind="stable")
     downstream = DownstreamModel(spec.downstream, spec.seed)
-    serve = downstream.serve
     finished = np.empty(len(admitted))
-    finished[order] = [serve(a) for a in arrive[order].tolist()]
+    finished[order] = downstream.serve_many(arrive[order].tolist())
     served = finished != UNAVAILABLE
     status = np.full(len(t), TOO_MANY, dtype=np.int32)
     status[admitted] = np.where(served, OK, UNAVAILABLE_STATUS)
@@ -131,11 +131,9 @@ class Path:
         self.target = TargetProcesses(spec.processes, spec.cpu_s)
         self.downstream = DownstreamModel(spec.downstream, spec.seed)
         self._process_of: dict[str, int] = {}
-        self.sent: list[float] = []
-        self.done: list[float] = []
-        self.status: list[int] = []
-        self.process: list[int] = []
-        self.cpu_done: list[float] = []
+        # typed arrays, not lists: 8 bytes a value instead of a float object's 32
+        self.sent, self.done, self.cpu_done = array("d"), array("d"), array("d")
+        self.status, self.process = array("i"), array("q")
         self.busy_s = 0.0
         """Target CPU seconds spent so far (each request's counted when it is served)."""
 
