@@ -51,7 +51,6 @@ from contract.schema import (
     RUN_INTERRUPTED,
     RUN_OK,
 )
-from contract.stores import StoreChoice
 from harness.campaign.live import Campaign
 from harness.events import RunnerEvents
 from harness.processes.redis_server import RedisServer, RedisServerError
@@ -67,7 +66,7 @@ from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import slowest_ready
 from .measures import fleet_measures, measured_window, model_phases, store_degradation, store_failure_measures
 from .peers import live_peer
-from .plan import LiveRun
+from .plan import LiveRun, PeerLimiter
 from .remote import RemoteWorkers, remote_clocks
 from .sides.base import Side, SideSetup
 from .sides.suite import SuiteSide
@@ -160,7 +159,8 @@ class LiveRunner:
     def _side(self, run: LiveRun, run_dir: Path) -> Side:
         """The side under test: the suite's nodes, or the run's peer (one it starts, or a URL)."""
         setup = SideSetup(run, self.campaign, run_dir, self.processes, self.redis_url)
-        return SuiteSide(setup) if run.spec is None else live_peer(run.spec).side(setup)
+        limiter = run.limiter
+        return live_peer(limiter.peer).side(setup) if isinstance(limiter, PeerLimiter) else SuiteSide(setup)
 
     def _own_services(self, run: LiveRun, record: RunRecord) -> None:
         """Our own redis-server up again if it died since the last run (killed from outside; the
@@ -251,7 +251,7 @@ class LiveRunner:
         record.add(**side.results(plan))
         if not side.live_counters:  # counted from its decisions, now that it has them
             allowed = pq.read_table(run_dir / DECISIONS_FILE, columns=["allowed"]).column("allowed").to_pylist()
-            self.events.counted({"limits": {run.algorithm: {"decisions": len(allowed), "rejections": allowed.count(False)}}})
+            self.events.counted({"limits": {run.limiter.label: {"decisions": len(allowed), "rejections": allowed.count(False)}}})
         record.add(**self._measures(run, run_dir, happened, record))
 
     def _measures(self, run: LiveRun, run_dir: Path, happened: dict[str, float], record: RunRecord) -> dict[str, Any]:
@@ -372,29 +372,30 @@ class LiveRunner:
 
     def _virtual(self, run: LiveRun) -> float | None:
         """The same scenario in virtual time, for the live-vs-simulated comparison."""
-        if run.algorithm == "adaptive" or run.scenario.name not in SCENARIOS:
+        limiter = run.limiter
+        if limiter.label == "adaptive" or run.scenario.name not in SCENARIOS:
             return None
         from analysis.metrics import over_admission
 
-        if run.spec:  # the peer's mapped model (harness/campaign/peers/); a url peer claiming nothing has none
-            twin = run.spec.twin(run.policy)
+        if isinstance(limiter, PeerLimiter):  # its mapped model (harness/campaign/peers/); a url peer claiming nothing has none
+            twin = limiter.peer.twin(run.policy)
             if twin is None:
                 return None
             table, _ = simulate(run.model, twin[0], twin[1], run.params)
             return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
-        local = StoreChoice.parse(run.store).virtual_store
-        fleet = Fleet(tuple(run.joins_s), run.routing, local) if len(run.joins_s) > 1 else None
+        fleet = Fleet(tuple(run.joins_s), run.routing, limiter.store.virtual_store) if len(run.joins_s) > 1 else None
         if run.limiters == "per-process":  # one node's N local limiters; the kernel spreads its connections
             fleet = Fleet((0.0,) * run.processes * len(run.joins_s), "round_robin", "local")
-        table, _ = simulate(run.model, run.algorithm, run.policy, run.params, fleet=fleet)
+        table, _ = simulate(run.model, limiter.algorithm, run.policy, run.params, fleet=fleet)
         return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
 
 def planned_record(run: LiveRun, workers: int) -> RunRecord:
     """run.json as far as the plan says: failed until the run's steps say otherwise."""
     return RunRecord(
-        status=RUN_FAILED, scenario=run.scenario.run_name, algorithm=run.algorithm, store=run.store, system=run.system,
+        status=RUN_FAILED, scenario=run.scenario.run_name, algorithm=run.limiter.label, store=run.limiter.store_label,
+        system=run.system,
         policy={"limit": run.policy.limit, "window_s": run.policy.window_s, "burst": run.policy.burst},
         params=asdict(run.params), scenario_params=dict(run.scenario.params), workers=workers,
         processes=run.processes, limiters=run.limiters)
