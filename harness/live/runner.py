@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -132,14 +133,13 @@ class LiveRunner:
         run_dir = self.folder.run_dir(run.name)
         (run_dir / "logs").mkdir(parents=True, exist_ok=True)
         record = planned_record(run, self.workers)
-        sampler = CpuSampler()
         cores = cpus.split(cpus.available()) if self.campaign.scale.pin else None
+        watch = _Watch(cores)
         if self.campaign.scale.pin:
             record.add(cpus=cores.as_json() if cores else "not pinned: fewer than 2 cores")
         try:
             self._own_services(run, record)
-            side = self._side(run, run_dir)
-            self._load(run, run_dir, side, record, _Watch(sampler, cores))
+            self._attempts(run, run_dir, record, watch)
             record.add(status=RUN_OK)
         except RunFailed as exc:
             record.add(error=str(exc))
@@ -149,12 +149,29 @@ class LiveRunner:
         finally:
             with interrupts_deferred():  # the run is recorded whatever signal comes meanwhile
                 self.processes.stop_all()
-                rows = measured_window(sampler.stop(), record.to_json(), sampler.interval_s)
+                rows = measured_window(watch.sampler.stop(), record.to_json(), watch.sampler.interval_s)
                 write_text(run_dir / CPU_FILE, cpu_csv(rows))
                 record.add(generator_bound=generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS),
                                                            record.get("late_share")))
                 record.write(run_dir / RUN_FILE)
         return record
+
+    def _attempts(self, run: LiveRun, run_dir: Path, record: RunRecord, watch: _Watch) -> None:
+        """The run's steps; once more, from an empty run folder and with a lead that covers the
+        side's start-up, when the side was ready only after the plan's first send (a busy machine:
+        the plan was sent to ports nobody listened on yet). Late twice: the run fails, saying so."""
+        try:
+            self._load(run, run_dir, self._side(run, run_dir), record, watch)
+        except SideLate as late:
+            self.processes.stop_all()
+            watch.restart()
+            _emptied(run_dir)
+            self.lead_s = max(self.lead_s, late.start_up_s + LEAD_MARGIN_S)
+            record.add(started_again=f"{late}: started again with a {self.lead_s:.1f} s lead")
+            try:
+                self._load(run, run_dir, self._side(run, run_dir), record, watch)
+            except SideLate as again:
+                raise RunFailed(f"{again}, even with a {self.lead_s:.1f} s lead") from None
 
     def _side(self, run: LiveRun, run_dir: Path) -> Side:
         """The side under test: the suite's nodes, or the run's peer (one it starts, or a URL)."""
@@ -203,9 +220,11 @@ class LiveRunner:
         if not self.remote:
             launched = time.time()  # pinned before it forks its workers: they inherit it
             locust = watch.generator(self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S))
+        side_launched = time.time()
         watch.targets(side.start())
+        side_up_s = _ready_in_time(side_launched, plan)
         happened = self._wait(locust, side, end_at, run_dir / "logs" / "locust.log", self._store_events(run, plan))
-        self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
+        self._learn_lead(run_dir / HANDSHAKE_DIR, launched, side_up_s)
         self._results(run, run_dir, side, plan, record, happened)
 
     def _lead(self, run: LiveRun, side: Side) -> float:
@@ -343,11 +362,12 @@ class LiveRunner:
             raise RunFailed(f"locust did not stop within {STOP_TIMEOUT_S:.0f} s:\n{tail(log)}") from None
         return happened
 
-    def _learn_lead(self, client_dir: Path, launched: float) -> None:
-        """The next run's lead: the slowest worker's start-up here plus a margin."""
+    def _learn_lead(self, client_dir: Path, launched: float, side_up_s: float) -> None:
+        """The next run's lead: the slowest worker's start-up here, or the side's if it was
+        slower (a busy machine), plus a margin."""
         ready = slowest_ready(client_dir)
         if ready is not None:
-            self.lead_s = max(self.campaign.scale.lead_s, ready - launched + LEAD_MARGIN_S)
+            self.lead_s = max(self.campaign.scale.lead_s, ready - launched + LEAD_MARGIN_S, side_up_s + LEAD_MARGIN_S)
 
     def run_all(self, runs: list[LiveRun]) -> list[dict[str, Any]]:
         root = self.folder.root
@@ -391,6 +411,32 @@ class LiveRunner:
         return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
 
+class SideLate(Exception):
+    """The side under test was ready only after the plan's first send."""
+
+    def __init__(self, late_s: float, start_up_s: float) -> None:
+        super().__init__(f"the side under test was ready {late_s:.1f} s after the plan's first send "
+                         f"(its start-up took {start_up_s:.1f} s)")
+        self.start_up_s = start_up_s
+
+
+def _ready_in_time(launched: float, plan: LivePlan) -> float:
+    """The side's start-up (s), now that it is ready; SideLate when that is after the plan's first send."""
+    now = time.time()
+    arrivals = plan.arrivals()
+    first_send = plan.start_at + (float(arrivals.t[0]) if len(arrivals) else 0.0)
+    if now > first_send:
+        raise SideLate(now - first_send, now - launched)
+    return now - launched
+
+
+def _emptied(run_dir: Path) -> None:
+    """The run folder as a run starts it: an attempt's files (its plan, logs, handshake, decision
+    log parts) must not mix with the next attempt's."""
+    shutil.rmtree(run_dir)
+    (run_dir / "logs").mkdir(parents=True)
+
+
 def planned_record(run: LiveRun, workers: int) -> RunRecord:
     """run.json as far as the plan says: failed until the run's steps say otherwise."""
     return RunRecord(
@@ -405,8 +451,13 @@ class _Watch:
     """Every process of a run sampled for cpu.csv and, with ``scale.pin``, pinned to its half of
     the cores: the generator (before it forks its workers: they inherit it) and the side's."""
 
-    def __init__(self, sampler: CpuSampler, cores: cpus.CpuSplit | None) -> None:
-        self.sampler, self.cores = sampler, cores
+    def __init__(self, cores: cpus.CpuSplit | None) -> None:
+        self.sampler, self.cores = CpuSampler(), cores
+
+    def restart(self) -> None:
+        """A fresh sampler for the run's next attempt (the last one's samples are of no use)."""
+        self.sampler.stop()
+        self.sampler = CpuSampler()
 
     def generator(self, locust: subprocess.Popen) -> subprocess.Popen:
         if self.cores:
