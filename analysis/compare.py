@@ -53,6 +53,7 @@ MEASURES: tuple[tuple[str, str, Callable[[float], str]], ...] = (
     ("rejected_legit_rate", "legit rejected (%)", _pct),
     ("latency_p99_intended_ms", "P99 (ms)", _ms),
     ("cpu_target_ms_per_1k", "target CPU (ms / 1k req)", _plain),
+    ("cpu_target_us_per_req", "marginal CPU (µs / req)", _plain),
     ("goodput_rps", "goodput (/s)", _plain),
     ("false_admits", "false admits", _count),
 )

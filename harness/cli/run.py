@@ -94,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _summarize(out: Path, console: Console, wide: bool) -> None:
     """summary.json/csv, charts and the report, from the raw files (the same code as `report`)."""
-    report = build_report(out)
+    report = build_report(out, on_chart=lambda i, n, name: console.print(f"[dim]chart {i}/{n}: {name}[/dim]", highlight=False))
     for warning in report.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(summary_table(report.groups, console, wide))
@@ -121,6 +121,8 @@ LIVE_COLUMNS = (
     Column("in flight", "in\nflight", _cell("in_flight_ratio")),
     Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
     Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
+    Column("marginal CPU µs/req", "marg.\nCPU µs\n/req", lambda row: "below res." if row.get("cpu_target_us_per_req") is None
+           and row.get("cpu_target_ms_per_1k") is not None else _cell("cpu_target_us_per_req")(row)),
     Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),
 )
 
