@@ -1,6 +1,7 @@
 """The report's compact tables, as plain rows of strings: the comparison in the shape of the
-source comparison (algorithm, P99, rejections, CPU and the marginal CPU's overhead vs ``none``) and one table per scenario
-with only the columns that scenario measures. Units live in the headers, so cells are numbers."""
+source comparison (algorithm, P99, rejections, CPU, the marginal CPU's overhead vs ``none``) and
+one table per scenario with only the columns that scenario measures. Units live in the headers
+(analysis.labels names and formats every field), so cells are numbers."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from typing import Any
 from .adaptive import GOODPUT_BOUND_S
 from .answers import BASELINE, backoff, family
 from .cpu import CLOCK_TICK_S, RESOLVED_SHARE
-from .labels import num, row_policy
+from .labels import FIGURES, header, num, row_policy
 from .spread import apart, with_spread
 from .tables import NA
 
@@ -37,11 +38,17 @@ def _measure(header: str, name: str, fmt: str = "{:,.1f}", scale: float = 1.0) -
     return Col(header, _field(name, scale), fmt, name, scale)
 
 
+def _figure(name: str) -> Col:
+    """A summary field with the header, format and scale analysis.labels gives it."""
+    title, fmt, scale = FIGURES[name]
+    return _measure(title, name, fmt, scale)
+
+
 ALGORITHM = Col("algorithm", lambda r: r["algorithm"], "{}")
 STORE = Col("store", lambda r: r["store"], "{}")
-P99 = _measure("P99 (ms)", "latency_p99_intended_ms")
-REJECTED = _measure("rejected (%)", "rejected_rate", "{:,.1f}", scale=100.0)
-CPU = _measure("target CPU (ms / 1k req)", "cpu_target_ms_per_1k")
+P99 = _figure("latency_p99_intended_ms")
+REJECTED = _figure("rejected_rate")
+CPU = _figure("cpu_target_ms_per_1k")
 BELOW_RESOLUTION = "below resolution"
 
 
@@ -51,34 +58,34 @@ def _marginal(r: Row) -> float | str | None:
     return BELOW_RESOLUTION if value is None and r.get("cpu_target_ms_per_1k") is not None else value
 
 
-MARGINAL = Col("marginal CPU (µs / req)", _marginal, "{:,.1f}", "cpu_target_us_per_req")
+MARGINAL = Col(header("cpu_target_us_per_req"), _marginal, FIGURES["cpu_target_us_per_req"][1], "cpu_target_us_per_req")
 SUSTAINED = _measure("sustained (offered /s)", "ramp_sustained_rps", "{:,.0f}")
 STOPPED_BY = Col("then", lambda r: None if r.get("ramp_sustained_rps") is None else r.get("ramp_stopped_by") or "top of ramp", "{}")
 
 DETAIL: tuple[Col, ...] = (
     Col("backoff", lambda r: backoff(r) if family(r["scenario"]) == "retry_storm" else None, "{}"),
-    _measure("requests", "requests", "{:,.0f}"),
+    _figure("requests"),
     REJECTED,
-    _measure("legit rejected (%)", "rejected_legit_rate", "{:,.2f}", scale=100.0),
-    _measure("abusive rejected (%)", "rejected_abusive_rate", "{:,.1f}", scale=100.0),
-    _measure("over-admission (x L)", "over_admission", "{:,.2f}"),
-    _measure("peak in flight (x bound)", "in_flight_ratio", "{:,.2f}"),
-    _measure("false admits", "false_admits", "{:,.0f}"),
-    _measure("false rejects", "false_rejects", "{:,.0f}"),
-    _measure("Jain (legit)", "legit_fairness_jain", "{:.3f}"),
-    _measure("P50 (ms)", "latency_p50_intended_ms"),
+    _figure("rejected_legit_rate"),
+    _figure("rejected_abusive_rate"),
+    _figure("over_admission"),
+    _figure("in_flight_ratio"),
+    _figure("false_admits"),
+    _figure("false_rejects"),
+    _figure("legit_fairness_jain"),
+    _figure("latency_p50_intended_ms"),
     P99,
     CPU,
     MARGINAL,
-    _measure("goodput (/s)", "goodput_rps"),
+    _figure("goodput_rps"),
     SUSTAINED,
     STOPPED_BY,
-    _measure("recovery (s)", "time_to_recover_s"),
+    _figure("time_to_recover_s"),
     _measure("calls", "calls", "{:,.0f}"),
     _measure("calls per request", "amplification", "{:,.2f}"),
     _measure("completed", "completed_requests", "{:,.0f}"),
     _measure("done in (s)", "time_to_done_s"),
-    _measure("Retry-After truthful (%)", "header_truthfulness", "{:,.1f}", scale=100.0),
+    _figure("header_truthfulness"),
 )
 
 COMPARED = ("unhealthy_downstream", "steady", "ramp")
@@ -171,7 +178,7 @@ HEAD_TO_HEAD: tuple[Col, ...] = (
     Col("rule", lambda r: r["adaptive_rule"], "{}"),
     Col(f"goodput in {GOODPUT_BOUND_S:g} s (/s)", _field("goodput_in_bound_rps")),
     P99,
-    Col("legit rejected (%)", _field("rejected_legit_rate", 100.0)),
+    _figure("rejected_legit_rate"),
     Col("react (s)", _field("limit_react_s"), "{:,.2f}"),
     Col("recover (s)", _field("limit_recover_s"), "{:,.2f}"),
     Col("limit mean", _field("limit_mean")),
