@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=1, help="wrk threads")
     args = parser.parse_args(argv)
+    for name in ("rounds", "seconds", "connections", "threads"):
+        if getattr(args, name) < 1:
+            parser.error(f"--{name} must be at least 1, got {getattr(args, name)}")
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))  # unwinds: targets stopped
     if shutil.which("wrk") is None:
         print("error: wrk is not installed (apt-get install -y wrk); this benchmark needs it", file=sys.stderr)
