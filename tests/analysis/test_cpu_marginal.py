@@ -67,3 +67,20 @@ def test_too_few_bins_or_no_samples_give_nothing():
     assert marginal_cpu(cpu_frame([0.1, 0.2, 0.3]), decided([10, 20, 30]))["cpu_target_us_per_req"] is None
     empty = cpu_frame([])
     assert marginal_cpu(empty[empty["role"] == "generator"], decided([10]))["cpu_sample_s"] is None
+
+
+def test_a_virtual_ramp_gives_back_the_models_cost_per_request(tmp_path):
+    """The system model spends exactly cpu_us a request (harness/sim/target_model.py): the slope
+    over its CPU samples is that figure, the whole-process one the same here (no idle cost)."""
+    from analysis.analyze import analyze
+    from analysis.loader import load_results
+    from harness.cli.main import main
+    from harness.sim.target_model import cpu_us_for
+
+    out = tmp_path / "ramp"
+    assert main(["simulate", "--scenario", "ramp", "--algorithm", "token_bucket", "--limit", "100000", "--window", "1",
+                 "--scenario-param", "duration_s=10", "--out", str(out)]) == 0
+    [row] = analyze(load_results(out)).rows
+    assert row["cpu_target_us_per_req"] == pytest.approx(cpu_us_for("token_bucket"), rel=0.02)
+    assert row["cpu_target_us_per_req_low"] <= cpu_us_for("token_bucket") <= row["cpu_target_us_per_req_high"]
+    assert row["cpu_sample_s"] == 1.0
