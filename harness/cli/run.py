@@ -113,6 +113,8 @@ def _cell(key: str) -> Callable[[dict[str, Any]], str]:
     return cell
 
 
+BELOW = "< res."
+"""The marginal CPU per request where the run cannot resolve it (docs/analysis.md, "CPU")."""
 LIVE_COLUMNS = (
     Column("requests", "req.", _cell("requests")),
     Column("rejected", "rej.", _cell("rejected")),
@@ -121,7 +123,7 @@ LIVE_COLUMNS = (
     Column("in flight", "in\nflight", _cell("in_flight_ratio")),
     Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
     Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
-    Column("marginal CPU µs/req", "marg.\nCPU µs\n/req", lambda row: "below res." if row.get("cpu_target_us_per_req") is None
+    Column("µs/req", "marg.\nCPU µs\n/req", lambda row: BELOW if row.get("cpu_target_us_per_req") is None
            and row.get("cpu_target_ms_per_1k") is not None else _cell("cpu_target_us_per_req")(row)),
     Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),
 )
