@@ -22,11 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from scenarios import Arrivals, TrafficModel
+from scenarios import SCENARIOS, Arrivals, TrafficModel
 from scenarios.access_log import LogBatch, LogReader, open_log
 from scenarios.access_log.source import BadLines
 from scenarios.base import LEGIT
-from scenarios.trace_file import TraceFile
+from scenarios.trace_file import TraceFile, trace_run_name
 from targets.config import KeyConfig
 from targets.ip_keys import client_key, forwarded_ip, ip_key_function
 
@@ -172,7 +172,7 @@ class LogTrace(TrafficModel):
 
     def __init__(self, traffic: LogTraffic) -> None:
         self.traffic = traffic
-        self.name = f"trace-{traffic.path.name.split('.')[0]}"
+        self.name = trace_run_name(traffic.path)
         self._arrivals = self.generate()
 
     def generate(self) -> Arrivals:
@@ -193,6 +193,6 @@ TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 def trace_model(path: str | Path, log_format: str | None = None) -> TrafficModel:
     """``--trace FILE``: a CSV or Parquet trace (t, key columns) by its suffix, else an access log."""
     path = Path(path)
-    if path.suffix.lower() in TABLE_SUFFIXES:
-        return TraceFile(path)
-    return LogTrace(load_traffic(path, log_format=log_format))
+    model = TraceFile(path) if path.suffix.lower() in TABLE_SUFFIXES else LogTrace(load_traffic(path, log_format=log_format))
+    model.name = trace_run_name(path, SCENARIOS)  # never read as a scenario of the suite's
+    return model

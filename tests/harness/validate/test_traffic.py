@@ -175,14 +175,16 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(make, args: list[str],
     assert not out.exists()
 
 
-def test_simulate_reads_an_access_log_as_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulate_reads_an_access_log_as_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The default key config trusts no proxy: the two clients behind 10.0.0.1 are one key (4
     requests: 2 refused), 1.1.1.1 and the /64 1 each, 2.2.2.2's two posts cost 1 each: none."""
+    monkeypatch.chdir(tmp_path)  # a trace run's results folder is made under ./results
     log = write(tmp_path, "main", requests(), gz=True)
     code = main(["simulate", "--trace", str(log), "--algorithm", "fixed_window", "--limit", "2", "--window", "60",
                  "--json", "-"])
     [row] = json.loads(capsys.readouterr().out)["runs"]
-    assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == ("trace-main", 12, 4)
+    assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == ("main", 12, 4)
 
 
 def test_worker_processes_judge_as_one_process_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
