@@ -79,6 +79,8 @@ class LogTraffic:
     """The log cannot order requests inside a second: its format logs whole seconds (a JSON
     log: every time it holds is a whole second)."""
     keys_config: KeyConfig = field(default_factory=KeyConfig)
+    detected: bool = False
+    """Its format was detected from its first lines (none was given)."""
 
     @cached_property
     def spread_t(self) -> np.ndarray:
@@ -153,10 +155,26 @@ def _joined(batch: LogBatch, config: KeyConfig) -> pa.Array:
     return pc.binary_join_element_wise(*parts, _SEP)
 
 
-def load_traffic(path: Path, fmt: str | None = None, log_format: str | None = None,
-                 fields: list[str] | None = None) -> LogTraffic:
+@dataclass(frozen=True)
+class LogOptions:
+    """How an access log is read, as the command line says it (``--format``, ``--log-format``,
+    ``--field``; none given: the format is detected): one value for `validate --traffic` and
+    `simulate --trace`, so both read a log alike."""
+
+    name: str | None = None
+    log_format: str | None = None
+    fields: tuple[str, ...] = ()
+
+    @property
+    def given(self) -> bool:
+        return self.name is not None or self.log_format is not None or bool(self.fields)
+
+
+def load_traffic(path: Path, options: LogOptions = LogOptions()) -> LogTraffic:
     """Read ``path`` (format given or detected) into a LogTraffic; bad input raises LogError."""
-    return read_traffic(open_log(path, fmt, log_format, fields))
+    traffic = read_traffic(open_log(path, options.name, options.log_format, list(options.fields)))
+    traffic.detected = not options.given
+    return traffic
 
 
 DAY_S = 86_400.0
@@ -190,9 +208,9 @@ class LogTrace(TrafficModel):
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
-def trace_model(path: str | Path, log_format: str | None = None) -> TrafficModel:
+def trace_model(path: str | Path, options: LogOptions = LogOptions()) -> TrafficModel:
     """``--trace FILE``: a CSV or Parquet trace (t, key columns) by its suffix, else an access log."""
     path = Path(path)
     if path.suffix.lower() in TABLE_SUFFIXES:
         return TraceFile(path)
-    return LogTrace(load_traffic(path, log_format=log_format))
+    return LogTrace(load_traffic(path, options))

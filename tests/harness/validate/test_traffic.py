@@ -14,7 +14,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.campaign.log_traffic import load_traffic
+from harness.campaign.log_traffic import LogOptions, load_traffic
 from harness.campaign.policy_file import parse_policy
 from harness.cli.main import main
 from harness.validate import traffic as traffic_module
@@ -45,8 +45,9 @@ def requests() -> list[LoggedRequest]:
     return out
 
 
-OPTIONS = {"combined": {}, "common": {}, "main": {}, "custom": {"log_format": CUSTOM}, "piped": {"log_format": PIPED},
-           "json": {"fields": [JSON_FIELDS]}, "alb": {}, "cloudfront": {}}
+OPTIONS = {"combined": LogOptions(), "common": LogOptions(), "main": LogOptions(), "custom": LogOptions(log_format=CUSTOM),
+           "piped": LogOptions(log_format=PIPED), "json": LogOptions(fields=(JSON_FIELDS,)), "alb": LogOptions(),
+           "cloudfront": LogOptions()}
 WITHOUT_XFF = ("combined", "common", "alb")
 
 
@@ -60,7 +61,7 @@ def write(tmp_path: Path, fmt: str, rows: list[LoggedRequest], gz: bool = False)
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
 @pytest.mark.parametrize("fmt", list(OPTIONS))
 def test_refusals_are_the_hand_computed_ones_in_every_format(fmt: str, gz: bool, tmp_path: Path) -> None:
-    traffic = load_traffic(write(tmp_path, fmt, requests(), gz), **OPTIONS[fmt])
+    traffic = load_traffic(write(tmp_path, fmt, requests(), gz), OPTIONS[fmt])
     [*outcomes] = judge(traffic, [parse_policy(POLICY, "policy")])
     expected = 5 if fmt in WITHOUT_XFF else 3
     assert {o.timing: o.refused for o in outcomes} == (
@@ -81,7 +82,7 @@ def test_the_api_key_outranks_the_user_and_the_address(tmp_path: Path) -> None:
     rows += [LoggedRequest(T0 + 5 + i, f"3.3.3.{i}", user="ann") for i in range(2)]
     rows += [LoggedRequest(T0 + 10 + i, "4.4.4.4") for i in range(3)]
     policy = parse_policy({**POLICY, "limits": [{**POLICY["limits"][0], "key": "api_key"}]}, "policy")
-    [o] = judge(load_traffic(write(tmp_path, "custom", rows), log_format=CUSTOM), [policy])
+    [o] = judge(load_traffic(write(tmp_path, "custom", rows), OPTIONS["custom"]), [policy])
     assert o.refused == 2
     assert {k.key: k.refused for k in o.top_keys} == {"api_key:k1": 1, "ip:4.4.4.4": 1}
 
@@ -105,9 +106,9 @@ def test_an_out_of_order_log_is_judged_as_the_sorted_one(tmp_path: Path) -> None
     shuffled = rows[:]
     rng.shuffle(shuffled)
     policy = parse_policy({**POLICY, "limits": [{**POLICY["limits"][0], "algorithm": "sliding_log", "limit": 20}]}, "p")
-    sorted_log = load_traffic(write(tmp_path, "piped", rows), log_format=PIPED)
+    sorted_log = load_traffic(write(tmp_path, "piped", rows), OPTIONS["piped"])
     (tmp_path / "piped.log").rename(tmp_path / "sorted.log")
-    mixed = load_traffic(write(tmp_path, "piped", shuffled), log_format=PIPED)
+    mixed = load_traffic(write(tmp_path, "piped", shuffled), OPTIONS["piped"])
     assert mixed.out_of_order > 0 and sorted_log.out_of_order == 0
     [a], [b] = judge(sorted_log, [policy]), judge(mixed, [policy])
     assert a.refused > 0 and (a.refused, a.top_keys, a.refused_per_bin) == (b.refused, b.top_keys, b.refused_per_bin)
@@ -122,7 +123,7 @@ def test_decisions_on_a_log_equal_those_on_the_equivalent_csv_trace(tmp_path: Pa
     with the same times and ``ip:<address>`` keys."""
     rows = sorted(rows)
     logged = [LoggedRequest(T0 + ms / 1000, f"7.7.7.{a}") for ms, a in rows]
-    traffic = load_traffic(write(tmp_path, "piped", logged), log_format=PIPED)
+    traffic = load_traffic(write(tmp_path, "piped", logged), OPTIONS["piped"])
     csv = tmp_path / "trace.csv"
     pd.DataFrame({"t": [f"{r.t:.3f}" for r in logged], "key": [f"ip:{r.addr}" for r in logged]}).to_csv(csv, index=False)
     policy = parse_policy({**POLICY, "limits": [{"name": "api", "key": "ip", "algorithm": algorithm,
