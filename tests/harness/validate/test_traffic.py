@@ -186,6 +186,33 @@ def test_simulate_reads_an_access_log_as_a_trace(tmp_path: Path, capsys: pytest.
     assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == ("trace-main", 12, 4)
 
 
+@pytest.mark.parametrize("fmt", ["json", "piped"])
+def test_simulate_reads_a_log_with_validates_options(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`simulate --trace` takes validate's --field (JSON lines) and --log-format: the same
+    requests, the same 4 refused as above (IPv6 by /64, no trusted proxy)."""
+    log = write(tmp_path, fmt, requests())
+    how = ["--field", JSON_FIELDS] if fmt == "json" else ["--log-format", PIPED]
+    code = main(["simulate", "--trace", str(log), *how, "--algorithm", "fixed_window", "--limit", "2", "--window", "60",
+                 "--json", "-"])
+    [row] = json.loads(capsys.readouterr().out)["runs"]
+    assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == (f"trace-{fmt}", 12, 4)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--scenario", "steady", "--field", "t=ts,addr=ip"], "--format/--log-format/--field: only with --trace LOG"),
+    (["--trace", "{log}", "--field", "t=start_time,addr=client_ip"], "--field addr=client_ip: no such field"),
+    (["--trace", "{log}", "--field", "t=start_time,when=x"], "'when' is not one of"),
+])
+def test_simulate_refuses_bad_log_options_in_one_line(args: list[str], message: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    log = write(tmp_path, "json", requests())
+    out, summary = tmp_path / "results", tmp_path / "summary.json"
+    code = main(["simulate", *[a.format(log=log) for a in args], "--out", str(out), "--json", str(summary)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() and not summary.exists()
+
+
 def test_worker_processes_judge_as_one_process_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A big log's replays run one per core in forked workers: the same answers."""
     rng = random.Random(3)
