@@ -28,7 +28,7 @@ from harness.campaign.log_traffic import LogTraffic
 from harness.campaign.policy_file import Limit, PolicyFile
 
 from .sim import deployment
-from .traffic_replay import in_turn, node_keys, together
+from .traffic_replay import Keyed, Requests, in_turn, together
 
 TOP_KEYS = 10
 TIME_BINS = (1, 10, 60, 300, 900, 3600, 21600, 86400)
@@ -108,21 +108,23 @@ class _Keys:
 
 
 def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:
-    """Each request's cost: its route's in the policy, 1 for a route the policy does not list."""
+    """Each route code's cost: the route's in the policy, 1 for a route the policy does not list."""
     listed = {r.name: r.cost for r in policy.routes}
-    return np.array([listed.get(r, 1.0) for r in traffic.routes], dtype=np.float64)[traffic.route]
+    return np.array([listed.get(r, 1.0) for r in traffic.routes], dtype=np.float64)
 
 
 def refusals(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: list[_Keys]) -> np.ndarray:
     """Per request: the index of the limit that refused it, -1 if admitted, as the target's
     layered check decides (``traffic_replay``: Redis limits in turn, memory limits together)."""
-    cost = route_costs(traffic, policy)
+    covers = np.array([[limit.covers(r) for limit in policy.limits] for r in traffic.routes], dtype=bool)
+    covers = covers.reshape(len(traffic.routes), len(policy.limits))
+    requests = Requests(t, traffic.route, route_costs(traffic, policy), covers)
     deps = [deployment(policy, limit) for limit in policy.limits]
-    covered = [np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route] for limit in policy.limits]
-    codes = [node_keys(keyed.code, dep.nodes) for keyed, dep in zip(keys, deps)]
-    if policy.store.effective_mode == "local" and np.any(np.sum(covered, axis=0) > 1):
-        return together(deps, codes, covered, t, cost)
-    return in_turn(deps, codes, covered, t, cost)
+    keyed = [Keyed(k.code, dep.nodes) for k, dep in zip(keys, deps)]
+    met = np.bincount(traffic.route, minlength=len(traffic.routes)) > 0
+    if policy.store.effective_mode == "local" and np.any(covers[met].sum(axis=1) > 1):
+        return together(deps, keyed, requests)
+    return in_turn(deps, keyed, requests)
 
 
 def timings(traffic: LogTraffic) -> list[tuple[str, np.ndarray]]:
@@ -229,7 +231,7 @@ def top_keys(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, refused_by:
         limit = policy.limits[int(np.bincount(refused_by[mine & (refused_by >= 0)]).argmax())]
         span, allowance = burst_span(limit)
         covered = mine & np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route]
-        worst = max_window_cost(t[covered], cost[covered], span)
+        worst = max_window_cost(t[covered], cost[traffic.route[covered]], span)
         rows.append(KeyRow(str(keys.names[code]), int(per_key[code]), int(refused_per_key[code]),
                            float(worst), span, allowance, limit.name))
     return rows

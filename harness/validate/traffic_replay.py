@@ -18,10 +18,15 @@ Algorithm transitions are pure (``decide(state, now, cost, params)``), so a dict
 limit is the memory store's table without its lock, LRU order and sweeps, which cost as much
 again as the decision and change nothing here (a state idle for the store's TTL starts afresh,
 as the store's lookup treats it). Keys are integer codes: a store only hashes them.
+
+Nothing request-sized is copied: the requests a limit decides on are chosen a block at a time
+from the log's shared columns (times, route codes, key codes), so a replay worker's own memory
+is its table of states and one block of Python lists.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,11 +40,39 @@ REPLAY_BLOCK = 1 << 16
 """Requests turned into Python lists at a time: the loop's memory stays flat."""
 
 
-def node_keys(codes: np.ndarray, nodes: int) -> np.ndarray:
-    """Key codes made one per (key, node) for requests dealt round-robin to ``nodes`` nodes."""
-    if nodes <= 1:
-        return codes
-    return codes.astype(np.int64) * nodes + np.arange(len(codes), dtype=np.int64) % nodes
+@dataclass(frozen=True)
+class Requests:
+    """The log's requests as a policy sees them: times in order, each request's route code, and
+    per route code its cost and which limits cover it (``covers[route, limit]``)."""
+
+    t: np.ndarray
+    route: np.ndarray
+    route_cost: np.ndarray
+    covers: np.ndarray
+
+    def blocks(self, limit: int | None = None) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+        """(positions, their route codes) block by block: every request a limit covers, or
+        (``limit`` None) every request some limit covers."""
+        for first in range(0, len(self.t), REPLAY_BLOCK):
+            route = self.route[first:first + REPLAY_BLOCK]
+            mine = self.covers[route, limit] if limit is not None else self.covers[route].any(axis=1)
+            picked = np.flatnonzero(mine)
+            yield picked + first, route[picked]
+
+
+@dataclass(frozen=True)
+class Keyed:
+    """One limit's key code per request, one per (key, node) when requests are dealt
+    round-robin to ``nodes`` local nodes."""
+
+    codes: np.ndarray
+    nodes: int = 1
+
+    def at(self, positions: np.ndarray) -> list[int]:
+        codes = self.codes[positions]
+        if self.nodes > 1:
+            codes = codes.astype(np.int64) * self.nodes + positions % self.nodes
+        return codes.tolist()
 
 
 @dataclass
@@ -69,61 +102,52 @@ class _Table:
             self.states[key] = (state, now)
 
 
-def replay_allowed(dep: Deployment, keys: np.ndarray, t: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """One limit's decisions on its requests in time order (``keys``: per node already, see
-    ``node_keys``), as one bool each: the memory store's ``decide`` inlined, the per-request path
-    of every replay."""
-    table = _Table.of(dep)
+def _allowed(table: _Table, keys: list[int], times: list[float], costs: list[float]) -> list[bool]:
+    """One limit's decisions on a block of its requests: the memory store's ``decide`` inlined,
+    the per-request path of every replay."""
     transition, params, ttl, states = table.transition, table.params, table.ttl, table.states
     keep, get = ttl > 0, states.get
-    allowed = np.empty(len(t), dtype=bool)
-    for first in range(0, len(t), REPLAY_BLOCK):
-        last = first + REPLAY_BLOCK
-        out: list[bool] = []
-        append = out.append
-        for key, now, c in zip(keys[first:last].tolist(), t[first:last].tolist(), cost[first:last].tolist()):
-            entry = get(key)
-            decision, state = transition(entry[0] if entry is not None and now - entry[1] < ttl else None, now, c, params)
-            if keep:
-                states[key] = (state, now)
-            append(decision[0])
-        allowed[first:last] = out
-    return allowed
+    out: list[bool] = []
+    append = out.append
+    for key, now, c in zip(keys, times, costs):
+        entry = get(key)
+        decision, state = transition(entry[0] if entry is not None and now - entry[1] < ttl else None, now, c, params)
+        if keep:
+            states[key] = (state, now)
+        append(decision[0])
+    return out
 
 
-def in_turn(deps: list[Deployment], keys: list[np.ndarray], covered: list[np.ndarray], t: np.ndarray,
-            cost: np.ndarray) -> np.ndarray:
+def in_turn(deps: list[Deployment], keys: list[Keyed], requests: Requests) -> np.ndarray:
     """Per request, the index of the limit that refused it (-1: admitted), the limits asked one
     after another on the requests still standing: Redis layers, or memory limits no request
     meets two of."""
-    refused_by = np.full(len(t), -1, dtype=np.int16)
-    for i, (dep, codes, mine) in enumerate(zip(deps, keys, covered)):
-        idx = np.flatnonzero(mine & (refused_by < 0))
-        allowed = replay_allowed(dep, codes[idx], t[idx], cost[idx])
-        refused_by[idx[~allowed]] = i
+    refused_by = np.full(len(requests.t), -1, dtype=np.int16)
+    for i, (dep, keyed) in enumerate(zip(deps, keys)):
+        table = _Table.of(dep)
+        for positions, route in requests.blocks(i):
+            standing = refused_by[positions] < 0
+            positions, route = positions[standing], route[standing]
+            allowed = _allowed(table, keyed.at(positions), requests.t[positions].tolist(),
+                               requests.route_cost[route].tolist())
+            refused_by[positions[~np.array(allowed, dtype=bool)]] = i
     return refused_by
 
 
-def together(deps: list[Deployment], keys: list[np.ndarray], covered: list[np.ndarray], t: np.ndarray,
-             cost: np.ndarray) -> np.ndarray:
+def together(deps: list[Deployment], keys: list[Keyed], requests: Requests) -> np.ndarray:
     """Per request, the index of the limit that refused it (-1: admitted), every memory limit of
     a request peeked in order and committed only when all admit (``targets.layers.check``)."""
     tables = [_Table.of(dep) for dep in deps]
-    plans, plan_of = np.unique(np.stack(covered, axis=1), axis=0, return_inverse=True)
-    plan_of = plan_of.reshape(-1)
-    layers = [[(j, tables[j]) for j in np.flatnonzero(row).tolist()] for row in plans]
-    idx = np.flatnonzero(np.any(plans, axis=1)[plan_of])
-    refused_by = np.full(len(t), -1, dtype=np.int16)
-    for first in range(0, len(idx), REPLAY_BLOCK):
-        block = idx[first:first + REPLAY_BLOCK]
-        per_limit = np.stack([codes[block] for codes in keys], axis=1).tolist()
-        out = [_check(layers[p], ks, now, c)
-               for p, ks, now, c in zip(plan_of[block].tolist(), per_limit, t[block].tolist(), cost[block].tolist())]
-        refused_by[block] = out
+    layers = [[(j, tables[j]) for j in np.flatnonzero(row).tolist()] for row in requests.covers]
+    refused_by = np.full(len(requests.t), -1, dtype=np.int16)
+    for positions, route in requests.blocks():
+        per_limit = zip(*(keyed.at(positions) for keyed in keys))
+        refused_by[positions] = [_check(layers[r], ks, now, c) for r, ks, now, c in zip(
+            route.tolist(), per_limit, requests.t[positions].tolist(), requests.route_cost[route].tolist())]
     return refused_by
 
 
-def _check(layers: list[tuple[int, _Table]], keys: list[int], now: float, cost: float) -> int:
+def _check(layers: list[tuple[int, _Table]], keys: tuple[int, ...], now: float, cost: float) -> int:
     """One request's layered check: a single layer decides (and keeps its state, refused or
     not); several are peeked, the first refusal decides and nothing is kept anywhere."""
     if len(layers) == 1:
