@@ -102,9 +102,25 @@ class _Keys:
     """The log's keys under one limit kind: a code per request and the key text per code."""
 
     def __init__(self, traffic: LogTraffic, policy: PolicyFile, limit: Limit) -> None:
-        by_identity = traffic.keys(limit.key, policy.keys.trusted_proxies or 0, policy.keys.ipv6_prefix or 128)
+        by_identity = traffic.keys(*_keyed_alike(policy, limit))
         self.names, codes = np.unique(by_identity.astype(str), return_inverse=True)
         self.code = codes.astype(np.int32)[traffic.identity]
+
+
+def _keyed_alike(policy: PolicyFile, limit: Limit) -> tuple[str, int, int]:
+    """What decides a limit's keys: its kind, the trusted hops and the IPv6 prefix."""
+    return limit.key, policy.keys.trusted_proxies or 0, policy.keys.ipv6_prefix or 128
+
+
+def keys_by_limit(traffic: LogTraffic, policies: list[PolicyFile]) -> dict[str, list[_Keys]]:
+    """Each policy's keys, limit by limit; limits keyed alike share one (a code per request each:
+    20 MB for five million requests)."""
+    made: dict[tuple[str, int, int], _Keys] = {}
+    for policy in policies:
+        for limit in policy.limits:
+            if _keyed_alike(policy, limit) not in made:
+                made[_keyed_alike(policy, limit)] = _Keys(traffic, policy, limit)
+    return {policy.name: [made[_keyed_alike(policy, limit)] for limit in policy.limits] for policy in policies}
 
 
 def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:
@@ -136,7 +152,7 @@ def timings(traffic: LogTraffic) -> list[tuple[str, np.ndarray]]:
 def judge(traffic: LogTraffic, policies: list[PolicyFile],
           classes: list[tuple[KeyClass, re.Pattern[str]]] | None = None) -> list[Outcome]:
     """Every policy under every timing the log allows."""
-    keys = {policy.name: [_Keys(traffic, policy, limit) for limit in policy.limits] for policy in policies}
+    keys = keys_by_limit(traffic, policies)
     jobs = [(policy, timing, t) for policy in policies for timing, t in timings(traffic)]
     refused = all_refusals(traffic, [(policy, t, keys[policy.name]) for policy, _, t in jobs])
     klass = {policy.name: classify(traffic, keys[policy.name][0], classes or []) for policy in policies}

@@ -7,20 +7,23 @@ from __future__ import annotations
 import gzip
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.campaign.log_traffic import LogOptions, load_traffic
+from harness.campaign.log_traffic import LogOptions, LogTraffic, load_traffic
 from harness.campaign.policy_file import parse_policy
 from harness.cli.main import main
 from harness.validate import traffic as traffic_module
 from harness.validate.sim import deployment, run
 from harness.validate.traffic import _Keys, judge, refusals
 from scenarios.access_log.render import CUSTOM, JSON_FIELDS, PIPED, LoggedRequest, render
+from scenarios.access_log.source import BadLines
 from scenarios.trace_file import TraceFile
 
 T0 = 1_760_000_040.0  # a whole minute: one 60 s fixed window holds every request below
@@ -97,6 +100,17 @@ def test_a_whole_second_log_gives_both_bounds(tmp_path: Path) -> None:
     traffic = load_traffic(write(tmp_path, "combined", rows))
     assert traffic.whole_second
     assert {o.timing: o.refused for o in judge(traffic, [policy])} == {"spread": 0, "packed": 1}
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=60))
+def test_spread_times_divide_each_second_evenly_in_log_order(seconds: list[int]) -> None:
+    """The k-th of a second's n requests is spread to k/n past the second's start."""
+    t = np.array(sorted(T0 + s for s in seconds))
+    traffic = LogTraffic(Path("x"), "combined", t, *(np.zeros(len(t), np.int32),) * 3, [], [], [], len(t), BadLines(), 0, True)
+    counts = Counter(t.tolist())
+    expected = [s + k / counts[s] for s in sorted(counts) for k in range(counts[s])]
+    assert traffic.spread_t.tolist() == pytest.approx(expected, abs=1e-9)
 
 
 def test_an_out_of_order_log_is_judged_as_the_sorted_one(tmp_path: Path) -> None:
