@@ -98,6 +98,13 @@ class PeerInput:
     notes: list[str] = field(default_factory=list)
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file the verdict is written to, writable before anything is judged."""
+    for flag, path in (("--json", args.json), ("--junit", args.junit), ("--html", args.html)):
+        if path is not None and str(path) != "-":
+            check_output(Path(path), flag, folder=False)
+
+
 def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None]:
     """The policy to judge, its source, and the peer input; every bad input before anything starts."""
     if args.out is not None and not args.live:
@@ -113,9 +120,7 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     if args.key is not None and args.url is None:
         raise CampaignError("--key: only with --url URL (how the endpoint tells clients apart)")
     check_out(args.out)
-    for flag, path in (("--json", args.json), ("--junit", args.junit)):
-        if path is not None and str(path) != "-":
-            check_output(Path(path), flag, folder=False)
+    _check_outputs(args)
     base = load_policy(args.policy) if args.policy is not None else None
     peer_models = [lim.name for lim in (base.limits if base else []) if lim.algorithm in PEER_MODELS]
     if args.live and args.url is None and args.config is None and peer_models:
@@ -165,6 +170,7 @@ def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, L
         raise CampaignError("--traffic: judges policy files on a log; not with --live, --config or --url")
     if args.policy is None:
         raise CampaignError("--traffic: give the policy file to judge (and more with --policy FILE)")
+    _check_outputs(args)
     policies = [load_policy(path) for path in [args.policy, *args.more_policies]]
     classes = load_classes(args.classes) if args.classes is not None else []
     traffic = load_traffic(args.traffic, options)

@@ -176,6 +176,9 @@ def test_key_classes_give_the_share_refused_and_gate_ci(tmp_path: Path, capsys: 
      "--field addr=client_ip: no such field"),
     (lambda p: p.write_text(render(requests(), "combined") + "junk\n" * 3), [],
      "3 of 15 lines (20.0%) are not combined"),
+    (lambda p: p.mkdir(), [], "access.log: is a folder, not a file"),
+    (lambda p: p.write_text(render(requests(), "combined")), ["--html", "{tmp}/access.log/report.html"],
+     "--html"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(make, args: list[str], message: str, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,11 +186,12 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(make, args: list[str],
     make(log)
     policy = tmp_path / "p.yaml"
     policy.write_text(json.dumps(POLICY))
-    out = tmp_path / "verdict.json"
-    code = main(["validate", str(policy), "--traffic", str(log), "--json", str(out), *args])
+    out, junit = tmp_path / "verdict.json", tmp_path / "verdict.xml"
+    code = main(["validate", str(policy), "--traffic", str(log), "--json", str(out), "--junit", str(junit),
+                 *[a.format(tmp=tmp_path) for a in args]])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
-    assert not out.exists()
+    assert not out.exists() and not junit.exists() and not list(tmp_path.glob("*.html"))
 
 
 def test_simulate_reads_an_access_log_as_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
