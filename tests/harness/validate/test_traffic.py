@@ -168,6 +168,24 @@ def test_key_classes_give_the_share_refused_and_gate_ci(tmp_path: Path, capsys: 
     assert "<svg" in (tmp_path / "report.html").read_text()
 
 
+def test_a_few_unreadable_lines_are_named_and_the_run_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """4 of 404 lines unreadable (under 1%): the verdict is given, the note counts them and
+    names the first three by line number, and the JSON keeps them."""
+    lines = render([LoggedRequest(T0 + i, "1.1.1.1") for i in range(400)], "combined").splitlines()
+    for n in (7, 70, 200, 333):
+        lines.insert(n - 1, f"garbage {n}")
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n")
+    policy = tmp_path / "p.yaml"
+    policy.write_text(json.dumps(POLICY))
+    code = main(["validate", str(policy), "--traffic", str(log), "--json", "-"])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert code == 0 and doc["traffic"]["unreadable"] == 4 and doc["traffic"]["requests"] == 400
+    assert [u["line"] for u in doc["traffic"]["unreadable_first"]] == [7, 70, 200]
+    assert "4 unreadable lines skipped (first: line 7: 'garbage 7'; line 70: 'garbage 70'; line 200:" in captured.err
+
+
 @pytest.mark.parametrize(("make", "args", "message"), [
     (lambda p: p.write_text(""), [], "empty file"),
     (lambda p: p.write_text(render(requests(), "combined")), ["--log-format", "$remote_addr $msec $upstream_weird"],
