@@ -14,6 +14,8 @@ from collections.abc import Callable
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any
 
+from contract.lifetime import die_with_parent
+
 WORKERS = 2
 """This machine has two cores; more workers would only multiply the memory."""
 
@@ -36,4 +38,5 @@ def worker_pool(workers: int | None = None) -> Executor:
     n = min(WORKERS if workers is None else workers, os.cpu_count() or 1)
     if n <= 1 or "fork" not in multiprocessing.get_all_start_methods():
         return InlineExecutor()
-    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"))
+    return ProcessPoolExecutor(n, mp_context=multiprocessing.get_context("fork"),  # no orphan if we are killed
+                               initializer=die_with_parent, initargs=(os.getpid(),))

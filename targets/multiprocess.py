@@ -28,8 +28,6 @@ process has started, so the node's admin port answering means the whole node is 
 
 from __future__ import annotations
 
-import ctypes
-import errno
 import os
 import select
 import signal
@@ -43,13 +41,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract import decision_file
+from contract.lifetime import die_with_parent
 
 from .cli_args import HOST
 from .server import FrozenAfterStartup
 
 SIBLINGS_READY_S = 60.0
 """How long process 0 waits for the others to start before the node gives up."""
-PR_SET_PDEATHSIG = 1
 CLEAN_EXITS = (0, -signal.SIGTERM, -signal.SIGINT)
 
 
@@ -182,7 +180,7 @@ def _child(role: Role, roles: list[Role], serve: Callable[[Role], int], parent: 
     """A forked process: never returns (``os._exit``), so the supervisor's code never runs twice."""
     code = 1
     try:
-        _die_with(parent)
+        die_with_parent(parent)
         for other in roles:
             if other is not role:
                 for sock in other.sockets:
@@ -200,14 +198,3 @@ def _child(role: Role, roles: list[Role], serve: Callable[[Role], int], parent: 
         sys.stdout.flush()
         sys.stderr.flush()
         os._exit(code)
-
-
-def _die_with(parent: int) -> None:
-    """SIGTERM this process when the supervisor dies (Linux's PR_SET_PDEATHSIG); if it already
-    has, stop now."""
-    if sys.platform.startswith("linux"):
-        libc = ctypes.CDLL(None, use_errno=True)
-        if libc.prctl(PR_SET_PDEATHSIG, signal.SIGTERM) != 0:
-            raise OSError(ctypes.get_errno(), os.strerror(ctypes.get_errno() or errno.EINVAL))
-    if os.getppid() != parent:
-        os.kill(os.getpid(), signal.SIGTERM)

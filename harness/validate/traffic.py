@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from analysis.metrics import max_window_cost
+from contract.lifetime import die_with_parent
 from harness.campaign.key_classes import OTHER, KeyClass
 from harness.campaign.log_traffic import LogTraffic
 from harness.campaign.policy_file import Limit, PolicyFile
@@ -181,7 +182,8 @@ def all_refusals(traffic: LogTraffic, jobs: list[tuple[PolicyFile, np.ndarray, l
         return [refusals(traffic, *job) for job in jobs]
     _SHARED = (traffic, jobs)
     try:
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork")) as pool:
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),  # no orphan if we are killed
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
             return list(pool.map(_replay_job, range(len(jobs))))
     finally:
         _SHARED = None
