@@ -2,7 +2,7 @@
 when the log was written.
 
 Every policy's limits are replayed on the log's requests in time order as the target's layered
-check decides them (``traffic_replay``), with the deployment the checks simulate
+check decides them (``layered_replay``), with the deployment the checks simulate
 (``sim.deployment``: the policy's store, nodes and divisions): on Redis each limit spends in
 turn, so a request refused by a later limit has spent its cost in the earlier ones; in memory
 a request refused by any limit spends nothing anywhere.
@@ -28,8 +28,8 @@ from harness.campaign.key_classes import OTHER, KeyClass
 from harness.campaign.log_traffic import LogTraffic
 from harness.campaign.policy_file import Limit, PolicyFile
 
+from .layered_replay import Keyed, Requests, in_turn, together
 from .sim import deployment
-from .traffic_replay import Keyed, Requests, in_turn, together
 
 TOP_KEYS = 10
 TIME_BINS = (1, 10, 60, 300, 900, 3600, 21600, 86400)
@@ -132,7 +132,7 @@ def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:
 
 def refusals(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: list[_Keys]) -> np.ndarray:
     """Per request: the index of the limit that refused it, -1 if admitted, as the target's
-    layered check decides (``traffic_replay``: Redis limits in turn, memory limits together)."""
+    layered check decides (``layered_replay``: Redis limits in turn, memory limits together)."""
     covers = np.array([[limit.covers(r) for limit in policy.limits] for r in traffic.routes], dtype=bool)
     covers = covers.reshape(len(traffic.routes), len(policy.limits))
     requests = Requests(t, traffic.route, route_costs(traffic, policy), covers)
