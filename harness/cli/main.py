@@ -37,6 +37,7 @@ from targets.stores import STORES
 from . import analyze as analysis_cmd
 from . import benchmarks, judge, term_table, validate, worker
 from . import run as run_cmd
+from .log_options import add_log_options, log_options
 from .term_table import Column, fit_table
 
 
@@ -52,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--trace", action="append", default=[], metavar="FILE",
                      help="CSV or Parquet with columns t, key[, cost, client_class, route], or an access log "
                           "(NGINX/Apache, JSON lines, ALB, CloudFront; format detected; .gz too)")
-    sim.add_argument("--log-format", metavar="STRING", help="--trace LOG: the NGINX log_format it was written with")
+    add_log_options(sim.add_argument_group("--trace LOG: how the access log is read (docs/validate.md)"), "--trace LOG")
     sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
     sim.add_argument("--limit", type=number(float), default=100.0, help="L: cost units per window (default 100)")
     sim.add_argument("--window", type=number(float), default=60.0, help="W: window in seconds (default 60)")
@@ -104,6 +105,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json is not None and args.json != "-":
         check_output(Path(args.json), "--json", folder=False)
     check_repeats(args.repeats)
+    log = log_options(args, bool(args.trace), "--trace LOG")
     if args.campaign is not None:
         if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param or args.system:
             raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param/--system")
@@ -119,7 +121,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
             scenarios=args.scenario, traces=args.trace, algorithm_params=args.param,
             scenario_params=args.scenario_param, seed=1 if args.seed is None else args.seed, repeats=args.repeats or 1,
             **dict(zip(("system", "downstream"), settings_from_pairs(args.system))),
-            log_format=args.log_format,
+            log=log,
         )
         out = args.out or (Path("results") / f"{name}-{utc_stamp()}" if args.trace else None)  # your own traffic: kept
     check_out(out)

@@ -40,7 +40,7 @@ from contract.schema import (
     repeat_dir_name,
     run_dir_name,
 )
-from harness.campaign.log_traffic import trace_model
+from harness.campaign.log_traffic import LogOptions, trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
 from harness.campaign.system import MAX_VIRTUAL_REQUESTS, DownstreamSettings, SystemSettings
@@ -178,7 +178,7 @@ def make_plan(
     repeats: int = 1,
     system: SystemSettings | None = None,
     downstream: DownstreamSettings | None = None,
-    log_format: str | None = None,
+    log: LogOptions | None = None,
 ) -> SimPlan:
     """The command line's plan (``--scenario``, ``--trace``, ``--param``, ``--scenario-param``);
     raises PolicyError/ScenarioError naming the problem."""
@@ -209,7 +209,7 @@ def make_plan(
             overrides = {key: v for key, v in s_scoped.get(None, {}).items() if key in names}
             overrides.update(s_scoped.get(s, {}))
             models.append((s, build_model(s, policy.limit, policy.window_s, seed + k - 1, overrides)))
-        models.extend((m.name, m) for m in (trace_model(path, log_format) for path in traces))
+        models.extend((m.name, m) for m in (trace_model(path, log or LogOptions()) for path in traces))
         runs += [replace(run, repeat=k, repeats=repeats, seed=seed + k - 1)
                  for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
     system, downstream = system or SystemSettings(), downstream or DownstreamSettings()
