@@ -225,15 +225,17 @@ def test_simulate_reads_an_access_log_as_a_trace(tmp_path: Path, capsys: pytest.
 
 
 @pytest.mark.parametrize("fmt", ["json", "piped"])
-def test_simulate_reads_a_log_with_validates_options(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulate_reads_a_log_with_validates_options(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """`simulate --trace` takes validate's --field (JSON lines) and --log-format: the same
     requests, the same 4 refused as above (IPv6 by /64, no trusted proxy)."""
+    monkeypatch.chdir(tmp_path)  # a trace's results folder is kept by default: under ./results/
     log = write(tmp_path, fmt, requests())
     how = ["--field", JSON_FIELDS] if fmt == "json" else ["--log-format", PIPED]
     code = main(["simulate", "--trace", str(log), *how, "--algorithm", "fixed_window", "--limit", "2", "--window", "60",
                  "--json", "-"])
     [row] = json.loads(capsys.readouterr().out)["runs"]
-    assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == (f"trace-{fmt}", 12, 4)
+    assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == (fmt, 12, 4)  # named after the file
 
 
 @pytest.mark.parametrize(("args", "message"), [
