@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test simulate core-bench live-bench hostile-bench system-deps clean
+.PHONY: bench test simulate notebook core-bench live-bench hostile-bench system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,12 @@ bench: $(STAMP)
 
 simulate: $(STAMP)
 	$(PY) run_bench.py simulate --campaign campaigns/simulate.yaml
+
+# The analysis notebook in JupyterLab (a dev extra, installed with the rest): the newest results
+# folder, or RATELIMIT_RESULTS=DIR (docs/analysis.md, "The notebook"). Under CI=true: installed, never launched.
+notebook: $(STAMP)
+	@if [ -n "$$CI" ]; then echo "CI: JupyterLab installed, not launched (tests/analysis/test_notebook.py runs the notebook)"; \
+	else $(VENV)/bin/jupyter lab analysis/notebooks/compare.ipynb; fi
 
 test: $(STAMP) system-deps
 	$(PY) -m ruff check .

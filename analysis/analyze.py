@@ -20,8 +20,9 @@ from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE, split_repeat
 
 from . import adaptive, latency, metrics, ramp, retries
 from . import client as client_metrics
-from .cpu import cpu_ms_per_1k, generator_bound
+from .cpu import EMPTY_MARGINAL, cpu_ms_per_1k, generator_bound, marginal_cpu
 from .ideal import ideal_sliding_log
+from .keys import per_key
 from .loader import LeftOut, Results, Run, RunDataError
 from .pool import worker_pool
 from .theory import bounds_concurrency
@@ -34,6 +35,8 @@ BOUNDARY_SPAN_S = 1.0
 BOUNDARY_BIN_S = 0.1
 CALLS_BIN_S = 0.1  # a storm lasts seconds: the herd and its spread show at 100 ms
 CLIENT_MEASURES = ("intended_t", "sent_t", "done_t", "status", "attempt")
+KEY_ROWS = 10_000
+"""A trace run's keys kept for keys.csv and the report, the most refused first."""
 
 
 @dataclass
@@ -49,6 +52,7 @@ class RunAnalysis:
     calls: pd.DataFrame | None = None  # t, calls per second (retry storms)
     ramp: pd.DataFrame | None = None  # a ramp run's bins by offered rate (analysis.ramp.bins)
     limit: pd.DataFrame | None = None  # an adaptive run's limit over time (analysis.adaptive.limit_over_time)
+    keys: pd.DataFrame | None = None  # a trace run's keys, the most refused first (analysis.keys.per_key)
 
     @property
     def degraded(self) -> tuple[float, float] | None:
@@ -73,7 +77,8 @@ def _base_row(run: Run) -> dict[str, Any]:
     return {"scenario": i.scenario, "algorithm": i.algorithm, "system": i.system, "store": i.store,
             "decided_from": i.decided_from, "decision_uncertainty_ms": i.decision_uncertainty_ms, "limit": i.policy.limit,
             "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
-            "scenario_params": i.scenario_params, "run": run.name, "repeat": split_repeat(run.name)[1],
+            "scenario_params": i.scenario_params, "run": run.name,
+            "repeat": i.repeat if i.repeat is not None else split_repeat(run.name)[1], "seed": i.seed, "trace": i.trace,
             "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters,
             "degraded_share": i.fallback["share"] if i.fallback else None,
             "degraded_span_s": round(i.fallback["end_t"] - i.fallback["start_t"], 3) if i.fallback else None}
@@ -171,7 +176,7 @@ def _client_part(a: RunAnalysis, client: pd.DataFrame) -> None:
 EMPTY_CLIENT = {**{f"latency_{p}_{b}_ms": None for b in latency.BASES for p in latency.PERCENTILES},
                 "goodput_rps": None, "time_to_recover_s": None, "header_truthfulness": None, "retries_at_retry_after": None,
                 **retries.EMPTY}
-EMPTY_CPU = {"cpu_target_ms_per_1k": None, "cpu_generator_ms_per_1k": None, "generator_bound": None}
+EMPTY_CPU = {"cpu_target_ms_per_1k": None, "cpu_generator_ms_per_1k": None, "generator_bound": None, **EMPTY_MARGINAL}
 
 
 def analyze_run(run: Run) -> RunAnalysis:
@@ -197,11 +202,14 @@ def analyze_run(run: Run) -> RunAnalysis:
     row.update(EMPTY_CPU)
     if cpu is not None:
         row.update(cpu_ms_per_1k(cpu, len(client) if client is not None else len(df)))
+        row.update(marginal_cpu(cpu, t))
         row["generator_bound"] = generator_bound(cpu)
     if run.info.generator_bound is not None:  # the runner's verdict: the same rule, with its late sends
         row["generator_bound"] = bool(run.info.generator_bound)
     if "adaptive_limit" in df.columns and df["adaptive_limit"].notna().any():
         _adaptive_part(a, df, client)
+    if run.info.trace is not None:  # your own traffic: who got the 429s
+        a.keys = per_key(df, p.window_s).head(KEY_ROWS)
     if run.info.scenario == BOUNDARY_SCENARIO:
         a.boundary = _boundary(df, p.window_s)
     if run.info.scenario.startswith(RETRY_STORM_PREFIX):

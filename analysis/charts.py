@@ -304,8 +304,10 @@ def latency_cdf(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
 COMPARISON = (
     ("latency_p99_intended_ms", "P99 latency (ms, log)", 1.0, True),
     ("rejected_rate", "rejected (% of requests)", 100.0, False),
-    ("cpu_target_ms_per_1k", "target CPU (ms / 1,000 requests)", 1.0, False),
+    ("cpu_target_us_per_req", "marginal target CPU (µs / request, 95% interval)", 1.0, False),
 )
+INTERVALS = {"cpu_target_us_per_req": ("cpu_target_us_per_req_low", "cpu_target_us_per_req_high")}
+"""Measures drawn with their own interval as a whisker."""
 
 
 def comparison(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
@@ -322,13 +324,17 @@ def comparison(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
                 value = a.row.get(field)
                 missing += value is None
                 if value is not None and (value > 0 or not log):
-                    ax.bar(g - 0.4 + width * (k + 0.5), value * scale, width, color=colour(a.run.info.algorithm),
-                           label=a.run.info.algorithm)
+                    x = g - 0.4 + width * (k + 0.5)
+                    ax.bar(x, value * scale, width, color=colour(a.run.info.algorithm), label=a.run.info.algorithm)
+                    if field in INTERVALS:
+                        low, high = (a.row[f] * scale for f in INTERVALS[field])
+                        ax.plot([x, x], [low, high], color="black", linewidth=1.0)
         if log:
             ax.set_yscale("log")
         ax.set_ylabel(label, fontsize=8)
         ax.tick_params(labelsize=8)
-        ax.set_title(label.split(" (")[0] + (f" ({missing} runs n/a: no client log / cpu.csv)" if missing else ""), fontsize=9)
+        why = "no cpu.csv, or below the sampler's resolution" if field in INTERVALS else "no client log / cpu.csv"
+        ax.set_title(label.split(" (")[0] + (f" ({missing} runs n/a: {why})" if missing else ""), fontsize=9)
     axes[-1].set_xticks(np.arange(len(groups)), [f"{s}\n{panel_policy(rs)}" for s, rs in groups.items()], fontsize=8)
     _legend(fig, axes)
     return fig
@@ -340,8 +346,9 @@ def rejections(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     for ax, (scenario, rs) in zip(axes, groups.items()):
         x = np.arange(len(rs))
         cols = [colour(a.run.info.algorithm) for a in rs]
-        legit = [100 * (a.row["rejected_legit_rate"] or 0.0) for a in rs]
-        abusive = [100 * (a.row["rejected_abusive_rate"] or 0.0) for a in rs]
+        # a class a run did not have gets no bar (NaN is not drawn): an absent class is not 0% rejected
+        legit = [np.nan if a.row["rejected_legit_rate"] is None else 100 * a.row["rejected_legit_rate"] for a in rs]
+        abusive = [np.nan if a.row["rejected_abusive_rate"] is None else 100 * a.row["rejected_abusive_rate"] for a in rs]
         ax.bar(x - 0.2, legit, 0.4, color=cols, label="legit")
         ax.bar(x + 0.2, abusive, 0.4, color=cols, hatch="///", alpha=0.55, edgecolor="black", label="abusive")
         ax.set_xticks(x, [_label(a) for a in rs], rotation=40, ha="right", fontsize=7)
@@ -478,7 +485,8 @@ SPECS = (
          "runs); log x.", _live_latency, latency_cdf, per_scenario=True),
     Spec("comparison", "P99 latency, rejections and target CPU per run",
          "One row per measure, one bar per run, grouped by scenario: P99 latency from the intended send time (log "
-         "scale), share of requests rejected, target CPU per 1,000 requests.",
+         "scale), share of requests rejected, the target's marginal CPU per request (the slope of CPU against requests "
+         "over the CPU sampler's bins; whisker: its 95% interval; not drawn where the run cannot resolve it).",
          lambda a: True, comparison),
     Spec("rejections", "Legitimate vs abusive rejections",
          "Share of each client class's requests rejected (solid: legit, hatched: abusive), one panel per scenario.",

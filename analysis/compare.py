@@ -15,12 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from contract.errors import BadInput
 
 from .analyze import analyze
+from .labels import cell, header
 from .loader import LeftOut, load_results
 from .spread import apart, group, group_name, with_spread
 
@@ -39,24 +41,12 @@ def _ms(v: float) -> str:
     return f"{v:,.1f} ms"
 
 
-def _plain(v: float) -> str:
-    return f"{v:,.1f}"
-
-
-def _count(v: float) -> str:
-    return f"{v:,.0f}"
-
-
-MEASURES: tuple[tuple[str, str, Callable[[float], str]], ...] = (
-    ("over_admission", "over-admission (x L)", _times),
-    ("in_flight_ratio", "peak in flight (x bound)", _times),
-    ("rejected_legit_rate", "legit rejected (%)", _pct),
-    ("latency_p99_intended_ms", "P99 (ms)", _ms),
-    ("cpu_target_ms_per_1k", "target CPU (ms / 1k req)", _plain),
-    ("goodput_rps", "goodput (/s)", _plain),
-    ("false_admits", "false admits", _count),
-)
-"""What compare shows, in the report's names and units."""
+MEASURES: tuple[tuple[str, str, Callable[[float], str]], ...] = tuple(
+    (name, header(name), partial(cell, name))
+    for name in ("over_admission", "in_flight_ratio", "rejected_legit_rate", "latency_p99_intended_ms",
+                  "cpu_target_ms_per_1k", "cpu_target_us_per_req", "goodput_rps", "false_admits"))
+"""What compare shows, in the report's names and formats (analysis.labels): units in the header,
+plain numbers in the cells; the verdict's sentences carry their units."""
 
 
 class ThresholdError(BadInput):

@@ -22,3 +22,37 @@ def policy_text(limit: float, window_s: float, burst: float | None) -> str:
 def row_policy(row: Mapping[str, Any]) -> str:
     """A summary row's policy (``limit``, ``window_s``, ``burst``)."""
     return policy_text(row["limit"], row["window_s"], row.get("burst"))
+
+
+FIGURES: dict[str, tuple[str, str, float]] = {
+    "requests": ("requests", "{:,.0f}", 1.0),
+    "latency_p50_intended_ms": ("P50 (ms)", "{:,.1f}", 1.0),
+    "latency_p99_intended_ms": ("P99 (ms)", "{:,.1f}", 1.0),
+    "rejected_rate": ("rejected (%)", "{:,.1f}", 100.0),
+    "rejected_legit_rate": ("legit rejected (%)", "{:,.2f}", 100.0),
+    "rejected_abusive_rate": ("abusive rejected (%)", "{:,.1f}", 100.0),
+    "cpu_target_ms_per_1k": ("target CPU (ms / 1k req)", "{:,.1f}", 1.0),
+    "cpu_target_us_per_req": ("marginal CPU (µs / req)", "{:,.1f}", 1.0),
+    "cpu_target_idle_ms_per_s": ("idle CPU (ms / s)", "{:,.1f}", 1.0),
+    "cpu_generator_ms_per_1k": ("generator CPU (ms / 1k req)", "{:,.1f}", 1.0),
+    "over_admission": ("over-admission (x L)", "{:,.2f}", 1.0),
+    "in_flight_ratio": ("peak in flight (x bound)", "{:,.2f}", 1.0),
+    "false_admits": ("false admits", "{:,.0f}", 1.0),
+    "false_rejects": ("false rejects", "{:,.0f}", 1.0),
+    "legit_fairness_jain": ("Jain (legit)", "{:.3f}", 1.0),
+    "goodput_rps": ("goodput (/s)", "{:,.1f}", 1.0),
+    "time_to_recover_s": ("recovery (s)", "{:,.1f}", 1.0),
+    "header_truthfulness": ("Retry-After truthful (%)", "{:,.1f}", 100.0),
+}
+"""Every summary field a table shows: its header (the unit in it) and how a cell writes it (plain
+numbers, ``scale`` applied). The report's full and compact tables and compare all read it here."""
+
+
+def header(field: str) -> str:
+    return FIGURES[field][0]
+
+
+def cell(field: str, value: float) -> str:
+    """A field's figure as every table writes it (``0.5`` of ``rejected_rate``: ``50.0``)."""
+    _, fmt, scale = FIGURES[field]
+    return fmt.format(scale * value)

@@ -165,10 +165,12 @@ def _sim_info(name: str, campaign: dict[str, Any]) -> RunInfo:
         policy = RunPolicy.from_dict(run["policy"], CAMPAIGN_FILE)
     except RunFileError as exc:
         raise RunDataError(str(exc)) from None
+    seed, repeat = run.get("seed"), run.get("repeat")
     return RunInfo(
         status=RUN_OK, scenario=scenario, algorithm=algorithm, store=store, policy=policy,
         params=dict(run.get("params") or {}), scenario_params=dict(run.get("scenario_params") or {}),
-        system=str(run.get("system") or SYSTEM_SUITE),
+        system=str(run.get("system") or SYSTEM_SUITE), seed=seed if isinstance(seed, int) else None,
+        repeat=repeat if isinstance(repeat, int) else None, trace=str(run["trace"]) if run.get("trace") else None,
     )
 
 

@@ -13,16 +13,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import yaml
 
 from contract.atomic import write_text
-from contract.schema import CHARTS_DIR, REPORT_HTML, REPORT_MD
+from contract.schema import CHARTS_DIR, KEYS_FILE, REPORT_HTML, REPORT_MD
 from contract.summary import write_summary
 
 from . import sections, tables
-from .analyze import FolderAnalysis, analyze
+from .analyze import KEY_ROWS, FolderAnalysis, RunAnalysis, analyze
 from .answers import Answer, answers
 from .charts import Chart, check_panels, draw_all
+from .keys import KEY_COLUMNS
+from .labels import row_policy
 from .loader import load_results
 from .palette import html_markup
 from .pool import worker_pool
@@ -110,6 +113,11 @@ def _numeric(body: Sequence[Sequence[str]], i: int) -> bool:
     return bool(cells) and all(_NUMBER.match(c) for c in cells)
 
 
+def _empty(body: Sequence[Sequence[str]], i: int) -> bool:
+    """A column with nothing to say (every cell n/a): no name column, whatever its header."""
+    return all(r[i] == tables.NA for r in body)
+
+
 TABLE_COLUMNS = 7
 """The most columns one HTML table holds: a wider one is split into parts that repeat its name
 columns, so the report fits 1,000 px without scrolling sideways."""
@@ -117,7 +125,7 @@ columns, so the report fits 1,000 px without scrolling sideways."""
 
 def _parts(header: Sequence[str], body: Sequence[Sequence[str]]) -> list[tuple[list[int], bool]]:
     """Column indices of each part of a table (its leading text columns in every part)."""
-    names = next((i for i in range(len(header)) if _numeric(body, i)), len(header))
+    names = next((i for i in range(len(header)) if _numeric(body, i) or _empty(body, i)), len(header))
     rest = list(range(names, len(header)))
     if len(header) <= TABLE_COLUMNS or names >= TABLE_COLUMNS - 1:
         return [(list(range(len(header))), False)]
@@ -188,6 +196,57 @@ def _h2h_md(report: Report) -> list[str]:
     return out + (_md_figure(chart) if chart is not None else [])
 
 
+KEYS_SHOWN = 20
+KEY_HEADER = ["key", "requests", "refused", "worst window (x L)"]
+
+
+def _key_tables(report: Report) -> list[tuple[str, str, tuple[list[str], list[list[str]]]]]:
+    """A trace run's most refused keys: (run, heading, table), the run's policy in its heading."""
+    out = []
+    for a in report.analysis.runs:
+        if a.keys is None:
+            continue
+        limit = a.run.info.policy.limit
+        body = [[str(k.key), f"{k.requests:,}", f"{k.refused:,}", f"{k.worst_window / limit:,.2f}"]
+                for k in a.keys.head(KEYS_SHOWN).itertuples()]
+        refused = int((a.keys["refused"] > 0).sum())
+        heading = f"{a.run.name} · {row_policy(a.row)}: {refused:,} of {len(a.keys):,} keys refused" + \
+            (f" (the first {len(a.keys):,} keys kept)" if len(a.keys) >= KEY_ROWS else "")
+        out.append((a.run.name, heading, (KEY_HEADER, body)))
+    return out
+
+
+KEYS_INTRO = (f"Who got the 429s: per key, the requests it sent, how many the policy refused, and the most it had "
+              f"admitted in any window W (in multiples of L); the {KEYS_SHOWN} most refused per run here, up to "
+              f"{KEY_ROWS:,} in {KEYS_FILE}.")
+
+
+def _keys_html(report: Report) -> list[str]:
+    found = _key_tables(report)
+    if not found:
+        return []
+    parts = [f"<section id='keys'><h2>Per key</h2><p>{html.escape(KEYS_INTRO)}</p>"]
+    parts += [f"<h3>{html.escape(heading)}</h3>" + _html_table(*table) for _, heading, table in found]
+    return [*parts, "</section>"]
+
+
+def _keys_md(report: Report) -> list[str]:
+    found = _key_tables(report)
+    if not found:
+        return []
+    lines = ["## Per key", "", KEYS_INTRO, ""]
+    for _, heading, table in found:
+        lines += [f"### {heading}", "", _md_table(*table), ""]
+    return lines
+
+
+def write_keys(root: Path, runs: Sequence[RunAnalysis]) -> None:
+    """keys.csv: every trace run's kept keys, the run's name first; not written when no run replayed a trace."""
+    frames = [a.keys.assign(run=a.run.name)[["run", *KEY_COLUMNS]] for a in runs if a.keys is not None]
+    if frames:
+        write_text(root / KEYS_FILE, pd.concat(frames, ignore_index=True).to_csv(index=False))
+
+
 def render_html(report: Report) -> str:
     campaign = report.analysis.results.campaign
     title = _title(campaign, report.root)
@@ -195,6 +254,7 @@ def render_html(report: Report) -> str:
     found = report.answers()
     comparisons = sections.comparisons(report.groups)
     toc = [("answers", "Answers")] * bool(found) + [("comparison", "Comparison")] * bool(comparisons)
+    toc += [("keys", "Per key")] * any(a.keys is not None for a in report.analysis.runs)
     toc += [(_anchor(s), s) for s in groups] + [("full-tables", "Full tables"), ("campaign", "Campaign")]
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
              f"<style>{STYLE}</style></head><body><h1>{html.escape(title)}</h1>",
@@ -220,12 +280,13 @@ def render_html(report: Report) -> str:
         parts.append("</section>")
     if comparisons:
         parts.append("<section id='comparison'><h2>Comparison</h2><p>Per algorithm: P99 latency of admitted requests "
-                     f"from the intended send time, share rejected, target CPU per 1,000 requests and its overhead "
-                     f"against {sections.BASELINE} (no limiting).</p>")
+                     f"from the intended send time, share rejected, target CPU, and the marginal CPU's overhead "
+                     f"against {sections.BASELINE} (no limiting).</p><p>{html.escape(sections.cpu_note(report.groups))}</p>")
         parts += [f"<h3>{html.escape(sections.heading(s, groups[s]))}</h3>" + _html_table(*t) for s, t in comparisons.items()]
         parts.append("</section>")
     parts += _h2h_html(report)
     shown.update(c.name for c in [_h2h_chart(report)] if c is not None)
+    parts += _keys_html(report)
     parts.append("<h2>Details per scenario</h2>")
     for scenario, rows in groups.items():
         parts.append(f"<section id='{_anchor(scenario)}'><h3>{html.escape(sections.heading(scenario, rows))}</h3>"
@@ -277,11 +338,12 @@ def render_md(report: Report) -> str:
     comparisons = sections.comparisons(report.groups)
     groups = sections.scenarios(report.groups)
     if comparisons:
-        out += ["## Comparison", ""]
+        out += ["## Comparison", "", sections.cpu_note(report.groups), ""]
         for scenario, table in comparisons.items():
             out += [f"### {sections.heading(scenario, groups[scenario])}", "", _md_table(*table), ""]
     out += _h2h_md(report)
     shown.update(c.name for c in [_h2h_chart(report)] if c is not None)
+    out += _keys_md(report)
     out += ["## Details per scenario", ""]
     for scenario, rows in groups.items():
         out += [f"### {sections.heading(scenario, rows)}", "", _md_table(*sections.detail(rows)), ""]
@@ -312,6 +374,7 @@ def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = No
         analysis = analyze(load_results(root), on_run, pool)
         check_panels(analysis.runs)
         rows = write_summary(root, analysis.rows)
+        write_keys(root, analysis.runs)
         report = Report(root, analysis, draw_all(analysis.runs, root, pool=pool, on_chart=on_chart), rows)
     write_text(root / REPORT_HTML, render_html(report))
     write_text(root / REPORT_MD, render_md(report))

@@ -1,6 +1,7 @@
 """The report's compact tables, as plain rows of strings: the comparison in the shape of the
-source comparison (algorithm, P99, rejections, CPU overhead vs ``none``) and one table per scenario
-with only the columns that scenario measures. Units live in the headers, so cells are numbers."""
+source comparison (algorithm, P99, rejections, CPU, the marginal CPU's overhead vs ``none``) and
+one table per scenario with only the columns that scenario measures. Units live in the headers
+(analysis.labels names and formats every field), so cells are numbers."""
 
 from __future__ import annotations
 
@@ -10,11 +11,13 @@ from typing import Any
 
 from .adaptive import GOODPUT_BOUND_S
 from .answers import BASELINE, backoff, family
-from .labels import row_policy
-from .spread import with_spread
+from .cpu import CLOCK_TICK_S, RESOLVED_SHARE
+from .labels import FIGURES, header, num, row_policy
+from .spread import apart, with_spread
 from .tables import NA
 
 Row = dict[str, Any]
+WITHIN_NOISE = "within noise"
 
 
 @dataclass(frozen=True)
@@ -35,37 +38,54 @@ def _measure(header: str, name: str, fmt: str = "{:,.1f}", scale: float = 1.0) -
     return Col(header, _field(name, scale), fmt, name, scale)
 
 
+def _figure(name: str) -> Col:
+    """A summary field with the header, format and scale analysis.labels gives it."""
+    title, fmt, scale = FIGURES[name]
+    return _measure(title, name, fmt, scale)
+
+
 ALGORITHM = Col("algorithm", lambda r: r["algorithm"], "{}")
 STORE = Col("store", lambda r: r["store"], "{}")
-P99 = _measure("P99 (ms)", "latency_p99_intended_ms")
-REJECTED = _measure("rejected (%)", "rejected_rate", "{:,.1f}", scale=100.0)
-CPU = _measure("target CPU (ms / 1k req)", "cpu_target_ms_per_1k")
+P99 = _figure("latency_p99_intended_ms")
+REJECTED = _figure("rejected_rate")
+CPU = _figure("cpu_target_ms_per_1k")
+BELOW_RESOLUTION = "below resolution"
+
+
+def _marginal(r: Row) -> float | str | None:
+    """The marginal CPU per request, or why a run with CPU samples has none (analysis/cpu.py)."""
+    value = r.get("cpu_target_us_per_req")
+    return BELOW_RESOLUTION if value is None and r.get("cpu_target_ms_per_1k") is not None else value
+
+
+MARGINAL = Col(header("cpu_target_us_per_req"), _marginal, FIGURES["cpu_target_us_per_req"][1], "cpu_target_us_per_req")
 SUSTAINED = _measure("sustained (offered /s)", "ramp_sustained_rps", "{:,.0f}")
 STOPPED_BY = Col("then", lambda r: None if r.get("ramp_sustained_rps") is None else r.get("ramp_stopped_by") or "top of ramp", "{}")
 
 DETAIL: tuple[Col, ...] = (
     Col("backoff", lambda r: backoff(r) if family(r["scenario"]) == "retry_storm" else None, "{}"),
-    _measure("requests", "requests", "{:,.0f}"),
+    _figure("requests"),
     REJECTED,
-    _measure("legit rejected (%)", "rejected_legit_rate", "{:,.2f}", scale=100.0),
-    _measure("abusive rejected (%)", "rejected_abusive_rate", "{:,.1f}", scale=100.0),
-    _measure("over-admission (x L)", "over_admission", "{:,.2f}"),
-    _measure("peak in flight (x bound)", "in_flight_ratio", "{:,.2f}"),
-    _measure("false admits", "false_admits", "{:,.0f}"),
-    _measure("false rejects", "false_rejects", "{:,.0f}"),
-    _measure("Jain (legit)", "legit_fairness_jain", "{:.3f}"),
-    _measure("P50 (ms)", "latency_p50_intended_ms"),
+    _figure("rejected_legit_rate"),
+    _figure("rejected_abusive_rate"),
+    _figure("over_admission"),
+    _figure("in_flight_ratio"),
+    _figure("false_admits"),
+    _figure("false_rejects"),
+    _figure("legit_fairness_jain"),
+    _figure("latency_p50_intended_ms"),
     P99,
     CPU,
-    _measure("goodput (/s)", "goodput_rps"),
+    MARGINAL,
+    _figure("goodput_rps"),
     SUSTAINED,
     STOPPED_BY,
-    _measure("recovery (s)", "time_to_recover_s"),
+    _figure("time_to_recover_s"),
     _measure("calls", "calls", "{:,.0f}"),
     _measure("calls per request", "amplification", "{:,.2f}"),
     _measure("completed", "completed_requests", "{:,.0f}"),
     _measure("done in (s)", "time_to_done_s"),
-    _measure("Retry-After truthful (%)", "header_truthfulness", "{:,.1f}", scale=100.0),
+    _figure("header_truthfulness"),
 )
 
 COMPARED = ("unhealthy_downstream", "steady", "ramp")
@@ -77,6 +97,8 @@ def _cell(col: Col, row: Row) -> str:
     value = col.value(row)
     if value is None:
         return NA
+    if isinstance(value, str) and col.fmt != "{}":  # a figure's reason for being absent
+        return value
     text = col.fmt.format(value)
     return text if col.field is None else with_spread(row, col.field, text, lambda v: col.fmt.format(col.scale * v))
 
@@ -106,13 +128,36 @@ def detail(rows: Sequence[Row]) -> tuple[list[str], list[list[str]]]:
 
 
 def _overhead(baselines: dict[Any, Row]) -> Col:
-    """CPU against the ``none`` run on the same store (a Redis run's baseline pays Redis's round trips too)."""
+    """Marginal CPU against the ``none`` run on the same store (a Redis run's baseline pays
+    Redis's round trips too), only where the two intervals are apart: the whole-process figure
+    measures the idle process, and a difference inside the noise ranks nothing."""
+    field = "cpu_target_us_per_req"
 
-    def value(r: Row) -> float | None:
-        cpu, base = r.get("cpu_target_ms_per_1k"), baselines.get(r["store"], {}).get("cpu_target_ms_per_1k")
-        return None if cpu is None or not base else 100.0 * (cpu / base - 1.0)
+    def value(r: Row) -> float | str | None:
+        base = baselines.get(r["store"])
+        if r.get(field) is None or base is None or base is r or not base.get(field):
+            return None
+        return 100.0 * (r[field] / base[field] - 1.0) if apart(r, base, field) else WITHIN_NOISE
 
-    return Col(f"CPU vs {BASELINE} (%)", value, "{:+,.0f}")
+    return Col(f"marginal CPU vs {BASELINE} (%)", value, "{:+,.0f}")
+
+
+def cpu_note(rows: Sequence[Row]) -> str:
+    """What the CPU columns measure and what resolves them, from the rows' own sampler facts."""
+    sampled = [r for r in rows if r.get("cpu_sample_s") is not None]
+    if not sampled:
+        return ""
+    every = sorted({r["cpu_sample_s"] for r in sampled})
+    res = sorted(r["cpu_target_resolution_ms_per_1k"] for r in sampled if r.get("cpu_target_resolution_ms_per_1k") is not None)
+    span = "" if not res else f"; over these runs' requests one tick is {num(res[0])}" + \
+        (f" to {num(res[-1])}" if res[-1] != res[0] else "") + " ms per 1,000 requests"
+    hidden = sum(r.get("cpu_target_us_per_req") is None for r in sampled)
+    return (f"Target CPU: the whole process per 1,000 requests, idle time included (CPU sampled every "
+            f"{num(every[0])}{'' if len(every) == 1 else f'-{num(every[-1])}'} s per process, in {CLOCK_TICK_S * 1e3:g} ms "
+            f"clock ticks{span}), and the marginal CPU per request: the slope of CPU against the requests decided, "
+            f"over the sampler's bins, with its 95% interval; {BELOW_RESOLUTION} where that interval is wider than "
+            f"{RESOLVED_SHARE:.0%} of the figure ({hidden} of {len(sampled)} runs). Only the marginal figure compares "
+            f"limiters, and only where the intervals are apart.")
 
 
 def comparisons(rows: Sequence[Row]) -> dict[str, tuple[list[str], list[list[str]]]]:
@@ -124,7 +169,7 @@ def comparisons(rows: Sequence[Row]) -> dict[str, tuple[list[str], list[list[str
             continue
         baselines = {r["store"]: r for r in rs if r["algorithm"] == BASELINE}
         ramp = [SUSTAINED, STOPPED_BY] if any(r.get("ramp_sustained_rps") is not None for r in rs) else []
-        cols = [ALGORITHM, *([STORE] if len({r["store"] for r in rs}) > 1 else []), *ramp, P99, REJECTED, CPU]
+        cols = [ALGORITHM, *([STORE] if len({r["store"] for r in rs}) > 1 else []), *ramp, P99, REJECTED, CPU, MARGINAL]
         out[scenario] = _table([*cols, *([_overhead(baselines)] if baselines else [])], rs)
     return out
 
@@ -133,12 +178,12 @@ HEAD_TO_HEAD: tuple[Col, ...] = (
     Col("rule", lambda r: r["adaptive_rule"], "{}"),
     Col(f"goodput in {GOODPUT_BOUND_S:g} s (/s)", _field("goodput_in_bound_rps")),
     P99,
-    Col("legit rejected (%)", _field("rejected_legit_rate", 100.0)),
+    _figure("rejected_legit_rate"),
     Col("react (s)", _field("limit_react_s"), "{:,.2f}"),
     Col("recover (s)", _field("limit_recover_s"), "{:,.2f}"),
     Col("limit mean", _field("limit_mean")),
     Col("limit CoV", _field("limit_cov"), "{:.3f}"),
-    CPU,
+    MARGINAL,
 )
 
 

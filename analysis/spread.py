@@ -3,8 +3,9 @@ interval from BOOTSTRAP_FROM repeats on), and the one rule that says whether two
 
 Pure: summary rows in, grouped rows out. A group is the runs of one scenario, algorithm, store and
 system that differ only in their repeat (``<run>__r<k>``); its row holds the median of each
-numeric field, ``repeats`` (N), ``spread`` ({field: [low, high]}), ``spread_kind`` and the names
-of its runs. A single run is a group of one, with no spread.
+numeric field, ``repeats`` (N), ``spread`` ({field: [low, high]}), ``spread_kind``, the names
+of its runs and their ``seeds`` (run.json's, each repeat's own traffic). A single run is a group
+of one, its spread only the intervals it measured itself (OWN_INTERVAL).
 """
 
 from __future__ import annotations
@@ -27,10 +28,19 @@ SINGLE_RUN_NOISE = 0.05
 are called within noise (live P99 and CPU move by about this much from run to run here)."""
 MIN_MAX, CI95 = "min-max", "95% CI"
 IDENTITY = ("scenario", "algorithm", "store", "system")
+NOT_MEASURES = ("repeat", "seed", "limit", "window_s", "burst")
+"""Numeric fields that say what a run was, not what it measured: never a median."""
+OWN_INTERVAL = {"cpu_target_us_per_req": ("cpu_target_us_per_req_low", "cpu_target_us_per_req_high")}
+"""Figures one run measures with their own 95% interval (a regression's): a single run's spread."""
 
 
 def group_name(run: str) -> str:
     return split_repeat(run)[0]
+
+
+def _group_key(row: Row) -> tuple[Any, ...]:
+    """What the repeats of one run share: its identity and its folder's name without the repeat."""
+    return (*(row.get(k) for k in IDENTITY), group_name(row["run"]))
 
 
 def _numeric(values: Sequence[Any]) -> bool:
@@ -45,13 +55,23 @@ def _interval(values: np.ndarray, seed: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
+def _own(row: Row) -> Row:
+    """A single run as its group: no repeats to spread, the intervals it measured itself."""
+    spread = {f: [row[lo], row[hi]] for f, (lo, hi) in OWN_INTERVAL.items() if row.get(f) is not None}
+    return {**row, "run": group_name(row["run"]), "repeats": 1, "runs": [row["run"]], "seeds": [row.get("seed")],
+            "spread": spread, "spread_kind": CI95}
+
+
 def _merge(rows: Sequence[Row]) -> Row:
     """One group's row: the first row's fields, every numeric field replaced by its median."""
-    out: Row = {**rows[0], "run": group_name(rows[0]["run"]), "repeats": len(rows), "runs": [r["run"] for r in rows]}
+    if len(rows) == 1:
+        return _own(rows[0])
+    out: Row = {**rows[0], "run": group_name(rows[0]["run"]), "repeats": len(rows), "runs": [r["run"] for r in rows],
+                "seeds": [r.get("seed") for r in rows]}
     spread: dict[str, list[float]] = {}
     for field in rows[0]:
         values = [r.get(field) for r in rows]
-        if field in ("repeat", "seed_offset") or not _numeric(values) or len(rows) == 1:
+        if field in NOT_MEASURES or not _numeric(values):
             continue
         arr = np.asarray(values, dtype=np.float64)
         median = float(np.median(arr))
@@ -65,7 +85,7 @@ def group(rows: Sequence[Row]) -> list[Row]:
     """Rows grouped by run (repeats together), in the order each group first appears."""
     groups: dict[tuple[Any, ...], list[Row]] = {}
     for r in rows:
-        groups.setdefault((*(r.get(k) for k in IDENTITY), group_name(r["run"])), []).append(r)
+        groups.setdefault(_group_key(r), []).append(r)
     return [_merge(rs) for rs in groups.values()]
 
 

@@ -9,6 +9,8 @@ from typing import Any
 
 from contract.summary import decided_label
 
+from .labels import FIGURES
+
 Column = tuple[str, Callable[[dict[str, Any]], Any], str]
 
 NA = "n/a"
@@ -18,8 +20,10 @@ def _get(field: str) -> Callable[[dict[str, Any]], Any]:
     return lambda row: row.get(field)
 
 
-def _pct(field: str) -> Callable[[dict[str, Any]], Any]:
-    return lambda row: None if row.get(field) is None else 100.0 * row[field]
+def _figure(field: str) -> Column:
+    """A summary field as analysis.labels writes it: its header, its format, its scale."""
+    name, fmt, scale = FIGURES[field]
+    return name, (lambda row: None if row.get(field) is None else scale * row[field]), fmt
 
 
 SUMMARY: tuple[Column, ...] = (
@@ -27,22 +31,13 @@ SUMMARY: tuple[Column, ...] = (
     ("algorithm", _get("algorithm"), "{}"),
     ("store", _get("store"), "{}"),
     ("repeat", _get("repeat"), "{}"),
+    ("seed", _get("seed"), "{}"),
     ("decided from", decided_label, "{}"),
-    ("requests", _get("requests"), "{:,}"),
-    ("P99 (ms)", _get("latency_p99_intended_ms"), "{:,.1f}"),
-    ("rejected (%)", _pct("rejected_rate"), "{:,.1f}"),
-    ("legit rejected (%)", _pct("rejected_legit_rate"), "{:,.2f}"),
-    ("abusive rejected (%)", _pct("rejected_abusive_rate"), "{:,.1f}"),
-    ("target CPU (ms / 1k req)", _get("cpu_target_ms_per_1k"), "{:,.1f}"),
-    ("generator CPU (ms / 1k req)", _get("cpu_generator_ms_per_1k"), "{:,.1f}"),
-    ("over-admission (x L)", _get("over_admission"), "{:,.2f}"),
-    ("peak in flight (x bound)", _get("in_flight_ratio"), "{:,.2f}"),
-    ("false admits", _get("false_admits"), "{:,}"),
-    ("false rejects", _get("false_rejects"), "{:,}"),
-    ("Jain (legit)", _get("legit_fairness_jain"), "{:.3f}"),
-    ("goodput (/s)", _get("goodput_rps"), "{:,.1f}"),
-    ("recovery (s)", _get("time_to_recover_s"), "{:,.1f}"),
-    ("Retry-After truthful (%)", _pct("header_truthfulness"), "{:,.1f}"),
+    *(_figure(f) for f in ("requests", "latency_p99_intended_ms", "rejected_rate", "rejected_legit_rate",
+                           "rejected_abusive_rate", "cpu_target_ms_per_1k", "cpu_target_us_per_req",
+                           "cpu_target_idle_ms_per_s", "cpu_generator_ms_per_1k", "over_admission", "in_flight_ratio",
+                           "false_admits", "false_rejects", "legit_fairness_jain", "goodput_rps", "time_to_recover_s",
+                           "header_truthfulness")),
 )
 
 LATENCY: tuple[Column, ...] = (

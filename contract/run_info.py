@@ -84,6 +84,13 @@ class RunInfo:
 
     kind: str = "live"
     """``live``, or ``virtual`` (contract.schema.KIND_VIRTUAL): a simulated run with the system model."""
+    seed: int | None = None
+    """The seed its traffic was built from (a repeat's: the campaign's seed + k - 1); None in
+    folders written before run.json recorded it."""
+    repeat: int | None = None
+    """k of a repeated run (``repeats`` >= 2), None for a run made once; from run.json, else the folder name."""
+    trace: str | None = None
+    """The trace file the run replayed (``simulate --trace``), else None."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -110,6 +117,10 @@ class RunRecord:
     workers: int
     processes: int
     limiters: str
+    seed: int
+    """The seed the run's traffic and replay are built from: the campaign's, plus the repeat's offset."""
+    repeat: int | None
+    """k of ``repeats`` (null for a run made once): the analysis groups repeats by it."""
     cpus: dict[str, Any] | str | None = None
     """``scale.pin``: the cores of the targets and of the generator, or why they were not pinned."""
     redis_restarted: str | None = None
@@ -211,8 +222,19 @@ def read_run_json(path: Path) -> RunInfo:
         response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
         processes=int(raw.get("processes") or 1), limiters=str(raw.get("limiters") or "shared"),
         fallback=_fallback(raw.get("degraded"), path),
-        kind=str(raw.get("kind") or "live"),
+        kind=str(raw.get("kind") or "live"), seed=_count(raw, "seed", path, 0), repeat=_count(raw, "repeat", path, 1),
+        trace=str(raw["trace"]) if raw.get("trace") else None,
     )
+
+
+def _count(raw: dict[str, Any], name: str, path: Path, least: int) -> int | None:
+    """An optional whole number of run.json (``seed``, ``repeat``): null or absent is None."""
+    value = raw.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise RunFileError(f"{path}: {name} must be a whole number >= {least} or null, got {value!r}")
+    return value
 
 
 def _fallback(raw: Any, path: Path) -> dict[str, Any] | None:

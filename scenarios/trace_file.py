@@ -5,6 +5,8 @@ production access log: one row per request."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Collection
 from pathlib import Path
 
 import numpy as np
@@ -17,13 +19,22 @@ from .base import LEGIT, Arrivals, ScenarioError, TrafficModel
 CLASSES = ("legit", "abusive")
 
 
+def trace_run_name(path: str | Path, scenarios: Collection[str] = ()) -> str:
+    """The scenario name of a run that replays ``path``: the file's name before its first dot
+    (``access.log.gz``: ``access``), in the characters a run folder's name allows (``__``
+    separates its parts). A name that starts as one of ``scenarios`` does (``ramp-test``) is
+    prefixed ``trace-``: the analysis reads a scenario's family from its name."""
+    stem = re.sub(r"_{2,}", "_", re.sub(r"[^A-Za-z0-9_.-]+", "-", Path(path).name.split(".")[0])).strip("-_") or "trace"
+    return f"trace-{stem}" if any(stem.startswith(name) for name in scenarios) else stem
+
+
 class TraceFile(TrafficModel):
     name = "trace"
     summary = "a recorded trace (--trace FILE: CSV or Parquet with t, key[, cost, client_class, route])"
 
     def __init__(self, path: str | Path) -> None:
         self.path = Path(path)
-        self.name = f"trace-{self.path.stem}"
+        self.name = trace_run_name(self.path)
         self._arrivals = self.generate()  # read now, so a bad file fails before any run
 
     def generate(self) -> Arrivals:

@@ -22,11 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from scenarios import Arrivals, TrafficModel
+from scenarios import SCENARIOS, Arrivals, TrafficModel
 from scenarios.access_log import LogBatch, LogReader, open_log
 from scenarios.access_log.source import BadLines
 from scenarios.base import LEGIT
-from scenarios.trace_file import TraceFile
+from scenarios.trace_file import TraceFile, trace_run_name
 from targets.config import KeyConfig
 from targets.ip_keys import client_key, forwarded_ip, ip_key_function
 
@@ -79,14 +79,28 @@ class LogTraffic:
     """The log cannot order requests inside a second: its format logs whole seconds (a JSON
     log: every time it holds is a whole second)."""
     keys_config: KeyConfig = field(default_factory=KeyConfig)
+    detected: bool = False
+    """Its format was detected from its first lines (none was given)."""
 
     @cached_property
     def spread_t(self) -> np.ndarray:
-        """Whole-second times with each second's requests spread evenly over it (in log order)."""
-        starts, first, counts = np.unique(self.t, return_index=True, return_counts=True)
-        group = np.repeat(np.arange(len(starts)), counts)
-        rank = np.arange(len(self.t)) - first[group]
-        return self.t + rank / counts[group]
+        """Whole-second times with each second's requests spread evenly over it (in log order).
+        The times are sorted: each second is a run of equal values, found by one comparison
+        (no sort, as ``np.unique`` would make: it costs several copies of the column)."""
+        n = len(self.t)
+        if not n:
+            return self.t.copy()
+        starts = np.empty(n, dtype=bool)
+        starts[0] = True
+        np.not_equal(self.t[1:], self.t[:-1], out=starts[1:])
+        first = np.flatnonzero(starts)
+        counts = np.diff(first, append=n)
+        second = np.cumsum(starts, dtype=np.int32) - 1
+        spread = np.arange(n, dtype=np.float64)
+        spread -= first[second]
+        spread /= counts[second]
+        spread += self.t
+        return spread
 
     def keys(self, kind: str, trusted_proxies: int, ipv6_prefix: int) -> np.ndarray:
         """The key of every identity a limit keyed by ``kind`` counts (an object array by
@@ -134,6 +148,7 @@ def read_traffic(reader: LogReader, config: KeyConfig | None = None) -> LogTraff
         routes.append(route.encode(pc.binary_join_element_wise(pc.fill_null(method, "-"), pc.fill_null(path, "-"), " ")))
         agents.append(agent.encode(batch.columns.get("agent", pa.nulls(n, pa.string()))))
     reader.check_bad()
+    pa.default_memory_pool().release_unused()  # the read's blocks, kept by arrow's allocator for reuse
     t = np.concatenate(ts) if ts else np.empty(0)
     out_of_order = int(np.count_nonzero(t[1:] < np.maximum.accumulate(t)[:-1])) if len(t) > 1 else 0
     order = np.argsort(t, kind="stable") if out_of_order else slice(None)
@@ -153,10 +168,26 @@ def _joined(batch: LogBatch, config: KeyConfig) -> pa.Array:
     return pc.binary_join_element_wise(*parts, _SEP)
 
 
-def load_traffic(path: Path, fmt: str | None = None, log_format: str | None = None,
-                 fields: list[str] | None = None) -> LogTraffic:
+@dataclass(frozen=True)
+class LogOptions:
+    """How an access log is read, as the command line says it (``--format``, ``--log-format``,
+    ``--field``; none given: the format is detected): one value for `validate --traffic` and
+    `simulate --trace`, so both read a log alike."""
+
+    name: str | None = None
+    log_format: str | None = None
+    fields: tuple[str, ...] = ()
+
+    @property
+    def given(self) -> bool:
+        return self.name is not None or self.log_format is not None or bool(self.fields)
+
+
+def load_traffic(path: Path, options: LogOptions = LogOptions()) -> LogTraffic:
     """Read ``path`` (format given or detected) into a LogTraffic; bad input raises LogError."""
-    return read_traffic(open_log(path, fmt, log_format, fields))
+    traffic = read_traffic(open_log(path, options.name, options.log_format, list(options.fields)))
+    traffic.detected = not options.given
+    return traffic
 
 
 DAY_S = 86_400.0
@@ -172,7 +203,7 @@ class LogTrace(TrafficModel):
 
     def __init__(self, traffic: LogTraffic) -> None:
         self.traffic = traffic
-        self.name = f"trace-{traffic.path.name.split('.')[0]}"
+        self.name = trace_run_name(traffic.path)
         self._arrivals = self.generate()
 
     def generate(self) -> Arrivals:
@@ -190,9 +221,9 @@ class LogTrace(TrafficModel):
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
-def trace_model(path: str | Path, log_format: str | None = None) -> TrafficModel:
+def trace_model(path: str | Path, options: LogOptions = LogOptions()) -> TrafficModel:
     """``--trace FILE``: a CSV or Parquet trace (t, key columns) by its suffix, else an access log."""
     path = Path(path)
-    if path.suffix.lower() in TABLE_SUFFIXES:
-        return TraceFile(path)
-    return LogTrace(load_traffic(path, log_format=log_format))
+    model = TraceFile(path) if path.suffix.lower() in TABLE_SUFFIXES else LogTrace(load_traffic(path, options))
+    model.name = trace_run_name(path, SCENARIOS)  # never read as a scenario of the suite's
+    return model

@@ -13,11 +13,13 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
+from analysis.report import build_report
 from analysis.spread import group, with_spread
 from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import utc_stamp
 from contract.paths import check_output
+from contract.schema import KEYS_FILE, REPORT_HTML
 from contract.summary import summary_json
 from harness.campaign.config_file import CampaignError, check_out, check_repeats
 from harness.campaign.peers import PEERS
@@ -27,7 +29,7 @@ from harness.campaign.system import settings_from_pairs
 from harness.events import RunnerEvents
 from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
-from scenarios.trace_file import TraceFile
+from scenarios.trace_file import TraceFile, trace_run_name
 from targets.algorithms import ALGORITHMS, Policy
 from targets.cli_args import EXIT_BAD_INPUT, SEED_BOUNDS, Parser, key_value, number
 from targets.stores import STORES
@@ -35,6 +37,7 @@ from targets.stores import STORES
 from . import analyze as analysis_cmd
 from . import benchmarks, judge, term_table, validate, worker
 from . import run as run_cmd
+from .log_options import add_log_options, log_options
 from .term_table import Column, fit_table
 
 
@@ -50,7 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--trace", action="append", default=[], metavar="FILE",
                      help="CSV or Parquet with columns t, key[, cost, client_class, route], or an access log "
                           "(NGINX/Apache, JSON lines, ALB, CloudFront; format detected; .gz too)")
-    sim.add_argument("--log-format", metavar="STRING", help="--trace LOG: the NGINX log_format it was written with")
+    add_log_options(sim.add_argument_group("--trace LOG: how the access log is read (docs/validate.md)"), "--trace LOG")
     sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
     sim.add_argument("--limit", type=number(float), default=100.0, help="L: cost units per window (default 100)")
     sim.add_argument("--window", type=number(float), default=60.0, help="W: window in seconds (default 60)")
@@ -102,6 +105,7 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if args.json is not None and args.json != "-":
         check_output(Path(args.json), "--json", folder=False)
     check_repeats(args.repeats)
+    log = log_options(args, bool(args.trace), "--trace LOG")
     if args.campaign is not None:
         if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param or args.system:
             raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param/--system")
@@ -111,14 +115,15 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         plan = plan_from_campaign(campaign, args.repeats)
         out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     else:
+        name = trace_name(args.trace) if args.trace and not args.scenario else "simulate"
         plan = make_plan(
-            name="simulate", policy=Policy(args.limit, args.window, args.burst), algorithms=args.algorithm,
+            name=name, policy=Policy(args.limit, args.window, args.burst), algorithms=args.algorithm,
             scenarios=args.scenario, traces=args.trace, algorithm_params=args.param,
             scenario_params=args.scenario_param, seed=1 if args.seed is None else args.seed, repeats=args.repeats or 1,
             **dict(zip(("system", "downstream"), settings_from_pairs(args.system))),
-            log_format=args.log_format,
+            log=log,
         )
-        out = args.out
+        out = args.out or (Path("results") / f"{name}-{utc_stamp()}" if args.trace else None)  # your own traffic: kept
     check_out(out)
     to_stdout = args.json == "-"
     console = term_table.console(stderr=to_stdout, wide=args.wide)
@@ -134,9 +139,18 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.json:
             write_text(Path(args.json), summary_json(rows))
         console.print(summary_table(group(rows), console, args.wide))
-        if out is not None:
-            console.print(f"results: {out}")
+    if out is not None and any(r.trace for r in plan.runs):  # a trace's folder: its report and who got the 429s
+        build_report(out)
+        console.print(f"report: {out / REPORT_HTML}; per key: {out / KEYS_FILE}", highlight=False)
+    elif out is not None and not to_stdout:
+        console.print(f"results: {out}")
     return 0
+
+
+def trace_name(traces: list[str]) -> str:
+    """A trace run's campaign and folder name: ``trace-<the first file's name>`` (and how many more)."""
+    first = trace_run_name(traces[0]).removeprefix("trace-")
+    return f"trace-{first}" + (f"-and-{len(traces) - 1}-more" if len(traces) > 1 else "")
 
 
 def _times(value: float) -> str:

@@ -94,7 +94,7 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _summarize(out: Path, console: Console, wide: bool) -> None:
     """summary.json/csv, charts and the report, from the raw files (the same code as `report`)."""
-    report = build_report(out)
+    report = build_report(out, on_chart=lambda i, n, name: console.print(f"[dim]chart {i}/{n}: {name}[/dim]", highlight=False))
     for warning in report.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(summary_table(report.groups, console, wide))
@@ -113,6 +113,8 @@ def _cell(key: str) -> Callable[[dict[str, Any]], str]:
     return cell
 
 
+BELOW = "< res."
+"""The marginal CPU per request where the run cannot resolve it (docs/analysis.md, "CPU")."""
 LIVE_COLUMNS = (
     Column("requests", "req.", _cell("requests")),
     Column("rejected", "rej.", _cell("rejected")),
@@ -121,6 +123,8 @@ LIVE_COLUMNS = (
     Column("in flight", "in\nflight", _cell("in_flight_ratio")),
     Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
     Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
+    Column("µs/req", "marg.\nCPU µs\n/req", lambda row: BELOW if row.get("cpu_target_us_per_req") is None
+           and row.get("cpu_target_ms_per_1k") is not None else _cell("cpu_target_us_per_req")(row)),
     Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),
 )
 

@@ -47,10 +47,10 @@ from harness.validate.traffic_report import (
 )
 from harness.validate.traffic_report import to_json as traffic_json
 from harness.validate.traffic_report import to_junit as traffic_junit
-from scenarios.access_log import FORMATS
 from targets.algorithms import PEER_MODELS, Policy
 
 from . import term_table
+from .log_options import add_log_options, log_options
 from .progress import RunProgress
 
 EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
@@ -74,10 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--traffic", type=Path, metavar="LOG", help="an access log (plain or .gz): whom the policy would have refused")
     t.add_argument("--policy", dest="more_policies", type=Path, action="append", default=[], metavar="FILE",
                    help="--traffic: another candidate policy, judged side by side (repeatable)")
-    t.add_argument("--format", dest="log_name", choices=FORMATS, help="--traffic: the log's format (default: detected)")
-    t.add_argument("--log-format", metavar="STRING", help="--traffic: the NGINX log_format string the log was written with")
-    t.add_argument("--field", action="append", default=[], metavar="NAME=FIELD",
-                   help="--traffic: JSON lines field mapping, e.g. t=start_time,key=user_id (repeatable)")
+    add_log_options(t, "--traffic")
     t.add_argument("--classes", type=Path, metavar="FILE", help="--traffic: key classes (regex on key or user agent -> class)")
     t.add_argument("--html", type=Path, metavar="PATH", help="--traffic: write the report.html section here")
     p.set_defaults(func=cmd_validate)
@@ -101,6 +98,13 @@ class PeerInput:
     notes: list[str] = field(default_factory=list)
 
 
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file the verdict is written to, writable before anything is judged."""
+    for flag, path in (("--json", args.json), ("--junit", args.junit), ("--html", args.html)):
+        if path is not None and str(path) != "-":
+            check_output(Path(path), flag, folder=False)
+
+
 def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None]:
     """The policy to judge, its source, and the peer input; every bad input before anything starts."""
     if args.out is not None and not args.live:
@@ -116,9 +120,7 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     if args.key is not None and args.url is None:
         raise CampaignError("--key: only with --url URL (how the endpoint tells clients apart)")
     check_out(args.out)
-    for flag, path in (("--json", args.json), ("--junit", args.junit)):
-        if path is not None and str(path) != "-":
-            check_output(Path(path), flag, folder=False)
+    _check_outputs(args)
     base = load_policy(args.policy) if args.policy is not None else None
     peer_models = [lim.name for lim in (base.limits if base else []) if lim.algorithm in PEER_MODELS]
     if args.live and args.url is None and args.config is None and peer_models:
@@ -159,17 +161,19 @@ def _measured(policy: PolicyFile, given: PeerInput, out: Path | None, console) -
 def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, LogTraffic] | None:
     """The candidate policies, the classes and the log, all read (bad input) before anything is
     written; None without --traffic."""
+    options = log_options(args, args.traffic is not None, "--traffic LOG")
     if args.traffic is None:
-        if args.more_policies or args.log_name or args.log_format or args.field or args.classes or args.html:
-            raise CampaignError("--policy/--format/--log-format/--field/--classes/--html: only with --traffic LOG")
+        if args.more_policies or args.classes or args.html:
+            raise CampaignError("--policy/--classes/--html: only with --traffic LOG")
         return None
     if args.live or args.config is not None or args.url is not None:
         raise CampaignError("--traffic: judges policy files on a log; not with --live, --config or --url")
     if args.policy is None:
         raise CampaignError("--traffic: give the policy file to judge (and more with --policy FILE)")
+    _check_outputs(args)
     policies = [load_policy(path) for path in [args.policy, *args.more_policies]]
     classes = load_classes(args.classes) if args.classes is not None else []
-    traffic = load_traffic(args.traffic, args.log_name, args.log_format, args.field)
+    traffic = load_traffic(args.traffic, options)
     return policies, classes, traffic
 
 
@@ -179,7 +183,7 @@ def cmd_traffic(args: argparse.Namespace, policies: list[PolicyFile], classes: l
     console = term_table.console(stderr=to_stdout)
     started = time.perf_counter()
     outcomes = judge(traffic, policies, classes)
-    facts = traffic_facts(traffic, detected=args.log_name is None and args.log_format is None and not args.field)
+    facts = traffic_facts(traffic)
     if to_stdout:
         sys.stdout.write(traffic_json(facts, outcomes))
     elif args.json:

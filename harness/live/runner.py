@@ -444,7 +444,7 @@ def planned_record(run: LiveRun, workers: int) -> RunRecord:
         system=run.system,
         policy={"limit": run.policy.limit, "window_s": run.policy.window_s, "burst": run.policy.burst},
         params=asdict(run.params), scenario_params=dict(run.scenario.params), workers=workers,
-        processes=run.processes, limiters=run.limiters)
+        processes=run.processes, limiters=run.limiters, seed=run.seed, repeat=run.repeat if run.repeats > 1 else None)
 
 
 class _Watch:

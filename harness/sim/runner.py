@@ -40,7 +40,7 @@ from contract.schema import (
     repeat_dir_name,
     run_dir_name,
 )
-from harness.campaign.log_traffic import trace_model
+from harness.campaign.log_traffic import LogOptions, trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
 from harness.campaign.system import MAX_VIRTUAL_REQUESTS, DownstreamSettings, SystemSettings
@@ -64,6 +64,8 @@ class SimRun:
     """The algorithm that decides when ``algorithm`` is a peer's alias (nginx_limit_req: token_bucket)."""
     repeat: int = 1
     repeats: int = 1
+    seed: int = 1
+    """The seed its model was built from: the plan's, plus the repeat's offset (run.json's ``seed``)."""
 
     @property
     def name(self) -> str:
@@ -74,6 +76,17 @@ class SimRun:
         """Who it predicts: ``suite``, or the peer of an alias (nginx_limit_req: ``nginx``)."""
         alias = SIMULATE_ALIASES.get(self.algorithm)
         return PEERS[alias].system if alias else SYSTEM_SUITE
+
+    @property
+    def trace(self) -> str | None:
+        """The file a trace run replays (``simulate --trace``), else None."""
+        path = getattr(self.model, "path", None) or getattr(getattr(self.model, "traffic", None), "path", None)
+        return None if path is None else str(path)
+
+    def identity(self) -> dict[str, Any]:
+        """What run.json and campaign.yaml's ``runs`` say of every run: its seed, its repeat (null
+        for a run made once) and the trace it replayed."""
+        return {"seed": self.seed, "repeat": self.repeat if self.repeats > 1 else None, "trace": self.trace}
 
 
 @dataclass
@@ -147,7 +160,8 @@ def _config(name: str, seed: int, policy: Policy, runs: list[SimRun], **extra: A
     return {
         "name": name, "seed": seed, "policy": asdict(policy), **extra,
         "runs": {r.name: {"policy": asdict(r.policy), "params": asdict(r.params), "system": r.system,
-                          "scenario_params": asdict(r.model.p) if hasattr(r.model, "p") else {}} for r in runs},
+                          "scenario_params": asdict(r.model.p) if hasattr(r.model, "p") else {}, **r.identity()}
+                 for r in runs},
     }
 
 
@@ -164,7 +178,7 @@ def make_plan(
     repeats: int = 1,
     system: SystemSettings | None = None,
     downstream: DownstreamSettings | None = None,
-    log_format: str | None = None,
+    log: LogOptions | None = None,
 ) -> SimPlan:
     """The command line's plan (``--scenario``, ``--trace``, ``--param``, ``--scenario-param``);
     raises PolicyError/ScenarioError naming the problem."""
@@ -195,8 +209,8 @@ def make_plan(
             overrides = {key: v for key, v in s_scoped.get(None, {}).items() if key in names}
             overrides.update(s_scoped.get(s, {}))
             models.append((s, build_model(s, policy.limit, policy.window_s, seed + k - 1, overrides)))
-        models.extend((m.name, m) for m in (trace_model(path, log_format) for path in traces))
-        runs += [replace(run, repeat=k, repeats=repeats)
+        models.extend((m.name, m) for m in (trace_model(path, log or LogOptions()) for path in traces))
+        runs += [replace(run, repeat=k, repeats=repeats, seed=seed + k - 1)
                  for scenario, model in models for run in _runs_of(scenario, model, policy, params)]
     system, downstream = system or SystemSettings(), downstream or DownstreamSettings()
     return SimPlan(name, seed, runs, _config(name, seed, policy, runs, algorithms=algorithms, scenarios=scenarios,
@@ -216,7 +230,7 @@ def plan_from_campaign(campaign: SimCampaign, repeats: int | None = None) -> Sim
         params = {a: campaign.params_for(a, policy, entry) for a in campaign.algorithms_for(entry)}
         for k in range(1, n + 1):
             try:
-                runs += [replace(r, repeat=k, repeats=n)
+                runs += [replace(r, repeat=k, repeats=n, seed=campaign.seed + k - 1)
                          for r in _runs_of(entry.run_name, campaign.model_for(entry, k - 1), policy, params)]
             except PolicyError as exc:
                 raise PolicyError(f"{entry.where}: {exc}") from None
@@ -249,7 +263,7 @@ def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
             "store": STORE, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
                                                              "burst": run.policy.burst},
             "params": asdict(run.params), "scenario_params": asdict(run.model.p) if hasattr(run.model, "p") else {},
-            "phases": phases, "processes": served.spec.processes if served is not None else 1}
+            "phases": phases, "processes": served.spec.processes if served is not None else 1, **run.identity()}
 
 
 def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
@@ -313,7 +327,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         if not run.model.reactive and id(run.model) not in ideals:
             ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), run.policy)
         decider = run.decides_as or run.algorithm
-        system = system_for(run.model, decider, plan.system, plan.downstream, plan.seed)
+        system = system_for(run.model, decider, plan.system, plan.downstream, run.seed)
         result, ideal = simulated(run.model, decider, run.policy, run.params, ideal=ideals.get(id(run.model)),
                                   system=system)
         row: dict[str, Any] = {

@@ -1,11 +1,11 @@
 """`validate --traffic LOG`: whom each candidate policy would have refused, had it been live
 when the log was written.
 
-Every policy's limits are replayed on the log's requests in time order through the simulator's
-stores (``sim.deployment``: the policy's store, nodes and divisions), limit after limit: a request
-refused by one limit is not offered to the next, and a request admitted by one has spent its
-quota there even if a later one refuses it (the Redis layers' order; memory layers peek first,
-so for several memory limits the refusals here are an upper bound).
+Every policy's limits are replayed on the log's requests in time order as the target's layered
+check decides them (``layered_replay``), with the deployment the checks simulate
+(``sim.deployment``: the policy's store, nodes and divisions): on Redis each limit spends in
+turn, so a request refused by a later limit has spent its cost in the earlier ones; in memory
+a request refused by any limit spends nothing anywhere.
 
 A log with whole-second times cannot order the requests of one second: each policy is then
 judged twice, with each second's requests spread evenly over it and packed at its start, and
@@ -19,7 +19,6 @@ import os
 import re
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -28,12 +27,10 @@ from contract.lifetime import die_with_parent
 from harness.campaign.key_classes import OTHER, KeyClass
 from harness.campaign.log_traffic import LogTraffic
 from harness.campaign.policy_file import Limit, PolicyFile
-from harness.sim.cluster_store import ClusterStore
-from targets.algorithms import get_algorithm
 
-from .sim import Deployment, deployment
+from .layered_replay import Keyed, Requests, in_turn, together
+from .sim import deployment
 
-REPLAY_BLOCK = 1 << 16
 TOP_KEYS = 10
 TIME_BINS = (1, 10, 60, 300, 900, 3600, 21600, 86400)
 """Chart bin widths (s): the smallest that gives at most ~120 bins over the log's span."""
@@ -106,64 +103,45 @@ class _Keys:
     """The log's keys under one limit kind: a code per request and the key text per code."""
 
     def __init__(self, traffic: LogTraffic, policy: PolicyFile, limit: Limit) -> None:
-        by_identity = traffic.keys(limit.key, policy.keys.trusted_proxies or 0, policy.keys.ipv6_prefix or 128)
+        by_identity = traffic.keys(*_keyed_alike(policy, limit))
         self.names, codes = np.unique(by_identity.astype(str), return_inverse=True)
         self.code = codes.astype(np.int32)[traffic.identity]
 
 
-def replay_allowed(dep: Deployment, keys: np.ndarray, t: np.ndarray, cost: np.ndarray) -> np.ndarray:
-    """The deployment's decisions on requests in time order, kept as one bool each (not the
-    decision tuples: memory stays flat). Keys are the keys' integer codes: a store only hashes
-    them, and five million key strings would cost more than the whole log's columns.
+def _keyed_alike(policy: PolicyFile, limit: Limit) -> tuple[str, int, int]:
+    """What decides a limit's keys: its kind, the trusted hops and the IPv6 prefix."""
+    return limit.key, policy.keys.trusted_proxies or 0, policy.keys.ipv6_prefix or 128
 
-    One node: the algorithm's transitions on a dict of states, as the memory store keeps them
-    (a state idle for its TTL starts afresh) without its lock, LRU order and sweeps, which cost
-    as much again as the decision and change nothing here: no key is evicted. Several nodes:
-    the simulator's cluster store (requests dealt round-robin)."""
-    algorithm = get_algorithm(dep.algorithm)
-    if dep.nodes > 1:
-        store = ClusterStore(algorithm, dep.params, dep.nodes)
-        allowed = np.empty(len(t), dtype=bool)
-        for first in range(0, len(t), REPLAY_BLOCK):
-            last = first + REPLAY_BLOCK
-            block = store.decide_many(keys[first:last].tolist(), t[first:last].tolist(), cost[first:last].tolist())
-            allowed[first:last] = [d[0] for d in block]
-        return allowed
-    transition, params, ttl = algorithm.decide, dep.params, algorithm.state_ttl(dep.params)
-    keep = ttl > 0
-    states: dict[int, tuple[Any, float]] = {}
-    get = states.get
-    allowed = np.empty(len(t), dtype=bool)
-    for first in range(0, len(t), REPLAY_BLOCK):  # Python lists of one block at a time: flat memory
-        last = first + REPLAY_BLOCK
-        out: list[bool] = []
-        append = out.append
-        for key, now, c in zip(keys[first:last].tolist(), t[first:last].tolist(), cost[first:last].tolist()):
-            entry = get(key)
-            decision, state = transition(entry[0] if entry is not None and now - entry[1] < ttl else None, now, c, params)
-            if keep:
-                states[key] = (state, now)
-            append(decision[0])
-        allowed[first:last] = out
-    return allowed
+
+def keys_by_limit(traffic: LogTraffic, policies: list[PolicyFile]) -> dict[str, list[_Keys]]:
+    """Each policy's keys, limit by limit; limits keyed alike share one (a code per request each:
+    20 MB for five million requests)."""
+    made: dict[tuple[str, int, int], _Keys] = {}
+    for policy in policies:
+        for limit in policy.limits:
+            if _keyed_alike(policy, limit) not in made:
+                made[_keyed_alike(policy, limit)] = _Keys(traffic, policy, limit)
+    return {policy.name: [made[_keyed_alike(policy, limit)] for limit in policy.limits] for policy in policies}
 
 
 def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:
-    """Each request's cost: its route's in the policy, 1 for a route the policy does not list."""
+    """Each route code's cost: the route's in the policy, 1 for a route the policy does not list."""
     listed = {r.name: r.cost for r in policy.routes}
-    return np.array([listed.get(r, 1.0) for r in traffic.routes], dtype=np.float64)[traffic.route]
+    return np.array([listed.get(r, 1.0) for r in traffic.routes], dtype=np.float64)
 
 
 def refusals(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: list[_Keys]) -> np.ndarray:
-    """Per request: the index of the limit that refused it, -1 if admitted (see the module's docstring)."""
-    cost = route_costs(traffic, policy)
-    refused_by = np.full(len(t), -1, dtype=np.int8)
-    for i, (limit, keyed) in enumerate(zip(policy.limits, keys)):
-        covered = np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route]
-        idx = np.flatnonzero(covered & (refused_by < 0))
-        allowed = replay_allowed(deployment(policy, limit), keyed.code[idx], t[idx], cost[idx])
-        refused_by[idx[~allowed]] = i
-    return refused_by
+    """Per request: the index of the limit that refused it, -1 if admitted, as the target's
+    layered check decides (``layered_replay``: Redis limits in turn, memory limits together)."""
+    covers = np.array([[limit.covers(r) for limit in policy.limits] for r in traffic.routes], dtype=bool)
+    covers = covers.reshape(len(traffic.routes), len(policy.limits))
+    requests = Requests(t, traffic.route, route_costs(traffic, policy), covers)
+    deps = [deployment(policy, limit) for limit in policy.limits]
+    keyed = [Keyed(k.code, dep.nodes) for k, dep in zip(keys, deps)]
+    met = np.bincount(traffic.route, minlength=len(traffic.routes)) > 0
+    if policy.store.effective_mode == "local" and np.any(covers[met].sum(axis=1) > 1):
+        return together(deps, keyed, requests)
+    return in_turn(deps, keyed, requests)
 
 
 def timings(traffic: LogTraffic) -> list[tuple[str, np.ndarray]]:
@@ -175,7 +153,7 @@ def timings(traffic: LogTraffic) -> list[tuple[str, np.ndarray]]:
 def judge(traffic: LogTraffic, policies: list[PolicyFile],
           classes: list[tuple[KeyClass, re.Pattern[str]]] | None = None) -> list[Outcome]:
     """Every policy under every timing the log allows."""
-    keys = {policy.name: [_Keys(traffic, policy, limit) for limit in policy.limits] for policy in policies}
+    keys = keys_by_limit(traffic, policies)
     jobs = [(policy, timing, t) for policy in policies for timing, t in timings(traffic)]
     refused = all_refusals(traffic, [(policy, t, keys[policy.name]) for policy, _, t in jobs])
     klass = {policy.name: classify(traffic, keys[policy.name][0], classes or []) for policy in policies}
@@ -271,7 +249,7 @@ def top_keys(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, refused_by:
         limit = policy.limits[int(np.bincount(refused_by[mine & (refused_by >= 0)]).argmax())]
         span, allowance = burst_span(limit)
         covered = mine & np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route]
-        worst = max_window_cost(t[covered], cost[covered], span)
+        worst = max_window_cost(t[covered], cost[traffic.route[covered]], span)
         rows.append(KeyRow(str(keys.names[code]), int(per_key[code]), int(refused_per_key[code]),
                            float(worst), span, allowance, limit.name))
     return rows

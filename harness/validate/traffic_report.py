@@ -25,10 +25,10 @@ TIMING_NOTE = {
 }
 
 
-def traffic_facts(traffic: LogTraffic, detected: bool) -> dict:
+def traffic_facts(traffic: LogTraffic) -> dict:
     span = float(traffic.t[-1] - traffic.t[0]) if len(traffic.t) else 0.0
     return {
-        "file": str(traffic.path), "format": traffic.format, "detected": detected, "lines": traffic.lines,
+        "file": str(traffic.path), "format": traffic.format, "detected": traffic.detected, "lines": traffic.lines,
         "requests": len(traffic.t), "unreadable": traffic.bad.count,
         "unreadable_first": [{"line": n, "text": t} for n, t in traffic.bad.located(traffic.path)],
         "out_of_order": traffic.out_of_order, "whole_second": traffic.whole_second,

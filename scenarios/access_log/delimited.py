@@ -12,7 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as csv
 
-from .source import GZIP_MAGIC, LogBatch, LogError, LogReader, batch_of, canonical
+from .source import LogBatch, LogReader, batch_of, canonical, is_gzipped
 from .times import WHOLE_SECOND, parse_times
 
 BLOCK_BYTES = 1 << 22
@@ -21,10 +21,7 @@ BLOCK_BYTES = 1 << 22
 def arrow_stream(path: Path) -> pa.NativeFile:
     """The file as arrow reads it natively, gunzipped when it starts with the gzip magic: a
     Python file object would have the parser's read-ahead buffer tens of MB of Python bytes."""
-    if not path.is_file():
-        raise LogError(f"{path}: no such file")
-    with path.open("rb") as probe:
-        gz = probe.read(2) == GZIP_MAGIC
+    gz = is_gzipped(path)
     raw = pa.OSFile(str(path))
     return pa.CompressedInputStream(raw, "gzip") if gz else raw
 

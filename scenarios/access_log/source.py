@@ -29,13 +29,23 @@ class LogError(ScenarioError):
     """An access log that cannot be judged: one line naming the file, the format and what is wrong."""
 
 
+def is_gzipped(path: Path) -> bool:
+    """Whether the log starts with the gzip magic (whatever its name); a path that is no
+    readable file: LogError naming it."""
+    if path.is_dir():
+        raise LogError(f"{path}: is a folder, not a file")
+    try:
+        with path.open("rb") as probe:
+            return probe.read(2) == GZIP_MAGIC
+    except FileNotFoundError:
+        raise LogError(f"{path}: no such file") from None
+    except OSError as exc:
+        raise LogError(f"{path}: cannot be read ({exc.strerror})") from None
+
+
 def open_bytes(path: Path) -> BinaryIO:
-    """The file's bytes, gunzipped when it starts with the gzip magic (whatever its name)."""
-    if not path.is_file():
-        raise LogError(f"{path}: no such file")
-    with path.open("rb") as probe:
-        magic = probe.read(2)
-    if magic == GZIP_MAGIC:
+    """The file's bytes, gunzipped when it starts with the gzip magic."""
+    if is_gzipped(path):
         return gzip.open(path, "rb")  # type: ignore[return-value]
     return path.open("rb")
 

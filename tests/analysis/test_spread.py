@@ -3,12 +3,15 @@ whether two figures differ; a repeated simulation campaign grouped by the summar
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 import yaml
 
+from analysis.analyze import analyze
 from analysis.answers import answers
+from analysis.loader import load_results
 from analysis.spread import CI95, MIN_MAX, apart, group, with_spread
 from harness.cli.main import main
 
@@ -63,6 +66,31 @@ def test_a_repeated_simulation_names_its_folders_so_the_summary_groups_them(tmp_
         "boundary_burst__fixed_window__memory__r1", "boundary_burst__fixed_window__memory__r2"]
     assert main(["simulate", "--campaign", str(campaign), "--out", str(tmp_path / "o3"), "--repeats", "3"]) == 0
     assert len(list((tmp_path / "o3" / "runs").iterdir())) == 3
+
+
+def test_a_repeats_seed_is_in_its_run_json_and_the_analysis_groups_by_it(tmp_path: Path) -> None:
+    """run.json (and campaign.yaml's runs) record each repeat's seed and k; the grouped row lists
+    the seeds of its repeats, read back from run.json; a seed that is not a whole number leaves
+    the run out, named."""
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text(yaml.safe_dump({"name": "rep", "seed": 7, "repeats": 2, "policy": {"limit": 10, "window_s": 1},
+                                        "algorithms": ["fixed_window"], "scenarios": ["boundary_burst"]}))
+    out = tmp_path / "out"
+    assert main(["simulate", "--campaign", str(campaign), "--out", str(out)]) == 0
+    runs = out / "runs"
+    recorded = [json.loads((runs / f"boundary_burst__fixed_window__memory__r{k}" / "run.json").read_text()) for k in (1, 2)]
+    assert [(r["seed"], r["repeat"]) for r in recorded] == [(7, 1), (8, 2)]
+    config = yaml.safe_load((out / "campaign.yaml").read_text())["runs"]
+    assert [config[f"boundary_burst__fixed_window__memory__r{k}"]["seed"] for k in (1, 2)] == [7, 8]
+    rows = analyze(load_results(out)).rows
+    assert sorted((r["seed"], r["repeat"]) for r in rows) == [(7, 1), (8, 2)]
+    [merged] = group(rows)
+    assert merged["repeats"] == 2 and merged["seeds"] == [7, 8]
+    info = runs / "boundary_burst__fixed_window__memory__r2" / "run.json"
+    info.write_text(json.dumps({**recorded[1], "seed": 70}))  # the seed is read from run.json, not derived
+    assert group(analyze(load_results(out)).rows)[0]["seeds"] == [7, 70]
+    info.write_text(json.dumps({**recorded[1], "seed": "eight"}))
+    assert "seed must be a whole number" in load_results(out).left_out[0].reason
 
 
 @pytest.mark.parametrize("args", [["--repeats", "0"], ["--repeats", "-1"]])

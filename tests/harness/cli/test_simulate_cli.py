@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
@@ -79,15 +81,41 @@ def test_results_folder_layout(tmp_path, capsys):
     assert not list(out.rglob("*.tmp"))
 
 
-def test_trace_file(tmp_path, capsys):
+def test_trace_file(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # its results folder is made under ./results
     trace = tmp_path / "access.csv"
     rows = ["t,key,cost,client_class"] + [f"{i * 0.01},k{i % 2},1,legit" for i in range(300)]
     trace.write_text("\n".join(rows) + "\n")
     runs = simulate_json(capsys, "--trace", str(trace), "--algorithm", "fixed_window", "--limit", "10", "--window", "1")
     row = runs["fixed_window"]
-    assert row["scenario"] == "trace-access"
+    assert row["scenario"] == "access"  # named after the file
     assert row["requests"] == 300
     assert row["admitted"] == 60  # 2 keys x 10 per second x 3 seconds
+
+
+def test_a_trace_run_is_a_results_folder_with_its_report_and_who_got_the_429s(tmp_path, capsys, monkeypatch):
+    """Without --out: results/trace-<file>-<UTC time>/ with the report, charts, and keys.csv
+    sorted by refusals (worst window: the most admitted in any W, by hand below)."""
+    monkeypatch.chdir(tmp_path)
+    trace = tmp_path / "trace.csv"
+    # alice: 4 in the first second, 4 more at 5.0-5.3; bob: 1; mallory: 12 at once at t = 2
+    rows = [(0.1 * i, "alice") for i in range(4)] + [(5.0 + 0.1 * i, "alice") for i in range(4)] + [(3.0, "bob")]
+    rows += [(2.0, "mallory")] * 12
+    trace.write_text("t,key\n" + "".join(f"{t:.1f},{k}\n" for t, k in sorted(rows)))
+    assert main(["simulate", "--trace", str(trace), "--algorithm", "sliding_log", "--limit", "5", "--window", "10"]) == 0
+    [folder] = (tmp_path / "results").iterdir()
+    assert re.fullmatch(r"trace-trace-\d{8}T\d{6}Z", folder.name)
+    assert [p.name for p in (folder / "runs").iterdir()] == ["trace__sliding_log__memory"]  # not trace-trace
+    for name in ("report.html", "report.md", "summary.json", "charts/over_admission.png"):
+        assert (folder / name).is_file(), name
+    keys = pd.read_csv(folder / "keys.csv")
+    assert keys.to_dict("records") == [  # sliding log, 5 per 10 s: mallory 5 of 12; alice 5 of 8 (3 refused at 5.0-5.2)
+        {"run": "trace__sliding_log__memory", "key": "mallory", "requests": 12, "refused": 7, "worst_window": 5.0},
+        {"run": "trace__sliding_log__memory", "key": "alice", "requests": 8, "refused": 3, "worst_window": 5.0},
+        {"run": "trace__sliding_log__memory", "key": "bob", "requests": 1, "refused": 0, "worst_window": 1.0}]
+    report = (folder / "report.md").read_text()
+    assert "## Per key" in report and "| mallory | 12 | 7 | 1.00 |" in report
+    assert f"report: {Path('results') / folder.name / 'report.html'}" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
@@ -145,3 +173,13 @@ def test_default_campaign_runs_end_to_end(tmp_path):
     rows = json.loads((out / "summary.json").read_text())["runs"]
     assert len(rows) == 5 * len(ALGORITHMS)
     assert len(list((out / "runs").iterdir())) == len(rows)
+
+
+def test_a_trace_run_is_named_after_its_file_never_as_a_scenario():
+    from scenarios import SCENARIOS
+    from scenarios.trace_file import trace_run_name
+
+    assert trace_run_name("logs/trace.csv", SCENARIOS) == "trace"
+    assert trace_run_name("access.log.gz", SCENARIOS) == "access"
+    assert trace_run_name("my  log__2.csv", SCENARIOS) == "my-log_2"  # a run folder's name keeps its three parts
+    assert trace_run_name("ramp-2.csv", SCENARIOS) == "trace-ramp-2"  # never read as the ramp scenario

@@ -7,20 +7,23 @@ from __future__ import annotations
 import gzip
 import json
 import random
+from collections import Counter
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.campaign.log_traffic import load_traffic
+from harness.campaign.log_traffic import LogOptions, LogTraffic, load_traffic
 from harness.campaign.policy_file import parse_policy
 from harness.cli.main import main
 from harness.validate import traffic as traffic_module
 from harness.validate.sim import deployment, run
 from harness.validate.traffic import _Keys, judge, refusals
 from scenarios.access_log.render import CUSTOM, JSON_FIELDS, PIPED, LoggedRequest, render
+from scenarios.access_log.source import BadLines
 from scenarios.trace_file import TraceFile
 
 T0 = 1_760_000_040.0  # a whole minute: one 60 s fixed window holds every request below
@@ -45,8 +48,9 @@ def requests() -> list[LoggedRequest]:
     return out
 
 
-OPTIONS = {"combined": {}, "common": {}, "main": {}, "custom": {"log_format": CUSTOM}, "piped": {"log_format": PIPED},
-           "json": {"fields": [JSON_FIELDS]}, "alb": {}, "cloudfront": {}}
+OPTIONS = {"combined": LogOptions(), "common": LogOptions(), "main": LogOptions(), "custom": LogOptions(log_format=CUSTOM),
+           "piped": LogOptions(log_format=PIPED), "json": LogOptions(fields=(JSON_FIELDS,)), "alb": LogOptions(),
+           "cloudfront": LogOptions()}
 WITHOUT_XFF = ("combined", "common", "alb")
 
 
@@ -60,7 +64,7 @@ def write(tmp_path: Path, fmt: str, rows: list[LoggedRequest], gz: bool = False)
 @pytest.mark.parametrize("gz", [False, True], ids=["plain", "gzip"])
 @pytest.mark.parametrize("fmt", list(OPTIONS))
 def test_refusals_are_the_hand_computed_ones_in_every_format(fmt: str, gz: bool, tmp_path: Path) -> None:
-    traffic = load_traffic(write(tmp_path, fmt, requests(), gz), **OPTIONS[fmt])
+    traffic = load_traffic(write(tmp_path, fmt, requests(), gz), OPTIONS[fmt])
     [*outcomes] = judge(traffic, [parse_policy(POLICY, "policy")])
     expected = 5 if fmt in WITHOUT_XFF else 3
     assert {o.timing: o.refused for o in outcomes} == (
@@ -81,7 +85,7 @@ def test_the_api_key_outranks_the_user_and_the_address(tmp_path: Path) -> None:
     rows += [LoggedRequest(T0 + 5 + i, f"3.3.3.{i}", user="ann") for i in range(2)]
     rows += [LoggedRequest(T0 + 10 + i, "4.4.4.4") for i in range(3)]
     policy = parse_policy({**POLICY, "limits": [{**POLICY["limits"][0], "key": "api_key"}]}, "policy")
-    [o] = judge(load_traffic(write(tmp_path, "custom", rows), log_format=CUSTOM), [policy])
+    [o] = judge(load_traffic(write(tmp_path, "custom", rows), OPTIONS["custom"]), [policy])
     assert o.refused == 2
     assert {k.key: k.refused for k in o.top_keys} == {"api_key:k1": 1, "ip:4.4.4.4": 1}
 
@@ -98,6 +102,17 @@ def test_a_whole_second_log_gives_both_bounds(tmp_path: Path) -> None:
     assert {o.timing: o.refused for o in judge(traffic, [policy])} == {"spread": 0, "packed": 1}
 
 
+@settings(max_examples=50, deadline=None)
+@given(st.lists(st.integers(0, 6), min_size=1, max_size=60))
+def test_spread_times_divide_each_second_evenly_in_log_order(seconds: list[int]) -> None:
+    """The k-th of a second's n requests is spread to k/n past the second's start."""
+    t = np.array(sorted(T0 + s for s in seconds))
+    traffic = LogTraffic(Path("x"), "combined", t, *(np.zeros(len(t), np.int32),) * 3, [], [], [], len(t), BadLines(), 0, True)
+    counts = Counter(t.tolist())
+    expected = [s + k / counts[s] for s in sorted(counts) for k in range(counts[s])]
+    assert traffic.spread_t.tolist() == pytest.approx(expected, abs=1e-9)
+
+
 def test_an_out_of_order_log_is_judged_as_the_sorted_one(tmp_path: Path) -> None:
     rng = random.Random(7)
     rows = [LoggedRequest(T0 + rng.uniform(0, 300), f"5.5.5.{rng.randrange(4)}") for _ in range(300)]
@@ -105,9 +120,9 @@ def test_an_out_of_order_log_is_judged_as_the_sorted_one(tmp_path: Path) -> None
     shuffled = rows[:]
     rng.shuffle(shuffled)
     policy = parse_policy({**POLICY, "limits": [{**POLICY["limits"][0], "algorithm": "sliding_log", "limit": 20}]}, "p")
-    sorted_log = load_traffic(write(tmp_path, "piped", rows), log_format=PIPED)
+    sorted_log = load_traffic(write(tmp_path, "piped", rows), OPTIONS["piped"])
     (tmp_path / "piped.log").rename(tmp_path / "sorted.log")
-    mixed = load_traffic(write(tmp_path, "piped", shuffled), log_format=PIPED)
+    mixed = load_traffic(write(tmp_path, "piped", shuffled), OPTIONS["piped"])
     assert mixed.out_of_order > 0 and sorted_log.out_of_order == 0
     [a], [b] = judge(sorted_log, [policy]), judge(mixed, [policy])
     assert a.refused > 0 and (a.refused, a.top_keys, a.refused_per_bin) == (b.refused, b.top_keys, b.refused_per_bin)
@@ -122,7 +137,7 @@ def test_decisions_on_a_log_equal_those_on_the_equivalent_csv_trace(tmp_path: Pa
     with the same times and ``ip:<address>`` keys."""
     rows = sorted(rows)
     logged = [LoggedRequest(T0 + ms / 1000, f"7.7.7.{a}") for ms, a in rows]
-    traffic = load_traffic(write(tmp_path, "piped", logged), log_format=PIPED)
+    traffic = load_traffic(write(tmp_path, "piped", logged), OPTIONS["piped"])
     csv = tmp_path / "trace.csv"
     pd.DataFrame({"t": [f"{r.t:.3f}" for r in logged], "key": [f"ip:{r.addr}" for r in logged]}).to_csv(csv, index=False)
     policy = parse_policy({**POLICY, "limits": [{"name": "api", "key": "ip", "algorithm": algorithm,
@@ -153,6 +168,24 @@ def test_key_classes_give_the_share_refused_and_gate_ci(tmp_path: Path, capsys: 
     assert "<svg" in (tmp_path / "report.html").read_text()
 
 
+def test_a_few_unreadable_lines_are_named_and_the_run_goes_on(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """4 of 404 lines unreadable (under 1%): the verdict is given, the note counts them and
+    names the first three by line number, and the JSON keeps them."""
+    lines = render([LoggedRequest(T0 + i, "1.1.1.1") for i in range(400)], "combined").splitlines()
+    for n in (7, 70, 200, 333):
+        lines.insert(n - 1, f"garbage {n}")
+    log = tmp_path / "access.log"
+    log.write_text("\n".join(lines) + "\n")
+    policy = tmp_path / "p.yaml"
+    policy.write_text(json.dumps(POLICY))
+    code = main(["validate", str(policy), "--traffic", str(log), "--json", "-"])
+    captured = capsys.readouterr()
+    doc = json.loads(captured.out)
+    assert code == 0 and doc["traffic"]["unreadable"] == 4 and doc["traffic"]["requests"] == 400
+    assert [u["line"] for u in doc["traffic"]["unreadable_first"]] == [7, 70, 200]
+    assert "4 unreadable lines skipped (first: line 7: 'garbage 7'; line 70: 'garbage 70'; line 200:" in captured.err
+
+
 @pytest.mark.parametrize(("make", "args", "message"), [
     (lambda p: p.write_text(""), [], "empty file"),
     (lambda p: p.write_text(render(requests(), "combined")), ["--log-format", "$remote_addr $msec $upstream_weird"],
@@ -161,6 +194,9 @@ def test_key_classes_give_the_share_refused_and_gate_ci(tmp_path: Path, capsys: 
      "--field addr=client_ip: no such field"),
     (lambda p: p.write_text(render(requests(), "combined") + "junk\n" * 3), [],
      "3 of 15 lines (20.0%) are not combined"),
+    (lambda p: p.mkdir(), [], "access.log: is a folder, not a file"),
+    (lambda p: p.write_text(render(requests(), "combined")), ["--html", "{tmp}/access.log/report.html"],
+     "--html"),
 ])
 def test_bad_input_is_one_line_exit_2_and_nothing_written(make, args: list[str], message: str, tmp_path: Path,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -168,21 +204,53 @@ def test_bad_input_is_one_line_exit_2_and_nothing_written(make, args: list[str],
     make(log)
     policy = tmp_path / "p.yaml"
     policy.write_text(json.dumps(POLICY))
-    out = tmp_path / "verdict.json"
-    code = main(["validate", str(policy), "--traffic", str(log), "--json", str(out), *args])
+    out, junit = tmp_path / "verdict.json", tmp_path / "verdict.xml"
+    code = main(["validate", str(policy), "--traffic", str(log), "--json", str(out), "--junit", str(junit),
+                 *[a.format(tmp=tmp_path) for a in args]])
     err = capsys.readouterr().err
     assert code == 2 and message in err and len(err.strip().splitlines()) == 1
-    assert not out.exists()
+    assert not out.exists() and not junit.exists() and not list(tmp_path.glob("*.html"))
 
 
-def test_simulate_reads_an_access_log_as_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_simulate_reads_an_access_log_as_a_trace(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     """The default key config trusts no proxy: the two clients behind 10.0.0.1 are one key (4
     requests: 2 refused), 1.1.1.1 and the /64 1 each, 2.2.2.2's two posts cost 1 each: none."""
+    monkeypatch.chdir(tmp_path)  # a trace run's results folder is made under ./results
     log = write(tmp_path, "main", requests(), gz=True)
     code = main(["simulate", "--trace", str(log), "--algorithm", "fixed_window", "--limit", "2", "--window", "60",
                  "--json", "-"])
     [row] = json.loads(capsys.readouterr().out)["runs"]
-    assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == ("trace-main", 12, 4)
+    assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == ("main", 12, 4)
+
+
+@pytest.mark.parametrize("fmt", ["json", "piped"])
+def test_simulate_reads_a_log_with_validates_options(fmt: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`simulate --trace` takes validate's --field (JSON lines) and --log-format: the same
+    requests, the same 4 refused as above (IPv6 by /64, no trusted proxy)."""
+    monkeypatch.chdir(tmp_path)  # a trace's results folder is kept by default: under ./results/
+    log = write(tmp_path, fmt, requests())
+    how = ["--field", JSON_FIELDS] if fmt == "json" else ["--log-format", PIPED]
+    code = main(["simulate", "--trace", str(log), *how, "--algorithm", "fixed_window", "--limit", "2", "--window", "60",
+                 "--json", "-"])
+    [row] = json.loads(capsys.readouterr().out)["runs"]
+    assert code == 0 and (row["scenario"], row["requests"], row["rejected"]) == (fmt, 12, 4)  # named after the file
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--scenario", "steady", "--field", "t=ts,addr=ip"], "--format/--log-format/--field: only with --trace LOG"),
+    (["--trace", "{log}", "--field", "t=start_time,addr=client_ip"], "--field addr=client_ip: no such field"),
+    (["--trace", "{log}", "--field", "t=start_time,when=x"], "'when' is not one of"),
+])
+def test_simulate_refuses_bad_log_options_in_one_line(args: list[str], message: str, tmp_path: Path,
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    log = write(tmp_path, "json", requests())
+    out, summary = tmp_path / "results", tmp_path / "summary.json"
+    code = main(["simulate", *[a.format(log=log) for a in args], "--out", str(out), "--json", str(summary)])
+    err = capsys.readouterr().err
+    assert code == 2 and message in err and len(err.strip().splitlines()) == 1
+    assert not out.exists() and not summary.exists()
 
 
 def test_worker_processes_judge_as_one_process_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
