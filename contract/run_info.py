@@ -125,6 +125,9 @@ class RunRecord:
     """``scale.pin``: the cores of the targets and of the generator, or why they were not pinned."""
     redis_restarted: str | None = None
     """The runner's own redis-server had died since the previous run: restarted before this one (why)."""
+    started_again: str | None = None
+    """The side under test was ready only after the plan's first send (a busy machine): the run was
+    started again, from an empty folder, with a lead that covers its start-up (why)."""
     start_at: float | None = None
     planned_requests: int | None = None
     end_at: float | None = None

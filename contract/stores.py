@@ -21,6 +21,7 @@ VirtualStore = Literal["local", "local_split", "shared"]
 """How the simulator deploys a limit on a fleet: each node alone with L, each with L/N, or one
 shared state (``multi_node``'s ``virtual_store``; a live run's store maps to one)."""
 StoreKind = Literal["memory", "redis"]
+STORE_KINDS: tuple[StoreKind, ...] = get_args(StoreKind)
 
 
 class StoreError(BadInput):

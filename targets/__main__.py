@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from contract import decision_file
 from contract.errors import BadInput
-from contract.stores import REDIS_MODES
+from contract.stores import REDIS_MODES, STORE_KINDS
 
 from .cli_args import EXIT_BAD_INPUT, HOST, Parser, key_value
 from .connection_caps import BACKLOG, MAX_CONNECTIONS, MAX_PER_ADDRESS
@@ -49,7 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--param", action="append", type=key_value, default=[], metavar="KEY=VALUE", help="algorithm parameter")
     p.add_argument("--cost", action="append", type=key_value, default=[], metavar="ROUTE=COST",
                    help="route cost (items 1, search 2, reports 20, login 1 by default)")
-    p.add_argument("--store", choices=["memory", "redis"], help="where limiter state lives (default memory)")
+    p.add_argument("--store", choices=list(STORE_KINDS), help="where limiter state lives (default memory)")
     p.add_argument("--redis-url", help="the redis store's URL (default: $REDIS_URL)")
     p.add_argument("--redis-mode", choices=list(REDIS_MODES), help="redis store mode (default shared)")
     p.add_argument("--nodes", type=int, help="target nodes sharing the redis store's limit (default 1)")

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from contract.errors import BadInput
 from contract.paths import read_input, yaml_problem
 from contract.routes import CATALOGUE, ROUTE_PATHS
-from contract.stores import RedisMode
+from contract.stores import RedisMode, StoreKind
 
 from .algorithms import PolicyError, build_params, get_algorithm
 from .algorithms.policy import Policy
@@ -183,7 +183,7 @@ class FallbackPolicy(_Strict):
 
 
 class StoreConfig(_Strict):
-    name: Literal["memory", "redis"] = "memory"
+    name: StoreKind = "memory"
     max_keys: Annotated[int, Field(ge=1)] = 100_000
     idle_ttl_s: NonNegativeFloat | None = None
     """Default: each algorithm's own state lifetime (expiry never changes a decision)."""

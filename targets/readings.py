@@ -1,7 +1,8 @@
 """The live side of the CPU/load seam: sample this target process's CPU (psutil) and the
-host's load average off the hot path, and push each reading into every adaptive layer whose
-rule reads them (``sentinel_bbr``, ``sentinel_cpu``, ``gozero``). The simulator calls
-the same ``observe_reading`` with its model's CPU (``harness/sim/simulator.py``).
+host's load average off the hot path, and push each reading into every layer whose algorithm
+reads them (its ``Algorithm.reads`` hook: adaptive's ``sentinel_bbr``, ``sentinel_cpu``,
+``gozero``). The simulator calls the same ``observe_reading`` with its model's CPU
+(``harness/sim/simulator.py``).
 """
 
 from __future__ import annotations
@@ -14,18 +15,18 @@ from collections.abc import AsyncIterator
 
 import psutil
 
-from .algorithms import adaptive as adaptive_algorithm
 from .algorithms.adaptive_rules import Reading
-from .layers import Layer
+from .layers import Layer, moving_limit
 
 EVERY_S = 0.25
 """go-zero samples its CPU every 250 ms (Sentinel every second): the finer of the two."""
 
 
 def reading_layers(layers: list[Layer]) -> list[Layer]:
-    """The adaptive layers whose rule reads CPU or load (on the memory store: adaptive never runs on Redis)."""
+    """The layers whose algorithm reads CPU or load (its ``Algorithm.reads`` hook; on the memory
+    store: a latency-driven algorithm never runs on Redis)."""
     return [la for la in layers if la.observes and not la.remote
-            and any(adaptive_algorithm.reads(v.store.params) for v in la.variants.values())]
+            and any(la.algorithm.needs_readings(v.store.params) for v in la.variants.values())]
 
 
 def push(layers: list[Layer], now: float, reading: Reading) -> None:
@@ -35,7 +36,7 @@ def push(layers: list[Layer], now: float, reading: Reading) -> None:
         for variant in layer.variants.values():
             state = variant.store.observe_reading(now, reading)
             if state is not None:
-                layer.current_limit = adaptive_algorithm.current_limit(state, variant.store.params)
+                layer.current_limit = moving_limit(layer.algorithm, state, variant.store.params)
 
 
 async def sample_forever(layers: list[Layer]) -> None:

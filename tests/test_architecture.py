@@ -23,6 +23,12 @@ NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.
 STORE_MAY_IMPORT = ("targets.stores", "targets.algorithms", "contract", "targets.redact")
 """A store's imports: stores, algorithms, the contract, and the redaction of a Redis URL's password."""
 PURE_MAY_IMPORT = ("contract.errors", "contract.params", "contract.routes", "contract.stores")
+ALGORITHM_INTERFACE = ("targets.algorithms", "targets.algorithms.base", "targets.algorithms.policy",
+                       "targets.algorithms.adaptive_rules")
+"""What of targets/algorithms/ the rest of the project may import: the registry, the Algorithm and
+Decision, the policy, and the readings' type; never one algorithm's module (its hooks answer)."""
+MAX_FUNCTION_LINES = 59
+"""Every function under 60 lines, its decorators and docstring included."""
 """The modules of the project the pure rooms may import: the base class of bad input, the one
 parameter parser (with its bounds), the one route catalogue and the store names, all on the
 ground floor."""
@@ -117,6 +123,9 @@ def violations(root: Path) -> list[str]:
             found.append(f"{where}: analysis imports only analysis and contract")
         if _in(s, "harness") and _in(t, "harness") and _harness_floor(t) > _harness_floor(s):
             found.append(f"{where}: a harness subpackage imports only those below it ({' < '.join(HARNESS_FLOORS)})")
+        if (_in(s, "targets") or _in(s, "harness")) and not _in(s, "targets.algorithms") and \
+                _in(t, "targets.algorithms") and not any(_in(t, m) for m in ALGORITHM_INTERFACE[1:]) and t != ALGORITHM_INTERFACE[0]:
+            found.append(f"{where}: only the registry names an algorithm's module (ask its Algorithm hooks)")
         if _in(t, "benchmarks") and not _in(s, "benchmarks"):
             found.append(f"{where}: nothing imports benchmarks (the command line runs them by module name)")
     found += [f"circle: {' -> '.join(c)}" for c in circles(graph)]
@@ -130,6 +139,19 @@ def violations(root: Path) -> list[str]:
             family = sorted(s for s in stems if s.startswith(prefix + "_"))
             if len(family) > 1:
                 found.append(f"{folder.relative_to(root)}: a file-name prefix family {prefix}_*: {', '.join(family)} (a subpackage?)")
+    return found
+
+
+def long_functions(root: Path) -> list[str]:
+    """Every function of the project longer than MAX_FUNCTION_LINES, as ``path:line name (N lines)``."""
+    found = []
+    for path in modules(root).values():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                lines = (node.end_lineno or node.lineno) - first + 1
+                if lines > MAX_FUNCTION_LINES:
+                    found.append(f"{path.relative_to(root)}:{node.lineno} {node.name} ({lines} lines)")
     return found
 
 
@@ -172,6 +194,13 @@ def test_the_house_keeps_its_import_rules():
     assert violations(ROOT) == []
 
 
+def test_every_function_is_under_60_lines(tmp_path):
+    assert long_functions(ROOT) == []
+    body = "".join(f"    x = {i}\n" for i in range(MAX_FUNCTION_LINES - 1))
+    root = _tree(tmp_path, {"harness/a.py": f"def fits():\n{body}\n\ndef too_long():\n{body}    x = 0\n"})
+    assert long_functions(root) == [f"harness/a.py:{MAX_FUNCTION_LINES + 3} too_long ({MAX_FUNCTION_LINES + 1} lines)"]
+
+
 def test_the_checker_reads_this_house():
     """Enough edges that an empty answer means something: the known one-way flow is seen."""
     seen = {(i.source, i.target) for i in imports(ROOT)}
@@ -188,6 +217,8 @@ BREACHES = {
     "targets/config.py": ("from scenarios import live_plan\n", "targets and scenarios never import each other"),
     "targets/stores/memory.py": ("from targets.config import X\n", "a store imports only stores"),
     "harness/events.py": ("from targets.config import X\n", "the runners' events import only the contract"),
+    "targets/readings.py": ("from .algorithms import adaptive\n", "only the registry names an algorithm's module"),
+    "harness/sim/simulator.py": ("from targets.algorithms import Policy, adaptive\n", "only the registry names"),
     "harness/processes/ports.py": ("from harness.campaign import live\n", "imports only those below it"),
     "targets/app.py": ("def f():\n    from analysis import charts\n", "targets and scenarios import only"),
     "contract/schema.py": ("from analysis.metrics import m\n", "the results contract imports nothing"),
@@ -217,7 +248,9 @@ def test_each_rule_fails_when_broken(tmp_path, path):
             "harness/live/runner.py": "", "harness/campaign/live.py": "", "harness/cli/main.py": "",
             "benchmarks/core.py": "", "contract/errors.py": "", "contract/schema.py": "", "targets/stores/memory.py": "",
             "scenarios/live_plan.py": "", "harness/events.py": "", "harness/processes/ports.py": "",
-            "harness/validate_lints.py": ""}
+            "harness/validate_lints.py": "", "targets/algorithms/adaptive.py": "",
+            "targets/algorithms/__init__.py": "from . import adaptive\n", "targets/readings.py": "from .algorithms import Policy\n",
+            "harness/sim/simulator.py": ""}
     assert violations(_tree(tmp_path / "clean", base)) == []
     found = violations(_tree(tmp_path / "broken", {**base, path: text}))
     assert len(found) == 1 and rule in found[0], found

@@ -55,9 +55,15 @@ class Scale(_Strict):
 
 
 class DownstreamSettings(_Strict):
-    concurrency: int = Field(default=16, ge=1)
-    median_ms: float = Field(default=10.0, ge=0)
-    sigma: float = Field(default=0.5, ge=0)
+    """The simulated service behind the limiter (targets/downstream.py), live and virtual; bounded
+    as validate's ``downstream:`` is, so a run cannot be sized or scheduled past what it can hold."""
+
+    concurrency: int = Field(default=16, ge=1, le=10_000_000)
+    """Slots served at once: the simulator keeps one free time per slot (80 MB at the bound;
+    validate's latency check asks up to 64 x a policy's 100,000)."""
+    median_ms: float = Field(default=10.0, ge=0, le=60_000, allow_inf_nan=False)
+    sigma: float = Field(default=0.5, ge=0, le=5, allow_inf_nan=False)
+    """The lognormal's spread: exp(5 z) is already 1e13 x the median at z = 6."""
 
 
 class RedisOptions(_Strict):
@@ -152,14 +158,6 @@ class Campaign(CampaignHeader):
     def store_choice(self, store: str) -> StoreChoice:
         """A store entry or run's store as a choice, ``redis`` resolved to the campaign's mode."""
         return StoreChoice.parse(store).resolved(self.redis.mode)
-
-    def redis_mode(self, store: str) -> RedisMode | None:
-        """The redis mode of a store entry (``local`` for both local ones); None for memory."""
-        return self.store_choice(store).mode
-
-    def store_label(self, store: str) -> str:
-        """The store as run folders and run.json name it: ``redis`` resolved to its mode."""
-        return self.store_choice(store).label
 
 
 def load_campaign(path: Path) -> Campaign:

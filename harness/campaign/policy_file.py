@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from contract.stores import RedisMode
+from contract.stores import RedisMode, StoreKind
 from targets.algorithms import Policy, PolicyError, build_params
 from targets.stores.redis import local_params
 
@@ -77,7 +77,7 @@ class Limit(_Strict):
 
 
 class Store(_Strict):
-    backend: Literal["memory", "redis"] = "memory"
+    backend: StoreKind = "memory"
     mode: RedisMode | None = None
     """redis: shared (one Lua script per decision), local, leased, naive (INCR then EXPIRE);
     memory is always local. Defaults: memory -> local, redis -> shared."""
@@ -88,7 +88,7 @@ class Store(_Strict):
     """Fail-open only: what each node enforces while the store is down."""
 
     @property
-    def effective_mode(self) -> str:
+    def effective_mode(self) -> RedisMode:
         return self.mode or ("local" if self.backend == "memory" else "shared")
 
 

@@ -6,9 +6,9 @@ line naming the field."""
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import Field
+
+from contract.stores import StoreKind
 
 from .config_file import CampaignError, StrictModel, validate_model
 from .live import DownstreamSettings
@@ -20,16 +20,21 @@ the system model's columns in memory, and builds and writes its logs in parts (h
 3.4 GB resident), so 10 million stay under 4 GiB."""
 
 
+MAX_US = 60_000_000.0
+"""A time per request (CPU, network, store) of a minute at most: beyond, no simulated run of the
+suite's lengths completes a request, and the figures it prints are meaningless."""
+
+
 class SystemSettings(StrictModel):
     processes: int = Field(default=1, ge=1, le=1024)
     """Target processes of the node, each a FIFO server."""
-    cpu_us: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    cpu_us: float | None = Field(default=None, ge=0, le=MAX_US, allow_inf_nan=False)
     """Target CPU per request, admitted or refused; default: `bench targets`' figure for the algorithm."""
-    one_way_us: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    one_way_us: float | None = Field(default=None, ge=0, le=MAX_US, allow_inf_nan=False)
     """Client <-> target network delay, each way; default: the loopback figure."""
-    store: Literal["memory", "redis"] = "memory"
+    store: StoreKind = "memory"
     """``redis`` adds its round trip to every decision (`bench redis`' figure for the algorithm)."""
-    store_rtt_us: float | None = Field(default=None, ge=0, allow_inf_nan=False)
+    store_rtt_us: float | None = Field(default=None, ge=0, le=MAX_US, allow_inf_nan=False)
 
 
 DOWNSTREAM_KEYS = tuple(DownstreamSettings.model_fields)

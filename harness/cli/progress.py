@@ -81,8 +81,9 @@ class RunProgress:
         else:
             error = (info.get("error") or "").strip().splitlines()
             what = f"[red]{info['status']}[/red] after {seconds:.1f} s" + (f": {error[0]}" if error else "")
-        if info.get("redis_restarted"):  # the runner's own redis-server had died: said, not hidden
-            what += f"  [yellow]{info['redis_restarted']}[/yellow]"
+        for note in ("redis_restarted", "started_again"):  # the runner's own redis-server died, a late side: said
+            if info.get(note):
+                what += f"  [yellow]{info[note]}[/yellow]"
         self.out.print(f"{self.label}  {what}", highlight=False)
 
     def _stop(self) -> None:

@@ -14,11 +14,12 @@ import yaml
 from contract.atomic import write_text
 from contract.routes import TARGET_ROUTES
 from contract.schema import DECISIONS_FILE
+from contract.stores import StoreChoice
 from harness.campaign.live import Campaign
 from targets.algorithms import build_params
 from targets.config import deep_merge
 
-from .plan import LiveRun
+from .plan import LiveRun, SuiteLimiter
 
 
 def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Path) -> dict[str, Any]:
@@ -34,19 +35,20 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
     # the config invalid, e.g. a cost-20 report under a burst of 10); adaptive guards the
     # downstream as a whole, every other algorithm limits per client key
     routes = sorted({TARGET_ROUTES[r] for r in set(model.arrivals().route) if r in TARGET_ROUTES})
-    adaptive = run.algorithm == "adaptive"
+    algorithm = run.suite.algorithm
+    adaptive = algorithm == "adaptive"
     limit = {
         "name": "adaptive" if adaptive else "per-client",
         "scope": "global" if adaptive else "client",
         "routes": routes or ["items"],
-        "algorithm": run.algorithm,
+        "algorithm": algorithm,
         "limit": run.policy.limit,
         "window_s": run.policy.window_s,
         "burst": run.policy.burst,
         "params": asdict(run.params),
     }
     config = {
-        "algorithm": run.algorithm,
+        "algorithm": algorithm,
         "limit": run.policy.limit,
         "window_s": run.policy.window_s,
         "limits": [limit],
@@ -67,7 +69,7 @@ DOWNSTREAM_DECISIONS = "downstream-decisions.parquet"
 def peer_downstream_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Path) -> dict[str, Any]:
     """What a peer proxies to: a suite target with the ``none`` algorithm and the campaign's
     downstream (and the model's schedule), so latency scenarios mean the same behind a peer."""
-    twin = replace(run, algorithm="none", store="memory", params=build_params("none", run.policy), peer=None)
+    twin = replace(run, limiter=SuiteLimiter("none", StoreChoice()), params=build_params("none", run.policy))
     config = target_config(twin, campaign, start_at, run_dir)
     return {**config, "decision_log": {"path": str(run_dir / "logs" / DOWNSTREAM_DECISIONS)}}
 
@@ -76,7 +78,7 @@ def store_config(run: LiveRun, campaign: Campaign, start_at: float) -> dict[str,
     """The target's ``store``: memory, or redis in the run's mode with its keys under a namespace
     of this run's own (runs never see each other's state, even on a Redis that is not ours).
     The URL reaches the targets as REDIS_URL."""
-    choice = campaign.store_choice(run.store)
+    choice = run.suite.store.resolved(campaign.redis.mode)
     if choice.mode is None:
         return {"name": "memory"}
     r = campaign.redis

@@ -1,10 +1,11 @@
-"""The plan of a live campaign: its runs, scenario x algorithm x store, each carrying the traffic
+"""The plan of a live campaign: its runs, scenario x (algorithm x store, or peer), each carrying the
+limiter under test, typed (the suite's algorithm on a ``StoreChoice``, or a peer), and the traffic
 model it replays (built once, here, and used by the target config, the runner and the virtual twin)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, ClassVar
 
 from contract.schema import SYSTEM_SUITE, peer_run_dir_name, repeat_dir_name, run_dir_name
 from contract.stores import StoreChoice
@@ -15,12 +16,70 @@ from targets.algorithms import Policy, build_params
 from targets.stores.redis import SUFFIXES
 
 
+@dataclass(frozen=True)
+class SuiteLimiter:
+    """The suite's own limiter under test: one of its algorithms on one of its stores."""
+
+    algorithm: str
+    store: StoreChoice
+    """Resolved: a plain ``redis`` entry is already the campaign's mode."""
+    system: ClassVar[str] = SYSTEM_SUITE
+
+    @property
+    def label(self) -> str:
+        """run.json's and the summary's ``algorithm``."""
+        return self.algorithm
+
+    @property
+    def store_label(self) -> str:
+        return self.store.label
+
+    @property
+    def shares_limit(self) -> bool:
+        """A node's processes share one limit: a Redis mode other than local, for an algorithm Redis holds."""
+        return self.store.shares_limit and self.algorithm in SUFFIXES
+
+    def dir_name(self, scenario: str) -> str:
+        return run_dir_name(scenario, self.algorithm, self.store.label)
+
+
+@dataclass(frozen=True)
+class PeerLimiter:
+    """A peer target under test (harness/campaign/peers/): the suite's target is only its downstream."""
+
+    peer: Peer
+
+    @property
+    def label(self) -> str:
+        """run.json's and the summary's ``algorithm``: the peer's name."""
+        return self.peer.name
+
+    @property
+    def store_label(self) -> str:
+        """The peer's own (``zone``, limits' ``memory`` or ``redis``, ``external``): no store of the suite's."""
+        return self.peer.store
+
+    @property
+    def system(self) -> str:
+        return self.peer.system
+
+    @property
+    def shares_limit(self) -> bool:
+        """The peer runs one process: its limit is its own."""
+        return True
+
+    def dir_name(self, scenario: str) -> str:
+        return peer_run_dir_name(scenario, self.peer.name)
+
+
+Limiter = SuiteLimiter | PeerLimiter
+"""What a live run puts under test."""
+
+
 @dataclass
 class LiveRun:
     scenario: LiveScenario
-    algorithm: str
-    store: str
-    """``memory`` or ``redis-<mode>`` (``redis-local-split``: local with L/N per node)."""
+    limiter: Limiter
     policy: Policy
     params: Any
     joins_s: list[float] = field(default_factory=lambda: [0.0])
@@ -30,10 +89,6 @@ class LiveRun:
     """The scenario's model at this run's policy and the campaign's seed."""
     processes: int = 1
     """Server processes per target node (targets/multiprocess.py)."""
-    peer: str | None = None
-    """A peer target (then ``algorithm`` is its name and the suite's target is only its downstream)."""
-    spec: Peer | None = field(default=None, kw_only=True)
-    """The peer's campaign side (harness/campaign/peers/): its system, store, model."""
     seed: int = field(default=1, kw_only=True)
     """The seed its model and the Locust workers' replay are built from: the campaign's, plus the repeat's offset."""
     repeat: int = field(default=1, kw_only=True)
@@ -41,22 +96,26 @@ class LiveRun:
 
     @property
     def name(self) -> str:
-        if self.peer is not None:
-            return repeat_dir_name(peer_run_dir_name(self.scenario.run_name, self.peer), self.repeat, self.repeats)
-        return repeat_dir_name(run_dir_name(self.scenario.run_name, self.algorithm, self.store), self.repeat, self.repeats)
+        return repeat_dir_name(self.limiter.dir_name(self.scenario.run_name), self.repeat, self.repeats)
 
     @property
     def system(self) -> str:
         """Who limits: ``suite`` or the peer's name (the summary's ``system`` column)."""
-        return self.spec.system if self.spec else SYSTEM_SUITE
+        return self.limiter.system
+
+    @property
+    def suite(self) -> SuiteLimiter:
+        """The suite's limiter of a suite run (the target config is built from it); a peer run has
+        none of its own (its downstream: ``config.peer_downstream_config``)."""
+        if not isinstance(self.limiter, SuiteLimiter):
+            raise TypeError(f"{self.name}: a peer run has no suite limiter")
+        return self.limiter
 
     @property
     def limiters(self) -> str:
         """Whether a node's processes share its limit (``shared``) or each keeps its own
         (``per-process``: the memory store, Redis ``local`` mode, algorithms Redis does not hold)."""
-        if self.processes == 1:  # a peer's too: its store ("zone", "external") is no store of the suite's
-            return "shared"
-        return "shared" if StoreChoice.parse(self.store).shares_limit and self.algorithm in SUFFIXES else "per-process"
+        return "shared" if self.processes == 1 or self.limiter.shares_limit else "per-process"
 
     @property
     def nodes(self) -> list[str]:
@@ -85,20 +144,20 @@ def _plan_once(campaign: Campaign, only: list[str] | None, store: str | None) ->
         fleet = model.fleet()
         joins = list(fleet.joins_s) if fleet is not None else [0.0] * campaign.nodes
         routing = fleet.routing if fleet is not None else campaign.routing
-        stores = [campaign.store_label(st) for st in campaign.stores_for(sc)]
+        stores = [campaign.store_choice(st) for st in campaign.stores_for(sc)]
         if store:
-            stores = [st for st in stores if StoreChoice.parse(st).under(store)] or [campaign.store_label(store)]
+            stores = [st for st in stores if st.under(store)] or [campaign.store_choice(store)]
         for algorithm in campaign.algorithms_for(sc):
             for st in stores:
                 if only and not {sc.name, sc.run_name, algorithm} & set(only):
                     continue
-                runs.append(LiveRun(sc, algorithm, st, policy, campaign.params_for(algorithm, policy, sc), joins, routing,
-                                    model=model, processes=campaign.processes_for(sc)))
+                runs.append(LiveRun(sc, SuiteLimiter(algorithm, st), policy, campaign.params_for(algorithm, policy, sc),
+                                    joins, routing, model=model, processes=campaign.processes_for(sc)))
         for peer in campaign.peer_names:
             if only and not {sc.name, sc.run_name, peer} & set(only):
                 continue
             spec = campaign.peer_spec(peer)
             twin = spec.twin(policy)  # its params: the mapped model's (the virtual twin), none without one
             params = campaign.params_for(*twin) if twin else build_params("none", policy)
-            runs.append(LiveRun(sc, peer, spec.store, policy, params, model=model, peer=peer, spec=spec))
+            runs.append(LiveRun(sc, PeerLimiter(spec), policy, params, model=model))
     return runs

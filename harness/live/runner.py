@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -51,7 +52,6 @@ from contract.schema import (
     RUN_INTERRUPTED,
     RUN_OK,
 )
-from contract.stores import StoreChoice
 from harness.campaign.live import Campaign
 from harness.events import RunnerEvents
 from harness.processes.redis_server import RedisServer, RedisServerError
@@ -67,7 +67,7 @@ from .cpu_sampler import CpuSampler, cpu_csv
 from .logs import slowest_ready
 from .measures import fleet_measures, measured_window, model_phases, store_degradation, store_failure_measures
 from .peers import live_peer
-from .plan import LiveRun
+from .plan import LiveRun, PeerLimiter
 from .remote import RemoteWorkers, remote_clocks
 from .sides.base import Side, SideSetup
 from .sides.suite import SuiteSide
@@ -133,14 +133,13 @@ class LiveRunner:
         run_dir = self.folder.run_dir(run.name)
         (run_dir / "logs").mkdir(parents=True, exist_ok=True)
         record = planned_record(run, self.workers)
-        sampler = CpuSampler()
         cores = cpus.split(cpus.available()) if self.campaign.scale.pin else None
+        watch = _Watch(cores)
         if self.campaign.scale.pin:
             record.add(cpus=cores.as_json() if cores else "not pinned: fewer than 2 cores")
         try:
             self._own_services(run, record)
-            side = self._side(run, run_dir)
-            self._load(run, run_dir, side, record, _Watch(sampler, cores))
+            self._attempts(run, run_dir, record, watch)
             record.add(status=RUN_OK)
         except RunFailed as exc:
             record.add(error=str(exc))
@@ -150,17 +149,35 @@ class LiveRunner:
         finally:
             with interrupts_deferred():  # the run is recorded whatever signal comes meanwhile
                 self.processes.stop_all()
-                rows = measured_window(sampler.stop(), record.to_json(), sampler.interval_s)
+                rows = measured_window(watch.sampler.stop(), record.to_json(), watch.sampler.interval_s)
                 write_text(run_dir / CPU_FILE, cpu_csv(rows))
                 record.add(generator_bound=generator_bound(pd.DataFrame(rows, columns=CPU_COLUMNS),
                                                            record.get("late_share")))
                 record.write(run_dir / RUN_FILE)
         return record
 
+    def _attempts(self, run: LiveRun, run_dir: Path, record: RunRecord, watch: _Watch) -> None:
+        """The run's steps; once more, from an empty run folder and with a lead that covers the
+        side's start-up, when the side was ready only after the plan's first send (a busy machine:
+        the plan was sent to ports nobody listened on yet). Late twice: the run fails, saying so."""
+        try:
+            self._load(run, run_dir, self._side(run, run_dir), record, watch)
+        except SideLate as late:
+            self.processes.stop_all()
+            watch.restart()
+            _emptied(run_dir)
+            self.lead_s = max(self.lead_s, late.start_up_s + LEAD_MARGIN_S)
+            record.add(started_again=f"{late}: started again with a {self.lead_s:.1f} s lead")
+            try:
+                self._load(run, run_dir, self._side(run, run_dir), record, watch)
+            except SideLate as again:
+                raise RunFailed(f"{again}, even with a {self.lead_s:.1f} s lead") from None
+
     def _side(self, run: LiveRun, run_dir: Path) -> Side:
         """The side under test: the suite's nodes, or the run's peer (one it starts, or a URL)."""
         setup = SideSetup(run, self.campaign, run_dir, self.processes, self.redis_url)
-        return SuiteSide(setup) if run.spec is None else live_peer(run.spec).side(setup)
+        limiter = run.limiter
+        return live_peer(limiter.peer).side(setup) if isinstance(limiter, PeerLimiter) else SuiteSide(setup)
 
     def _own_services(self, run: LiveRun, record: RunRecord) -> None:
         """Our own redis-server up again if it died since the last run (killed from outside; the
@@ -203,9 +220,11 @@ class LiveRunner:
         if not self.remote:
             launched = time.time()  # pinned before it forks its workers: they inherit it
             locust = watch.generator(self._start_locust(plan, run_dir, math.ceil(end_at - time.time()) + SAFETY_S))
+        side_launched = time.time()
         watch.targets(side.start())
+        side_up_s = _ready_in_time(side_launched, plan)
         happened = self._wait(locust, side, end_at, run_dir / "logs" / "locust.log", self._store_events(run, plan))
-        self._learn_lead(run_dir / HANDSHAKE_DIR, launched)
+        self._learn_lead(run_dir / HANDSHAKE_DIR, launched, side_up_s)
         self._results(run, run_dir, side, plan, record, happened)
 
     def _lead(self, run: LiveRun, side: Side) -> float:
@@ -251,7 +270,7 @@ class LiveRunner:
         record.add(**side.results(plan))
         if not side.live_counters:  # counted from its decisions, now that it has them
             allowed = pq.read_table(run_dir / DECISIONS_FILE, columns=["allowed"]).column("allowed").to_pylist()
-            self.events.counted({"limits": {run.algorithm: {"decisions": len(allowed), "rejections": allowed.count(False)}}})
+            self.events.counted({"limits": {run.limiter.label: {"decisions": len(allowed), "rejections": allowed.count(False)}}})
         record.add(**self._measures(run, run_dir, happened, record))
 
     def _measures(self, run: LiveRun, run_dir: Path, happened: dict[str, float], record: RunRecord) -> dict[str, Any]:
@@ -343,11 +362,12 @@ class LiveRunner:
             raise RunFailed(f"locust did not stop within {STOP_TIMEOUT_S:.0f} s:\n{tail(log)}") from None
         return happened
 
-    def _learn_lead(self, client_dir: Path, launched: float) -> None:
-        """The next run's lead: the slowest worker's start-up here plus a margin."""
+    def _learn_lead(self, client_dir: Path, launched: float, side_up_s: float) -> None:
+        """The next run's lead: the slowest worker's start-up here, or the side's if it was
+        slower (a busy machine), plus a margin."""
         ready = slowest_ready(client_dir)
         if ready is not None:
-            self.lead_s = max(self.campaign.scale.lead_s, ready - launched + LEAD_MARGIN_S)
+            self.lead_s = max(self.campaign.scale.lead_s, ready - launched + LEAD_MARGIN_S, side_up_s + LEAD_MARGIN_S)
 
     def run_all(self, runs: list[LiveRun]) -> list[dict[str, Any]]:
         root = self.folder.root
@@ -372,29 +392,56 @@ class LiveRunner:
 
     def _virtual(self, run: LiveRun) -> float | None:
         """The same scenario in virtual time, for the live-vs-simulated comparison."""
-        if run.algorithm == "adaptive" or run.scenario.name not in SCENARIOS:
+        limiter = run.limiter
+        if limiter.label == "adaptive" or run.scenario.name not in SCENARIOS:
             return None
         from analysis.metrics import over_admission
 
-        if run.spec:  # the peer's mapped model (harness/campaign/peers/); a url peer claiming nothing has none
-            twin = run.spec.twin(run.policy)
+        if isinstance(limiter, PeerLimiter):  # its mapped model (harness/campaign/peers/); a url peer claiming nothing has none
+            twin = limiter.peer.twin(run.policy)
             if twin is None:
                 return None
             table, _ = simulate(run.model, twin[0], twin[1], run.params)
             return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
-        local = StoreChoice.parse(run.store).virtual_store
-        fleet = Fleet(tuple(run.joins_s), run.routing, local) if len(run.joins_s) > 1 else None
+        fleet = Fleet(tuple(run.joins_s), run.routing, limiter.store.virtual_store) if len(run.joins_s) > 1 else None
         if run.limiters == "per-process":  # one node's N local limiters; the kernel spreads its connections
             fleet = Fleet((0.0,) * run.processes * len(run.joins_s), "round_robin", "local")
-        table, _ = simulate(run.model, run.algorithm, run.policy, run.params, fleet=fleet)
+        table, _ = simulate(run.model, limiter.algorithm, run.policy, run.params, fleet=fleet)
         return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
+
+
+class SideLate(Exception):
+    """The side under test was ready only after the plan's first send."""
+
+    def __init__(self, late_s: float, start_up_s: float) -> None:
+        super().__init__(f"the side under test was ready {late_s:.1f} s after the plan's first send "
+                         f"(its start-up took {start_up_s:.1f} s)")
+        self.start_up_s = start_up_s
+
+
+def _ready_in_time(launched: float, plan: LivePlan) -> float:
+    """The side's start-up (s), now that it is ready; SideLate when that is after the plan's first send."""
+    now = time.time()
+    arrivals = plan.arrivals()
+    first_send = plan.start_at + (float(arrivals.t[0]) if len(arrivals) else 0.0)
+    if now > first_send:
+        raise SideLate(now - first_send, now - launched)
+    return now - launched
+
+
+def _emptied(run_dir: Path) -> None:
+    """The run folder as a run starts it: an attempt's files (its plan, logs, handshake, decision
+    log parts) must not mix with the next attempt's."""
+    shutil.rmtree(run_dir)
+    (run_dir / "logs").mkdir(parents=True)
 
 
 def planned_record(run: LiveRun, workers: int) -> RunRecord:
     """run.json as far as the plan says: failed until the run's steps say otherwise."""
     return RunRecord(
-        status=RUN_FAILED, scenario=run.scenario.run_name, algorithm=run.algorithm, store=run.store, system=run.system,
+        status=RUN_FAILED, scenario=run.scenario.run_name, algorithm=run.limiter.label, store=run.limiter.store_label,
+        system=run.system,
         policy={"limit": run.policy.limit, "window_s": run.policy.window_s, "burst": run.policy.burst},
         params=asdict(run.params), scenario_params=dict(run.scenario.params), workers=workers,
         processes=run.processes, limiters=run.limiters, seed=run.seed, repeat=run.repeat if run.repeats > 1 else None)
@@ -404,8 +451,13 @@ class _Watch:
     """Every process of a run sampled for cpu.csv and, with ``scale.pin``, pinned to its half of
     the cores: the generator (before it forks its workers: they inherit it) and the side's."""
 
-    def __init__(self, sampler: CpuSampler, cores: cpus.CpuSplit | None) -> None:
-        self.sampler, self.cores = sampler, cores
+    def __init__(self, cores: cpus.CpuSplit | None) -> None:
+        self.sampler, self.cores = CpuSampler(), cores
+
+    def restart(self) -> None:
+        """A fresh sampler for the run's next attempt (the last one's samples are of no use)."""
+        self.sampler.stop()
+        self.sampler = CpuSampler()
 
     def generator(self, locust: subprocess.Popen) -> subprocess.Popen:
         if self.cores:

@@ -27,7 +27,7 @@ import pyarrow as pa
 from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
 from scenarios import Arrivals, Request, TrafficModel
 from scenarios.fleet import Fleet, assign_nodes
-from targets.algorithms import Algorithm, Decision, Policy, adaptive, build_params, get_algorithm
+from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
 from targets.algorithms.adaptive_rules import Reading
 from targets.algorithms.base import decided_at
 from targets.config import DownstreamConfig, KeyConfig
@@ -239,7 +239,7 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
         model.reset()  # a plan replays one model for every algorithm: each meets the same clients
     planned, key_of = _requests(traffic)
     observes, holds = store.algorithm.observe is not None, store.algorithm.release is not None
-    scope_key, limit_of = (GLOBAL_KEY, getattr(store, "state", None)) if observes else (None, None)
+    scope_key, limit_at = (GLOBAL_KEY, _limit_at(store)) if observes else (None, None)
     finish, path = _finisher(store), Path(spec)
     readings, serve = _Readings(store, path), path.serve
     reactive = model is not None and model.reactive
@@ -270,8 +270,8 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
         if d[0] and (holds or observes):
             heapq.heappush(completions, (completed, seq, key, req.cost, rtt, status == UNAVAILABLE_STATUS))
             seq += 1
-        if limit_of is not None:
-            limits.append(float(adaptive.current_limit(limit_of(key), store.params)))
+        if limit_at is not None:
+            limits.append(limit_at(key))
         if reactive:
             done.append(req)
         pending.append(d)
@@ -285,20 +285,34 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
                 heapq.heappush(follow_ups, (follow.t, seq, follow))
                 seq += 1
     served = path.served()
-    failed = served.status == UNAVAILABLE_STATUS
     arrivals = Arrivals.from_requests(done) if reactive else _planned(traffic)
-    return Replay(_decided(arrivals), decisions, micros, store.evictions,
-                  failed.tolist() if failed.any() or spec.downstream.schedule else None, served, limits or None)
+    return Replay(_decided(arrivals), decisions, micros, store.evictions, _failed(served, spec), served, limits or None)
+
+
+def _limit_at(store: ReplayStore) -> Callable[[str], float] | None:
+    """A key's limit now, for the log's ``adaptive_limit`` (the algorithm's ``current_limit`` hook
+    on the store's state); None when the store keeps no state to read or the limit does not move."""
+    state, current = getattr(store, "state", None), store.algorithm.current_limit
+    if state is None or current is None:
+        return None
+    params = store.params
+    return lambda key: float(current(state(key), params))
+
+
+def _failed(served: Served, spec: SystemSpec) -> list[bool] | None:
+    """Which requests the downstream answered 503; None when none was and no schedule could have."""
+    failed = served.status == UNAVAILABLE_STATUS
+    return failed.tolist() if failed.any() or spec.downstream.schedule else None
 
 
 class _Readings:
-    """CPU/load readings for the rules that read them (``adaptive.reads``), every READING_S of
+    """CPU/load readings for the rules that read them (``Algorithm.reads``), every READING_S of
     model time as the live target samples its process: ``cpu`` the target processes' mean busy
     share over the last interval, ``load`` the cores they kept busy (the host's run queue)."""
 
     def __init__(self, store: ReplayStore, path: Path) -> None:
         observe = getattr(store, "observe_reading", None)
-        reads = store.algorithm.observe_reading is not None and observe is not None and adaptive.reads(store.params)
+        reads = observe is not None and store.algorithm.needs_readings(store.params)
         self.observe = observe
         self.path = path
         self.due = READING_S if reads else math.inf

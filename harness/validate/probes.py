@@ -18,7 +18,7 @@ from contract.routes import TARGET_ROUTES
 from contract.stores import StoreChoice
 from harness.campaign.live import Campaign, LiveScenario
 from harness.campaign.policy_file import Limit, PolicyFile
-from harness.live.plan import LiveRun
+from harness.live.plan import LiveRun, SuiteLimiter
 from scenarios import TrafficModel, build_model
 from targets.algorithms import Policy, build_params
 
@@ -102,14 +102,14 @@ def _target(policy: PolicyFile, layers: list[dict[str, Any]], cost: float) -> di
     }
 
 
-def live_store(policy: PolicyFile) -> str:
+def live_store(policy: PolicyFile) -> StoreChoice:
     """The runner's store for the file's: its Redis mode, or local nodes (the redis store's
     ``local`` mode keeps a memory store per node and needs no Redis)."""
     store = policy.store
     mode = store.effective_mode
     if mode == "local":
-        return "memory" if live_nodes(policy) == 1 else StoreChoice("redis", "local", store.divide_by_nodes).label
-    return f"redis-{mode}"
+        return StoreChoice() if live_nodes(policy) == 1 else StoreChoice("redis", "local", store.divide_by_nodes)
+    return StoreChoice("redis", mode)
 
 
 def live_nodes(policy: PolicyFile) -> int:
@@ -133,8 +133,8 @@ def _page_probe(policy: PolicyFile, kind: str) -> Probe:
     scenario = LiveScenario(name="page_load_burst", params=params, target=_target(policy, layers, policy.page_route.cost),
                             policy={"limit": nominal.limit, "window_s": nominal.window_s}, algorithms=[first.algorithm],
                             label="nat" if nat else None)
-    run = LiveRun(scenario, first.algorithm, live_store(policy), nominal, build_params(first.algorithm, nominal),
-                  [0.0] * live_nodes(policy), model=_model(policy, scenario, nominal))
+    run = LiveRun(scenario, SuiteLimiter(first.algorithm, live_store(policy)), nominal,
+                  build_params(first.algorithm, nominal), [0.0] * live_nodes(policy), model=_model(policy, scenario, nominal))
     who = f"{users} clients behind one address" if nat else f"{users} users + 1 abusive client"
     return Probe(kind, run, f"{kind}: {who}, pages of {t.page_load} at {t.peak_requests_per_min:g}/min, "
                              f"{PAGE_LOADS_S:g} s")
@@ -159,7 +159,7 @@ def _burst_probe(policy: PolicyFile, lim: Limit, size: int) -> Probe:
                             target=_target(policy, [layer], burst_cost(policy, lim)),
                             policy={"limit": lim.limit, "window_s": window, "burst": lim.burst},
                             algorithms=[lim.algorithm], label=lim.name.replace("_", "-"))
-    run = LiveRun(scenario, lim.algorithm, live_store(policy), scaled,
+    run = LiveRun(scenario, SuiteLimiter(lim.algorithm, live_store(policy)), scaled,
                   build_params(lim.algorithm, scaled, layer["params"]),
                   [0.0] * live_nodes(policy), model=_model(policy, scenario, scaled))
     return Probe("burst", run, f"burst-{lim.name}: 2 x {size} requests of cost {burst_cost(policy, lim):g} at one "
@@ -192,10 +192,10 @@ def plan_live(policy: PolicyFile) -> ProbePlan:
     if others:
         notes.append(f"live traffic calls the page route only: {', '.join(others)} checked in simulation only")
     campaign = Campaign.model_validate({
-        "name": policy.name, "seed": policy.traffic.seed, **CAMPAIGN, "stores": [live_store(policy)],
+        "name": policy.name, "seed": policy.traffic.seed, **CAMPAIGN, "stores": [live_store(policy).label],
         "nodes": live_nodes(policy), "redis": {"fail_open": policy.store.on_failure == "fail_open"},
         "policy": probes[0].run.scenario.policy.model_dump(),
-        "algorithms": sorted({p.run.algorithm for p in probes}),
+        "algorithms": sorted({p.run.suite.algorithm for p in probes}),
         "scenarios": [p.run.scenario.model_dump() for p in probes],
     })
-    return ProbePlan(campaign, probes, notes, f"{live_nodes(policy)} target node(s), store {live_store(policy)}")
+    return ProbePlan(campaign, probes, notes, f"{live_nodes(policy)} target node(s), store {live_store(policy).label}")

@@ -178,4 +178,5 @@ ALGORITHM = Algorithm(
     observe=observe,
     current_limit=current_limit,
     observe_reading=observe_reading,
+    reads=reads,
 )

@@ -116,3 +116,10 @@ class Algorithm:
     CPU/load reading (``adaptive_rules.Reading``) into the state, pushed in from outside: the
     live target samples its process off the hot path; the simulator calls it with its
     model's CPU (``harness/sim/simulator.py``)."""
+    reads: Callable[[Any], bool] | None = None
+    """Load-driven algorithms: ``reads(params)``, whether these params need the readings at all
+    (the live target samples its CPU only then; None: never)."""
+
+    def needs_readings(self, params: Any) -> bool:
+        """Whether ``params`` make this algorithm read CPU/load (its ``reads`` hook)."""
+        return self.observe_reading is not None and self.reads is not None and self.reads(params)

@@ -166,6 +166,6 @@ class PeerSide(Side):
 
     def results(self, plan: LivePlan) -> dict[str, Any]:
         """Its decisions from its own records (the refusal probe's requests left out)."""
-        run = self.setup.run
-        write_parquet(self.setup.run_dir / DECISIONS_FILE, without_probe(self.live.decisions(self.setup.logs, store=run.store)))
+        store = self.setup.run.limiter.store_label
+        write_parquet(self.setup.run_dir / DECISIONS_FILE, without_probe(self.live.decisions(self.setup.logs, store=store)))
         return gather_client(self.setup.run_dir, plan)

@@ -37,7 +37,7 @@ class SuiteSide(Side):
 
     def start(self) -> list[tuple[str, TargetProcess]]:
         setup = self.setup
-        shared = setup.campaign.redis_mode(setup.run.store) not in (None, "local")
+        shared = setup.run.suite.store.resolved(setup.campaign.redis.mode).shares_limit  # local mode needs no Redis
         env = {**os.environ, "REDIS_URL": setup.redis_url()} if shared else None
         self.started = setup.processes.start_targets(self.configs, self.ports, self.admin_ports, setup.logs, env)
         return [(f"target:{node}", target) for node, target in zip(self.nodes, self.started)]

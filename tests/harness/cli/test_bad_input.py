@@ -35,6 +35,10 @@ def _inputs(tmp: Path) -> None:
     (d / "sim.yaml").write_text(SIM)
     (d / "seed.yaml").write_text(LIVE + "seed: -1\n")
     (d / "huge.yaml").write_text(LIVE.replace("limit: 10", "limit: 1e300"))
+    (d / "no-slots.yaml").write_text(LIVE + "downstream: {concurrency: 0}\n")
+    (d / "inf-sigma.yaml").write_text(LIVE + "downstream: {sigma: .inf}\n")
+    (d / "nan-service.yaml").write_text(SIM + "downstream: {median_ms: .nan}\n")
+    (d / "no-processes.yaml").write_text(SIM + "system: {processes: 0}\n")
     (d / "policy.yaml").write_text(POLICY)
     (d / "huge-policy.yaml").write_text(POLICY.replace("limit: 10", "limit: 1e300"))
     (d / "file").write_text("a file\n")
@@ -55,6 +59,8 @@ CASES: dict[str, list[str]] = {
     "run: --workers 0": ["run", "in/live.yaml", "--workers", "0"],
     "run: --remote-timeout nan": ["run", "in/live.yaml", "--remote-workers", "1", "--remote-timeout", "nan"],
     "run: --store unknown": ["run", "in/live.yaml", "--store", "redis-sharded"],
+    "run: a downstream of zero slots": ["run", "in/no-slots.yaml"],
+    "run: a downstream spread of inf": ["run", "in/inf-sigma.yaml"],
     # simulate
     "simulate: campaign not UTF-8": ["simulate", "--campaign", "in/latin1.yaml"],
     "simulate: campaign is a folder": ["simulate", "--campaign", "in/folder"],
@@ -74,6 +80,17 @@ CASES: dict[str, list[str]] = {
     "simulate: a bool that is not": ["simulate", "--scenario", "retry_storm", "--scenario-param", "honour_retry_after=maybe"],
     "simulate: beyond the memory bound": ["simulate", "--scenario", "steady", "--limit", "100000000"],
     "simulate: unknown scenario": ["simulate", "--scenario", "stedy"],
+    "simulate: --system zero slots": ["simulate", "--scenario", "steady", "--system", "concurrency=0"],
+    "simulate: --system negative service time": ["simulate", "--scenario", "steady", "--system", "median_ms=-1"],
+    "simulate: --system service time nan": ["simulate", "--scenario", "steady", "--system", "median_ms=nan"],
+    "simulate: --system spread inf": ["simulate", "--scenario", "steady", "--system", "sigma=inf"],
+    "simulate: --system spread 1e6": ["simulate", "--scenario", "steady", "--system", "sigma=1e6"],
+    "simulate: --system 0 processes": ["simulate", "--scenario", "steady", "--system", "processes=0"],
+    "simulate: --system negative network time": ["simulate", "--scenario", "steady", "--system", "one_way_us=-5"],
+    "simulate: --system cpu 1e300": ["simulate", "--scenario", "steady", "--system", "cpu_us=1e300"],
+    "simulate: --system store round trip nan": ["simulate", "--scenario", "steady", "--system", "store_rtt_us=nan"],
+    "simulate: campaign downstream nan": ["simulate", "--campaign", "in/nan-service.yaml"],
+    "simulate: campaign system of 0 processes": ["simulate", "--campaign", "in/no-processes.yaml"],
     # validate
     "validate: policy not UTF-8": ["validate", "in/latin1.yaml"],
     "validate: policy is a folder": ["validate", "in/folder"],
@@ -131,6 +148,14 @@ def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys
         "simulate: --json under a file": "--json in/file/summary.json: in/file is a file, not a folder",
         "run: seed -1 in the file": "seed: Input should be greater than or equal to 0",
         "simulate: trace with empty key cells": "column key, row 3: empty",
+        "simulate: --system zero slots": "--system: concurrency: Input should be greater than or equal to 1",
+        "simulate: --system spread inf": "--system: sigma: Input should be a finite number",
+        "simulate: --system spread 1e6": "--system: sigma: Input should be less than or equal to 5",
+        "simulate: --system 0 processes": "--system: processes: Input should be greater than or equal to 1",
+        "simulate: --system cpu 1e300": "--system: cpu_us: Input should be less than or equal to 60000000",
+        "simulate: campaign downstream nan": "in/nan-service.yaml: downstream.median_ms: Input should be a finite number",
+        "run: a downstream of zero slots": "in/no-slots.yaml: downstream.concurrency: Input should be greater than or equal to 1",
+        "run: a downstream spread of inf": "in/inf-sigma.yaml: downstream.sigma: Input should be a finite number",
     }
     for case, text in expected.items():
         assert main(CASES[case]) == 2

@@ -46,7 +46,7 @@ def test_checking_a_campaign_is_pure_and_the_preflight_says_the_url_does_not_ans
 def test_a_url_peer_is_a_live_peer_whose_side_starts_nothing(tmp_path):
     campaign = _campaign("http://127.0.0.1:1/")
     setup = _setup(campaign, "__gw", tmp_path)
-    live = live_peer(setup.run.spec)
+    live = live_peer(setup.run.limiter.peer)
     assert isinstance(live, LivePeer) and live.refused == frozenset({429, 503}) and live.response_fix(setup.run.policy) is None
     side = live.side(setup)
     assert side.hosts() == ["http://127.0.0.1:1"] and side.start() == [] and side.started == []

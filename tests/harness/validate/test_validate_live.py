@@ -18,6 +18,7 @@ import psutil
 import pytest
 import yaml
 
+from contract.stores import StoreChoice
 from harness.campaign.policy_file import load_policy
 from harness.cli.main import main
 from harness.validate.probes import plan_live
@@ -116,7 +117,7 @@ def test_plan_replays_the_policy_as_deployed():
     page, nat = proxy.probes[0].run.scenario, proxy.probes[1].run.scenario
     assert page.target["limits"][0]["scope"] == "ip"  # no trusted hop count: every client is the proxy
     assert nat.run_name == "page_load_burst-nat" and nat.params["users"] == 5
-    assert plan_live(load_policy(POLICIES / "bad-local-not-divided.yaml")).probes[0].run.store == "redis-local"
+    assert plan_live(load_policy(POLICIES / "bad-local-not-divided.yaml")).probes[0].run.suite.store == StoreChoice("redis", "local")
 
 
 def _is_target(process: psutil.Process) -> bool:
