@@ -19,6 +19,12 @@ def policy_text(limit: float, window_s: float, burst: float | None) -> str:
     return text if burst is None or burst == limit else f"{text}, burst {num(burst)}"
 
 
+def gateway_text(gateway: Mapping[str, float] | None) -> str:
+    """`` + bucket 300/s, burst 16``: a gateway's token bucket in front of a limiter, as a rule's
+    name carries it (nothing without one)."""
+    return "" if not gateway else f" + bucket {num(gateway['rate'])}/s, burst {num(gateway['burst'])}"
+
+
 def row_policy(row: Mapping[str, Any]) -> str:
     """A summary row's policy (``limit``, ``window_s``, ``burst``)."""
     return policy_text(row["limit"], row["window_s"], row.get("burst"))

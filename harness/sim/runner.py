@@ -40,6 +40,7 @@ from contract.schema import (
     repeat_dir_name,
     run_dir_name,
 )
+from harness.campaign.config_file import GATEWAY_ALGORITHM, GATEWAY_LIMIT, GUARDED_LIMIT, GatewayConfig
 from harness.campaign.log_traffic import LogOptions, trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
@@ -48,6 +49,7 @@ from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
 
+from .gateway_store import Gateway
 from .simulator import STORE, Replay, client_parts, client_table, decision_parts, ideal_decisions, simulated, virtual_arrivals
 from .system import system_for
 
@@ -66,6 +68,8 @@ class SimRun:
     repeats: int = 1
     seed: int = 1
     """The seed its model was built from: the plan's, plus the repeat's offset (run.json's ``seed``)."""
+    gateway: GatewayConfig | None = None
+    """A token bucket in front of the limiter (the entry's ``gateway``)."""
 
     @property
     def name(self) -> str:
@@ -86,7 +90,14 @@ class SimRun:
     def identity(self) -> dict[str, Any]:
         """What run.json and campaign.yaml's ``runs`` say of every run: its seed, its repeat (null
         for a run made once) and the trace it replayed."""
-        return {"seed": self.seed, "repeat": self.repeat if self.repeats > 1 else None, "trace": self.trace}
+        return {"seed": self.seed, "repeat": self.repeat if self.repeats > 1 else None, "trace": self.trace,
+                "gateway": self.gateway.spelled() if self.gateway else None}
+
+    def gateway_store(self) -> Gateway | None:
+        """The simulator's gateway in front of this run's limiter, named as the live target's layers."""
+        if self.gateway is None:
+            return None
+        return Gateway(build_params(GATEWAY_ALGORITHM, self.gateway.policy), (GATEWAY_LIMIT, GUARDED_LIMIT))
 
 
 @dataclass
@@ -230,7 +241,7 @@ def plan_from_campaign(campaign: SimCampaign, repeats: int | None = None) -> Sim
         params = {a: campaign.params_for(a, policy, entry) for a in campaign.algorithms_for(entry)}
         for k in range(1, n + 1):
             try:
-                runs += [replace(r, repeat=k, repeats=n, seed=campaign.seed + k - 1)
+                runs += [replace(r, repeat=k, repeats=n, seed=campaign.seed + k - 1, gateway=entry.gateway)
                          for r in _runs_of(entry.run_name, campaign.model_for(entry, k - 1), policy, params)]
             except PolicyError as exc:
                 raise PolicyError(f"{entry.where}: {exc}") from None
@@ -329,7 +340,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         decider = run.decides_as or run.algorithm
         system = system_for(run.model, decider, plan.system, plan.downstream, run.seed)
         result, ideal = simulated(run.model, decider, run.policy, run.params, ideal=ideals.get(id(run.model)),
-                                  system=system)
+                                  system=system, gateway=run.gateway_store())
         row: dict[str, Any] = {
             "run": run.name,
             "scenario": run.scenario,
@@ -340,6 +351,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
             "window_s": run.policy.window_s,
             "burst": run.policy.effective_burst,
             "params": asdict(run.params),
+            "gateway": run.identity()["gateway"],
         }
         if hasattr(run.model, "p"):
             row["scenario_params"] = asdict(run.model.p)
