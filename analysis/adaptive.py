@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from contract.run_info import RunInfo
-from contract.schema import HEALTH_PHASES, OVERLOAD_PHASE
+from contract.schema import GATEWAY_LIMIT, HEALTH_PHASES, OVERLOAD_PHASE
 
 from .labels import gateway_text
 
@@ -121,6 +121,20 @@ def one_row_per_request(df: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray | No
         return df, None
     kept = np.flatnonzero(~extra)
     return df.iloc[kept].reset_index(drop=True), kept
+
+
+def head_to_head_fields(info: RunInfo, decisions: pd.DataFrame, client: pd.DataFrame | None,
+                        origin: float) -> dict[str, Any]:
+    """An adaptive run's row of the head to head: its measures, the rule as the tables name it,
+    the way its downstream broke and (a gateway in front) the requests the bucket refused."""
+    row = measures(info, decisions, client, origin)
+    row["adaptive_rule"] = rule_label(info.params, info.gateway)
+    row["break_kind"] = info.scenario_params.get("kind", info.scenario.split("-", 1)[0])
+    row["refused_by_gateway"] = None
+    if info.gateway is not None and "limit_name" in decisions.columns:
+        refused = ~decisions["allowed"].to_numpy(dtype=bool)
+        row["refused_by_gateway"] = int((decisions["limit_name"].to_numpy()[refused] == GATEWAY_LIMIT).sum())
+    return row
 
 
 def rule_label(params: dict[str, Any], gateway: dict[str, float] | None = None) -> str | None:

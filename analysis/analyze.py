@@ -225,9 +225,7 @@ def analyze_run(run: Run) -> RunAnalysis:
 def _adaptive_part(a: RunAnalysis, df: pd.DataFrame, client: pd.DataFrame | None) -> None:
     """The head-to-head fields and limit series of a run whose limiter logs its limit."""
     info = a.run.info
-    a.row.update(adaptive.measures(info, df, client, a.origin))
-    a.row["adaptive_rule"] = adaptive.rule_label(info.params, info.gateway)
-    a.row["break_kind"] = info.scenario_params.get("kind", info.scenario.split("-", 1)[0])
+    a.row.update(adaptive.head_to_head_fields(info, df, client, a.origin))
     a.limit = adaptive.limit_over_time(df["t"].to_numpy(dtype=np.float64),
                                        df["adaptive_limit"].to_numpy(dtype=np.float64), a.origin)
 

@@ -25,8 +25,6 @@ LABEL = re.compile(r"[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*")
 """A label never holds ``__``, the separator of run folder names."""
 ParamValue = bool | int | float | str | None
 """A parameter as YAML types it, passed on as it is (the one parser, ``contract.params``, reads it by the field's hint)."""
-GATEWAY_LIMIT = "gateway"
-"""The limit name of an entry's ``gateway`` bucket (the live target's first layer, the log's ``limit_name``)."""
 GUARDED_LIMIT = "adaptive"
 """The limit name of the adaptive limiter that guards the downstream as a whole (live: its one ``global`` layer)."""
 GATEWAY_ALGORITHM = "token_bucket"

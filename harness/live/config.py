@@ -13,9 +13,9 @@ import yaml
 
 from contract.atomic import write_text
 from contract.routes import TARGET_ROUTES
-from contract.schema import DECISIONS_FILE
+from contract.schema import DECISIONS_FILE, GATEWAY_LIMIT
 from contract.stores import StoreChoice
-from harness.campaign.config_file import GATEWAY_ALGORITHM, GATEWAY_LIMIT, GUARDED_LIMIT
+from harness.campaign.config_file import GATEWAY_ALGORITHM, GUARDED_LIMIT
 from harness.campaign.live import Campaign
 from targets.algorithms import build_params
 from targets.config import deep_merge

@@ -10,12 +10,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from analysis import ramp
+from analysis import adaptive, ramp
 from analysis.latency import admitted_latency, latency_percentiles
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
@@ -30,6 +31,7 @@ from contract.schema import (
     CPU_FILE,
     DECISION_SCHEMA,
     DECISIONS_FILE,
+    GATEWAY_LIMIT,
     HEALTH_PHASES,
     KIND_VIRTUAL,
     OVERLOAD_PHASE,
@@ -40,7 +42,7 @@ from contract.schema import (
     repeat_dir_name,
     run_dir_name,
 )
-from harness.campaign.config_file import GATEWAY_ALGORITHM, GATEWAY_LIMIT, GUARDED_LIMIT, GatewayConfig
+from harness.campaign.config_file import GATEWAY_ALGORITHM, GUARDED_LIMIT, GatewayConfig
 from harness.campaign.log_traffic import LogOptions, trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
@@ -279,18 +281,32 @@ def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
 
 def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
     """The summary's latency fields from the client log (the analysis's own functions: a ramp's
-    sustained rate too), and the system's: target cores used, downstream utilisation."""
+    sustained rate and an adaptive run's head to head too), and the system's: target cores used,
+    downstream utilisation."""
     if result.served is None:
         return {}
     client = client_table(result).drop_columns(["request_id"]).to_pandas()  # its ids would be an object a request
     row = {**latency_percentiles(admitted_latency(client)), **result.served.measures()}
     if run.scenario.split("-", 1)[0] == ramp.RAMP_SCENARIO:
-        info = _run_info(run, result)
-        row.update(ramp.measures(RunInfo(
-            status=RUN_OK, scenario=run.scenario, algorithm=run.algorithm, store=STORE,
-            policy=RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst),
-            scenario_params=info["scenario_params"], phases=tuple(Phase(**p) for p in info["phases"])), client)[0])
+        row.update(ramp.measures(_info_of(run, result), client)[0])
+    if result.limits:
+        t = np.asarray(result.arrivals.t, dtype=np.float64)
+        decisions = pd.DataFrame({"t": t, "adaptive_limit": np.asarray(result.limits, dtype=np.float64),
+                                  "allowed": np.asarray(result.allowed, dtype=bool)})
+        if result.limit_names is not None:
+            decisions["limit_name"] = result.limit_names
+        origin = min(float(t.min()), float(client["intended_t"].min())) if len(t) else 0.0
+        row.update(adaptive.head_to_head_fields(_info_of(run, result), decisions, client, origin))
     return row
+
+
+def _info_of(run: SimRun, result: Replay) -> RunInfo:
+    """A virtual run's run.json as the analysis reads it."""
+    info = _run_info(run, result)
+    return RunInfo(status=RUN_OK, scenario=run.scenario, algorithm=run.algorithm, store=STORE,
+                   policy=RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst),
+                   params=info["params"], scenario_params=info["scenario_params"],
+                   phases=tuple(Phase(**p) for p in info["phases"]), gateway=info["gateway"])
 
 
 SUMMARY_COLUMNS = ("t", "key", "cost", "allowed", "client_class", "client_id", "delay_s", "ideal_allowed")
@@ -364,6 +380,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
             frame = _read_summary_frame(path)
         policy = RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst)
         row.update(summarize(frame, run.decides_as or run.algorithm, policy, asdict(run.params)))
+        row["rejected_legit_rate"] = round(row["rejected_legit"] / row["legit_requests"], 6) if row["legit_requests"] else None
         del frame
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))

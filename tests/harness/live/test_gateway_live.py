@@ -13,7 +13,8 @@ import pandas as pd
 import yaml
 
 from analysis.adaptive import one_row_per_request
-from harness.campaign.config_file import GATEWAY_LIMIT, GUARDED_LIMIT
+from contract.schema import GATEWAY_LIMIT
+from harness.campaign.config_file import GUARDED_LIMIT
 from harness.campaign.live import load_campaign
 from harness.live.config import target_config
 from harness.live.plan import plan_runs

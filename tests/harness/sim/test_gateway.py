@@ -8,7 +8,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from harness.campaign.config_file import GATEWAY_LIMIT, GUARDED_LIMIT
+from contract.schema import GATEWAY_LIMIT
+from harness.campaign.config_file import GUARDED_LIMIT
 from harness.cli.main import main
 from harness.sim.gateway_store import Gateway
 from targets.algorithms import Policy, build_params, get_algorithm
@@ -42,7 +43,8 @@ def test_the_bucket_refuses_a_burst_before_the_rule_sees_it():
     assert store.limit_names() == names
 
 
-def _campaign(tmp_path, gateway: dict | None) -> pd.DataFrame:
+def _campaign(tmp_path, gateway: dict | None, capsys) -> tuple[pd.DataFrame, str]:
+    """One overload run of Vegas (with ``gateway`` in front): its decision log and the terminal."""
     entry = {"name": "downstream_breaks", "label": "overload", "algorithm_params": {"adaptive": {"rule": "vegas"}},
              "params": {"kind": "overload", "break_at_s": 1, "recover_at_s": 2, "duration_s": 3}}
     if gateway is not None:
@@ -52,12 +54,15 @@ def _campaign(tmp_path, gateway: dict | None) -> pd.DataFrame:
                                     "algorithms": ["adaptive"], "downstream": {"concurrency": 8, "median_ms": 20, "sigma": 0.3},
                                     "scenarios": [entry]}))
     out = tmp_path / ("gw" if gateway else "alone")
+    capsys.readouterr()
     assert main(["simulate", "--campaign", str(path), "--out", str(out)]) == 0
-    return pd.read_parquet(out / "runs" / "downstream_breaks-overload__adaptive__memory" / "decisions.parquet")
+    log = pd.read_parquet(out / "runs" / "downstream_breaks-overload__adaptive__memory" / "decisions.parquet")
+    return log, capsys.readouterr().out
 
 
-def test_a_campaign_gateway_caps_the_admitted_rate_and_logs_who_refused(tmp_path):
-    alone, gated = _campaign(tmp_path, None), _campaign(tmp_path, {"rate": 200, "burst": 8})
+def test_a_campaign_gateway_caps_the_admitted_rate_and_logs_who_refused(tmp_path, capsys):
+    alone, _ = _campaign(tmp_path, None, capsys)
+    gated, terminal = _campaign(tmp_path, {"rate": 200, "burst": 8}, capsys)
     assert set(alone["limit_name"]) == {"default"}
     by = gated[~gated["allowed"]].groupby("limit_name").size()
     assert by[GATEWAY_LIMIT] > 0 and set(by.index) <= {GATEWAY_LIMIT, GUARDED_LIMIT}
@@ -67,3 +72,7 @@ def test_a_campaign_gateway_caps_the_admitted_rate_and_logs_who_refused(tmp_path
     assert (np.searchsorted(t, t + 1.0, side="left") - np.arange(len(t))).max() <= 8 + 200
     # requests the gateway refused never reached the rule: it admitted fewer than the rule alone
     assert gated["allowed"].sum() < alone["allowed"].sum()
+    # the terminal's head to head names the rule with its bucket and counts the bucket's refusals
+    # (goodput, P99, legit rejected %, then the bucket's refusals)
+    line = next(x for x in terminal.splitlines() if x.strip().startswith("vegas + bucket 200/s, burst 8"))
+    assert line.split("burst 8")[1].split()[3] == f"{by[GATEWAY_LIMIT]:,}"
