@@ -123,7 +123,7 @@ class RunRecord:
     """The seed the run's traffic and replay are built from: the campaign's, plus the repeat's offset."""
     repeat: int | None
     """k of ``repeats`` (null for a run made once): the analysis groups repeats by it."""
-    gateway: dict[str, float] | None = None
+    gateway: dict[str, float] | None
     """The token bucket in front of the limiter (``{rate, burst}``), null without one."""
     cpus: dict[str, Any] | str | None = None
     """``scale.pin``: the cores of the targets and of the generator, or why they were not pinned."""

@@ -18,6 +18,7 @@ from harness.campaign.config_file import GUARDED_LIMIT
 from harness.campaign.live import load_campaign
 from harness.live.config import target_config
 from harness.live.plan import plan_runs
+from harness.live.runner import planned_record
 from harness.processes.target import start_target
 from harness.sim.runner import SimRun
 from targets.algorithms import get_algorithm
@@ -43,6 +44,7 @@ def _config(tmp_path: Path) -> tuple[dict, SimRun]:
     config["downstream"] = {"concurrency": 32, "service_time": {"median_ms": SERVICE_MS, "sigma": 0}}
     config["decision_log"] = {"path": str(tmp_path / "decisions.parquet")}
     sim = SimRun("steady", "adaptive", run.model, run.params, run.policy, gateway=run.scenario.gateway)
+    assert planned_record(run, 1).to_json()["gateway"] == {"rate": 10, "burst": 4}  # run.json says so from the start
     return config, sim
 
 
