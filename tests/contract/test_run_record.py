@@ -19,8 +19,8 @@ def planned() -> RunRecord:
 def test_a_run_that_failed_early_says_only_what_it_got_to():
     record = planned().add(start_at=10.0, error="target did not start", generator_bound=None)
     assert list(record.to_json()) == ["status", "scenario", "algorithm", "store", "system", "policy", "params",
-                                      "scenario_params", "workers", "processes", "limiters", "seed", "repeat", "gateway", "start_at", "error",
-                                      "generator_bound"]
+                                      "scenario_params", "workers", "processes", "limiters", "seed", "repeat", "gateway",
+                                      "start_at", "error", "generator_bound"]
     assert record.to_json()["generator_bound"] is None  # given as null: written as null
     assert record.get("end_at") is None and "end_at" not in record.to_json()
 
