@@ -91,7 +91,7 @@ class SimRun:
 
     def identity(self) -> dict[str, Any]:
         """What run.json and campaign.yaml's ``runs`` say of every run: its seed, its repeat (null
-        for a run made once) and the trace it replayed."""
+        for a run made once), the trace it replayed and the gateway in front of its limiter."""
         return {"seed": self.seed, "repeat": self.repeat if self.repeats > 1 else None, "trace": self.trace,
                 "gateway": self.gateway.spelled() if self.gateway else None}
 
