@@ -16,11 +16,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from harness.campaign.config_file import GATEWAY_ALGORITHM
 from targets.algorithms import Decision, get_algorithm
 from targets.stores.memory import MemoryStore
 
 ADMITTED = -1
-BUCKET = "token_bucket"
 
 
 @dataclass(frozen=True)
@@ -32,7 +32,7 @@ class Gateway:
 
     def over(self, inner: MemoryStore) -> GatewayStore:
         """This gateway in front of ``inner``."""
-        return GatewayStore(MemoryStore(get_algorithm(BUCKET), self.bucket), inner, self.names)
+        return GatewayStore(MemoryStore(get_algorithm(GATEWAY_ALGORITHM), self.bucket), inner, self.names)
 
 
 class GatewayStore:
