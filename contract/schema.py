@@ -46,6 +46,8 @@ CLIENT_SCHEMA = pa.schema(
 )
 
 LEGIT, ABUSIVE = "legit", "abusive"
+GATEWAY_LIMIT = "gateway"
+"""The ``limit_name`` of a gateway's token bucket in front of an adaptive limiter (a campaign entry's ``gateway``)."""
 CLIENT_CLASSES = (LEGIT, ABUSIVE)
 
 DECISIONS_FILE = "decisions.parquet"

@@ -448,7 +448,8 @@ def planned_record(run: LiveRun, workers: int) -> RunRecord:
         system=run.system,
         policy={"limit": run.policy.limit, "window_s": run.policy.window_s, "burst": run.policy.burst},
         params=asdict(run.params), scenario_params=dict(run.scenario.params), workers=workers,
-        processes=run.processes, limiters=run.limiters, seed=run.seed, repeat=run.repeat if run.repeats > 1 else None)
+        processes=run.processes, limiters=run.limiters, seed=run.seed, repeat=run.repeat if run.repeats > 1 else None,
+        gateway=run.scenario.gateway.spelled() if run.scenario.gateway else None)
 
 
 class _Watch:
