@@ -1,5 +1,6 @@
 """The HTTP/1.1 protocol a target serves with: uvicorn's httptools protocol (with the arrival
-stamp) plus the bounds a hostile client calls for, which neither httptools nor uvicorn has.
+stamp) plus the bounds a hostile client calls for, which neither httptools nor uvicorn has
+(targets/early_refusal.py subclasses it to decide requests as their head is parsed).
 
 Why this part is hand-written: httptools (llhttp) buffers a header of any size, joining its
 pieces by bytes concatenation (one 64 MB header held the only event loop for 4.9 s); uvicorn's
