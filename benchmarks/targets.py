@@ -8,10 +8,12 @@ also moves with whatever else runs; the target's own CPU time per request (psuti
 and its ratio to ``none`` is the throughput ratio at equal CPU. Rounds are interleaved (none,
 a, b, ..., none, a, b, ...) so drift hits every target alike; medians are reported. The first
 limiter runs again with fewer quota headers on admitted responses (``draft``, ``none``): on this
-stack the headers, not the decision, are most of what a limiter adds to a request. It runs once
-more refusing every request (``[refusing]``: one key, limit 1 per day): a refusal's CPU over an
-admitted request's, paired by round (goal: at most ``REFUSAL_GOAL``; the first article: the 429
-itself must be cheap).
+stack the headers, not the decision, are most of what a limiter adds to a request. It runs twice
+more refusing every request (one key, limit 1 per day): ``[refusing]`` as the target serves (the
+refusal decided and answered by the HTTP protocol, before uvicorn's request cycle:
+targets/early_refusal.py) and ``[refusing in the app]`` decided by the ASGI middleware
+(``--decide-in app``, as before); a refusal's CPU over an admitted request's, paired by round
+(goal: at most ``REFUSAL_GOAL``; the first article: the 429 itself must be cheap).
 
 ``--instructions`` adds what noise cannot move: each target's instructions per request, counted
 by valgrind (``bench_instructions``), and their ratio to ``none``.
@@ -44,6 +46,7 @@ from .targets_asgi import in_process_us
 GOAL = 0.90
 REFUSAL_GOAL = 1 / 3
 REFUSING = ["--limit", "1", "--window", "86400", "--service-ms", "0"]
+IN_APP = "[refusing in the app]"
 """Every request after the first is refused (wrk sends no key: one client address, one key)."""
 NEVER_REJECT = ["--limit", "1e9", "--window", "1", "--service-ms", "0", "--concurrency", "100000"]
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -117,19 +120,21 @@ def main(argv: list[str] | None = None) -> int:
             if mode != args.admitted_headers:
                 argvs[f"{names[1]} [{mode} headers]"] = ["--algorithm", names[1], *NEVER_REJECT, "--admitted-headers", mode]
         argvs[f"{names[1]} [refusing]"] = ["--algorithm", names[1], *REFUSING]
+        argvs[f"{names[1]} {IN_APP}"] = ["--algorithm", names[1], *REFUSING, "--decide-in", "app"]
     results: dict[str, list[Sample]] = {label: [] for label in argvs}
     with tempfile.TemporaryDirectory(prefix="targets-bench-") as tmp:
         for r in range(args.rounds):
             for i, (label, argv) in enumerate(argvs.items()):
                 log = Path(tmp) / f"{i}-{r}.parquet"
                 with running_target([*argv, "--decision-log", str(log)], log_dir=Path(tmp)) as target:
-                    s = measure(target.pid, f"{target.url}/api/items", args, label.endswith("[refusing]"))
+                    s = measure(target.pid, f"{target.url}/api/items", args, "[refusing" in label)
                 results[label].append(s)
-                print(f"round {r + 1}/{args.rounds} {label:30s} {s.rps:7.0f} req/s  P99 {s.p99_ms:7.2f} ms  "
+                print(f"round {r + 1}/{args.rounds} {label:34s} {s.rps:7.0f} req/s  P99 {s.p99_ms:7.2f} ms  "
                       f"{s.cpu_us:6.1f} us CPU/request", file=sys.stderr)
         print("in-process rounds (no network)...", file=sys.stderr)
         configs = {label: overrides(build_parser().parse_args([*argv, "--port", "1"])) for label, argv in argvs.items()}
-        in_process = in_process_us(list(argvs), configs, Path(tmp))
+        # the app called directly: a refusal decided in the protocol never reaches it
+        in_process = in_process_us([label for label in argvs if not label.endswith("[refusing]")], configs, Path(tmp))
         counted = {}
         if args.instructions:
             print("instruction counts under valgrind (about a minute per target, two at a time)...", file=sys.stderr)
@@ -152,7 +157,7 @@ def report(results: dict[str, list[Sample]], in_process: dict[str, float], count
     print(f"\nGET /api/items, memory store, admitted responses with {args.admitted_headers} quota headers (unless named), "
           f"wrk -t{args.threads} -c{args.connections}, {args.seconds} s x "
           f"{args.rounds} rounds (medians); {os.cpu_count()} cores shared by wrk, the target and anything else running")
-    print(f"{'target':32s} {'req/s':>7s} {'P99 ms':>8s} {'vs none':>8s} {'CPU us/req':>11s} {'vs none at equal CPU':>21s} "
+    print(f"{'target':34s} {'req/s':>7s} {'P99 ms':>8s} {'vs none':>8s} {'CPU us/req':>11s} {'vs none at equal CPU':>21s} "
           f"{'in-process us/req':>18s} {'added':>6s}" + (f" {'instr/req':>10s} {'vs none':>8s} {'at equal CPU':>13s}" if counted else ""))
     worst = {"at equal CPU (wrk)": 1.0, "in instructions": 1.0, "at equal CPU (instructions)": 1.0}
     share = med("none", "user_share")
@@ -166,19 +171,23 @@ def report(results: dict[str, list[Sample]], in_process: dict[str, float], count
             worst = {k: min(v, ratios.get(k, v)) for k, v in worst.items()}
         below = [k for k, v in ratios.items() if v < GOAL]
         flag = f"  below the {GOAL:.0%} goal {' and '.join(below)}" if below and name != "none" else ""
-        line = (f"{name:32s} {med(name, 'rps'):7.0f} {med(name, 'p99_ms'):8.2f} {paired(name, lambda s, b: s.rps / b.rps):8.1%} "
-                f"{med(name, 'cpu_us'):11.1f} {ratios['at equal CPU (wrk)']:21.1%} {in_process[name]:18.1f} "
-                f"{in_process[name] - in_process['none']:+6.1f}")
+        asgi = (f"{in_process[name]:18.1f} {in_process[name] - in_process['none']:+6.1f}" if name in in_process
+                else f"{'-':>18s} {'-':>6s}")
+        line = (f"{name:34s} {med(name, 'rps'):7.0f} {med(name, 'p99_ms'):8.2f} {paired(name, lambda s, b: s.rps / b.rps):8.1%} "
+                f"{med(name, 'cpu_us'):11.1f} {ratios['at equal CPU (wrk)']:21.1%} {asgi}")
         if counted:
             line += (f" {counted[name]:10,.0f} {ratios['in instructions']:8.1%} "
                      f"{ratios['at equal CPU (instructions)']:13.1%}")
         print(line + flag)
     refusing = next((name for name in results if name.endswith("[refusing]")), None)
     if refusing is not None:
-        admitted = refusing.replace("[refusing]", f"[{args.admitted_headers} headers]").replace(f" [{args.admitted_headers} headers]", "")
-        ratio = statistics.median(s.cpu_us / a.cpu_us for s, a in zip(results[refusing], results[admitted]))
-        print(f"a refusal's target CPU over an admitted request's ({refusing.split()[0]}, paired by round): "
-              f"{ratio:.2f} (goal <= {REFUSAL_GOAL:.2f})")
+        admitted = refusing.removesuffix(" [refusing]")
+
+        def refusal(label: str) -> float:
+            return statistics.median(s.cpu_us / a.cpu_us for s, a in zip(results[label], results[admitted]))
+
+        print(f"a refusal's target CPU over an admitted request's ({admitted}, paired by round): {refusal(refusing):.2f} "
+              f"decided in the protocol (goal <= {REFUSAL_GOAL:.2f}), {refusal(f'{admitted} {IN_APP}'):.2f} in the app")
     verdict = "; ".join(f"{worst[k]:.1%} {k}" for k in (worst if counted else ["at equal CPU (wrk)"]))
     print(f"\nworst limiter ({args.admitted_headers} headers) vs none: {verdict} (goal >= {GOAL:.0%}); "
           f"[... headers]: the first limiter with other quota headers on admitted responses; in-process: the app called "

@@ -75,6 +75,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-conns-per-address", type=int, default=MAX_PER_ADDRESS, metavar="N",
                    help=f"connections one client address holds open per process, as NGINX's limit_conn; past it a "
                         f"new one gets 503 and the close (default {MAX_PER_ADDRESS})")
+    p.add_argument("--decide-in", choices=["protocol", "app"], default="protocol",
+                   help="where a memory-store request is decided: protocol (default: as its head is parsed, a refusal "
+                        "answered before uvicorn's request cycle) or app (the ASGI middleware; what bench targets "
+                        "compares)")
     p.add_argument("--admitted-headers", choices=["full", "draft", "none"],
                    help="quota headers on admitted responses: full (default), draft (RateLimit-Policy and RateLimit only) "
                         "or none; a 429 always carries all")
@@ -206,7 +210,7 @@ def serve(config: TargetConfig, sockets: list[socket.socket], args: argparse.Nam
 
     from .app import by_listener, create_app
     from .connection_caps import ConnectionCaps
-    from .http_protocol import HardenedHttpToolsProtocol
+    from .early_refusal import RefusingHttpToolsProtocol
     from .multiprocess import NodeProcessServer
     from .server import FrozenAfterStartup
 
@@ -218,8 +222,11 @@ def serve(config: TargetConfig, sockets: list[socket.socket], args: argparse.Nam
     app = create_app(config) if role is None else create_app(config, role.index, role.siblings)
     served = app if config.admin_port is None else by_listener(app, config.admin_port)
     caps = ConnectionCaps(args.max_connections, args.max_conns_per_address)
+    decider = app.state.target.decider if args.decide_in == "protocol" else None
+    protocol = RefusingHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout, caps, decider=decider,
+                                                 admin_port=config.admin_port)
     uv_config = uvicorn.Config(
-        served, loop="uvloop", http=HardenedHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout, caps),
+        served, loop="uvloop", http=protocol,
         ws="none", proxy_headers=False, access_log=False, log_level="warning", backlog=BACKLOG,
         lifespan="on", timeout_graceful_shutdown=5, timeout_keep_alive=args.keep_alive,
     )

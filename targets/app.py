@@ -26,6 +26,7 @@ from pydantic import BaseModel, ConfigDict, model_validator
 from contract.routes import CATALOGUE
 
 from .config import Factor, OverrideHealth, TargetConfig
+from .decider import Decider
 from .decision_log import DecisionLog
 from .downstream import GONE, Downstream
 from .idempotency import IdempotencyMiddleware
@@ -49,6 +50,9 @@ class Target:
     downstream: Downstream
     metrics: Metrics
     log: DecisionLog | None
+    decider: Decider
+    """Shared by the middleware and the HTTP protocol (which decides memory-store requests as
+    their head is parsed): one sequence of request ids, one log."""
 
     def layer(self, name: str) -> Layer:
         for layer in self.layers:
@@ -97,7 +101,8 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
     downstream = Downstream(config.downstream, config.schedule_start())
     log = DecisionLog(config.decision_log.path, config.decision_log.flush_every_s) if config.decision_log.path else None
     metrics = Metrics(layers, downstream)
-    target = Target(config, layers, downstream, metrics, log)
+    decider = Decider(routes, KeyPolicy(config.keys), log, metrics, config.node, config.store.name, process)
+    target = Target(config, layers, downstream, metrics, log, decider)
     app = FastAPI(lifespan=_lifespan(layers, log), openapi_url=None, docs_url=None, redoc_url=None)
     app.state.target = target
 
@@ -121,11 +126,8 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
 
     app.state.admin = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
     app.state.admin.include_router(_admin(target, Siblings(siblings or [])))
-    keys = KeyPolicy(config.keys)
-    app.add_middleware(IdempotencyMiddleware, keys=keys)  # inside the limiter: every retry is counted, executed once
-    app.add_middleware(RateLimitMiddleware, routes=routes, keys=keys, log=log, metrics=metrics,
-                       node=config.node, store=config.store.name, admitted_headers=config.admitted_headers,
-                       process=process)
+    app.add_middleware(IdempotencyMiddleware, keys=decider.keys)  # inside the limiter: every retry is counted, executed once
+    app.add_middleware(RateLimitMiddleware, decider=decider, admitted_headers=config.admitted_headers)
     return app
 
 

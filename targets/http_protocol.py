@@ -1,5 +1,6 @@
 """The HTTP/1.1 protocol a target serves with: uvicorn's httptools protocol (with the arrival
-stamp) plus the bounds a hostile client calls for, which neither httptools nor uvicorn has.
+stamp) plus the bounds a hostile client calls for, which neither httptools nor uvicorn has
+(targets/early_refusal.py subclasses it to decide requests as their head is parsed).
 
 Why this part is hand-written: httptools (llhttp) buffers a header of any size, joining its
 pieces by bytes concatenation (one 64 MB header held the only event loop for 4.9 s); uvicorn's
@@ -30,7 +31,7 @@ head (``h11_max_incomplete_event_size``) but has no head timeout either, answers
 from __future__ import annotations
 
 from asyncio import TimerHandle
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import httptools
 
@@ -76,11 +77,12 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
         """The client address this connection is counted under (admitted at the accept)."""
 
     @classmethod
-    def bounded(cls, max_head_bytes: int, head_timeout_s: float, caps: ConnectionCaps) -> type[HardenedHttpToolsProtocol]:
+    def bounded(cls, max_head_bytes: int, head_timeout_s: float, caps: ConnectionCaps,
+                **more: Any) -> type[HardenedHttpToolsProtocol]:
         """The protocol class with these bounds and the caps its connections count in (uvicorn
-        takes a class for ``http=``)."""
+        takes a class for ``http=``); ``more``: a subclass's own class attributes."""
         return type(cls.__name__, (cls,), {"max_head_bytes": max_head_bytes, "head_timeout_s": head_timeout_s,
-                                           "caps": caps})
+                                           "caps": caps, **more})
 
     # asyncio.Protocol
 
@@ -157,13 +159,17 @@ class HardenedHttpToolsProtocol(StampingHttpToolsProtocol):
         self._in_head = True
 
     def on_headers_complete(self) -> None:
-        self._in_head, self._in_body, self._head_bytes = False, True, 0
-        self._cancel_head_timer()
+        self._head_read()
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:
         self._in_body = False
         super().on_message_complete()
+
+    def _head_read(self) -> None:
+        """A head is whole: its bounds no longer apply, its body's (if any) begins."""
+        self._in_head, self._in_body, self._head_bytes = False, True, 0
+        self._cancel_head_timer()
 
     # errors, in order
 

@@ -2,7 +2,10 @@
 buffering), run before routing, so a rejected request costs a header scan, one decision and a
 tiny 429 and never reaches a route or the downstream.
 
-Per limited request: identities from headers (``keys``), the layered check (``limits``), one
+Most requests on the memory store arrive decided: the HTTP protocol decided and logged them as
+their head was parsed (targets/early_refusal.py) and answered the refusals itself, so only the
+admitted reach here (``DECIDED`` in the scope). The rest are decided here, with the same
+``Decider``: identities from headers (``keys``), the layered check (``limits``), one
 decision-log row per layer that decided, metrics, then either the 429 or the route with the
 quota headers added to its response. Queueing algorithms (leaky bucket in queue mode) are
 honoured by sleeping ``delay_s`` before the route; concurrency-style limits release their slot
@@ -12,9 +15,7 @@ honoured by sleeping ``delay_s`` before the route; concurrency-style limits rele
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
-import math
 import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -22,11 +23,10 @@ from typing import Any
 from .algorithms.base import decided_at
 from .arrival import ARRIVED
 from .config import AdmittedHeaders
-from .decision_log import DecisionLog
-from .headers import Header, QuotaText, limit_headers, never_admitted, quota_headers, rejection
-from .keys import KeyPolicy, token
-from .layers import NEVER_LIMITED, UNROUTED, Applied, RoutePlan, Verdict, check, check_remote, complete, complete_remote
-from .metrics import Metrics
+from .decider import DECIDED, Decider, quota_fields, refusal
+from .headers import Header
+from .keys import token
+from .layers import RoutePlan, Verdict, check, check_remote, complete, complete_remote
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -39,30 +39,22 @@ MAX_LOGIN_BODY = 4096
 
 
 class RateLimitMiddleware:
-    def __init__(self, app: ASGIApp, *, routes: dict[tuple[str, str], RoutePlan], keys: KeyPolicy,
-                 log: DecisionLog | None, metrics: Metrics, node: str, store: str,
-                 admitted_headers: AdmittedHeaders = "full", process: int | None = None) -> None:
+    def __init__(self, app: ASGIApp, *, decider: Decider, admitted_headers: AdmittedHeaders = "full") -> None:
         self.app = app
-        self.routes = routes
-        self.keys = keys
-        self.log = log
-        self.metrics = metrics
-        self.node = node
-        self.store = store
-        self._seq = itertools.count(1)
-        self._id_prefix = node if process is None else f"{node}.p{process}"
-        """Request ids the target makes up: a node's processes never make the same one."""
+        self.decider = decider
         self.admitted_headers = admitted_headers
         self.legacy_headers = admitted_headers == "full"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        plan = self.routes.get((scope.get("method"), scope.get("path"))) if scope["type"] == "http" else None
-        if plan is None and scope["type"] == "http" and scope["path"] not in NEVER_LIMITED:
-            plan = (self.routes.get(("GET", scope["path"])) if scope["method"] == "HEAD" else None) or self.routes.get(UNROUTED)
-        if plan is None or not plan.layers:
+        decided = scope.get(DECIDED)
+        if decided is not None:
+            await self._admitted(*decided, False, scope, receive, send)
+            return
+        plan = self.decider.plan(scope["method"], scope["path"]) if scope["type"] == "http" else None
+        if plan is None:
             await self.app(scope, receive, send)
             return
-        who = self.keys.identify(scope)
+        who = self.decider.keys.identify(scope)
         unreadable = False
         if plan.needs_account:
             who.account, unreadable, receive = await _read_account(receive)
@@ -73,23 +65,23 @@ class RateLimitMiddleware:
         else:
             now = decided_at(time.time())
             verdict = check(plan, who, now)
-        self._record(plan, who, verdict, now, scope.get(ARRIVED))
+        self.decider.record(plan, who, verdict, now, scope.get(ARRIVED))
         if not verdict.allowed:
-            a = verdict.applied[0]
-            # a cost this limit can never admit: waiting will not help (a fallback store's smaller local
-            # share while Redis is away is not that: its request is admitted once Redis is back)
-            if a.decision[2] == math.inf and plan.cost > a.variant.max_cost:
-                headers, body = never_admitted(a.layer.name, plan.cost, a.variant.max_cost, _text(a))
-            else:
-                headers, body = rejection(a.layer.name, a.decision, _fields(verdict))
+            headers, body = refusal(plan, verdict)
             await send({"type": "http.response.start", "status": 429, "headers": headers})
             await send({"type": "http.response.body", "body": body})
             return
+        await self._admitted(plan, verdict, unreadable, scope, receive, send)
+
+    async def _admitted(self, plan: RoutePlan, verdict: Verdict, unreadable: bool, scope: Scope, receive: Receive,
+                        send: Send) -> None:
+        """The route, after a queueing limit's delay, with the quota headers on its answer; a
+        holding limit's slot given back (and its latency sampled) when it has finished."""
         applied = verdict.applied
         delay = applied[0].decision[4] if len(applied) == 1 else max((a.decision[4] for a in applied), default=0.0)
         if delay > 0:
             await asyncio.sleep(delay)
-        fields = _fields(verdict, self.legacy_headers) if self.admitted_headers != "none" else None
+        fields = quota_fields(verdict, self.legacy_headers) if self.admitted_headers != "none" else None
         if fields:
             send = _adding(send, fields)
         app = _unreadable_body if unreadable else self.app
@@ -106,43 +98,6 @@ class RateLimitMiddleware:
                 await complete_remote(verdict, plan.cost, time.perf_counter() - start, failed)
             else:
                 complete(verdict, plan.cost, time.perf_counter() - start, failed)
-
-    def _record(self, plan: RoutePlan, who: Any, verdict: Verdict, now: float, arrived: float | None) -> None:
-        rows = self.log.rows if self.log is not None else None
-        request_id = who.request_id or f"{self._id_prefix}-{next(self._seq)}"
-        for a in verdict.applied:
-            d = a.decision
-            name = a.layer.name
-            self.metrics.decided[name].inc()
-            if not d[0]:
-                self.metrics.rejected[name].inc()
-            source = a.variant.source_of(d)
-            if a.variant.remote:
-                self.metrics.sourced[name, source].inc()
-            if rows is not None:
-                rows.append((now, self.node, a.layer.algorithm.name, self.store, name, a.key, plan.cost, d[0], d[1],
-                             d[2], a.decision_us, who.client_class, request_id, who.client_id, plan.name, d[4], None,
-                             source, a.layer.current_limit if a.layer.observes else None, arrived))
-
-
-def _text(a: Applied) -> QuotaText:
-    """A limit's quota text; an adaptive limit's quota is its current limit."""
-    return a.variant.text.at(a.layer.current_limit) if a.layer.observes else a.variant.text
-
-
-def _fields(verdict: Verdict, legacy: bool = True) -> list[Header]:
-    """Quota headers for the limits with a finite quota (``none`` has none). ``legacy``: with
-    the X-RateLimit trio."""
-    if len(verdict.applied) == 1:  # one limit, the common case: no lists to build
-        a = verdict.applied[0]
-        if a.decision[1] == math.inf:
-            return []
-        return limit_headers(_text(a), a.decision, legacy)
-    applied = [(_text(a), a.decision) for a in verdict.applied if a.decision[1] < math.inf]
-    if not applied:
-        return []
-    binding = min(range(len(applied)), key=lambda i: applied[i][1][1])
-    return quota_headers(applied, binding, legacy)
 
 
 class _Status:

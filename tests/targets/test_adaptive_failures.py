@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from targets.config import TargetConfig
+from targets.decider import Decider
 from targets.downstream import Downstream
 from targets.keys import GLOBAL_KEY, KeyPolicy
 from targets.layers import build_layers
@@ -25,9 +26,8 @@ def _state_after(rule: str, status: int, requests: int = 5):
     config = TargetConfig.model_validate({"algorithm": "adaptive", "limit": 100, "window_s": 1, "burst": 8,
                                           "params": {"rule": rule}})
     layers, routes = build_layers(config)
-    middleware = RateLimitMiddleware(_answering(status), routes=routes, keys=KeyPolicy(config.keys), log=None,
-                                     metrics=Metrics(layers, Downstream(config.downstream, 0.0)), node="t",
-                                     store="memory")
+    middleware = RateLimitMiddleware(_answering(status), decider=Decider(routes, KeyPolicy(config.keys), None, Metrics(
+        layers, Downstream(config.downstream, 0.0)), "t", "memory"))
 
     async def send(message) -> None:
         return None

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 
 from targets.config import load
+from targets.decider import Decider
 from targets.downstream import Downstream
 from targets.keys import KeyPolicy
 from targets.layers import build_layers
@@ -25,8 +26,8 @@ async def _ok(scope, receive, send) -> None:
 def test_200k_distinct_keys_stay_within_max_keys():
     config = load(None, {"algorithm": "sliding_log", "store": {"max_keys": BOUND}})
     layers, routes = build_layers(config)
-    middleware = RateLimitMiddleware(_ok, routes=routes, keys=KeyPolicy(config.keys), log=None,
-                                     metrics=Metrics(layers, Downstream(config.downstream, 0.0)), node="t", store="memory")
+    middleware = RateLimitMiddleware(_ok, decider=Decider(routes, KeyPolicy(config.keys), None,
+                                                               Metrics(layers, Downstream(config.downstream, 0.0)), "t", "memory"))
     store = layers[0].variant(None).store
     statuses: list[int] = []
 
