@@ -18,7 +18,7 @@ import pyarrow as pa
 from contract.run_info import degraded_line
 from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE, split_repeat
 
-from . import adaptive, latency, metrics, ramp, retries
+from . import adaptive, latency, metrics, promises, ramp, retries
 from . import client as client_metrics
 from .cpu import EMPTY_MARGINAL, cpu_ms_per_1k, generator_bound, marginal_cpu
 from .ideal import ideal_sliding_log
@@ -194,8 +194,10 @@ def analyze_run(run: Run) -> RunAnalysis:
     a = RunAnalysis(run, row, envelope, origin)
     row.update(EMPTY_CLIENT)
     row.update(ramp.EMPTY)
+    row.update(promises.EMPTY)
     if client is not None:
         _client_part(a, client)
+        row.update(_promises(run))
         if run.info.scenario.split("-", 1)[0] == ramp.RAMP_SCENARIO:
             fields, a.ramp = ramp.measures(run.info, client)
             row.update(fields)
@@ -216,6 +218,14 @@ def analyze_run(run: Run) -> RunAnalysis:
         sent = client["sent_t"].to_numpy(dtype=np.float64) if client is not None else t
         a.calls = _per_second(sent[np.isfinite(sent)], origin)
     return a
+
+
+def _promises(run: Run) -> dict[str, Any]:
+    """Whether the limit fields the client was sent told the truth (analysis.promises), per the
+    decision log's keys; null without the client log's limit fields (older folders, virtual runs)."""
+    if not run.client_has(promises.LIMIT_FIELDS):
+        return dict(promises.EMPTY)
+    return promises.run_measures(run.client(promises.COLUMNS), run.decision_columns(promises.DECISION_COLUMNS))
 
 
 def _adaptive_part(a: RunAnalysis, df: pd.DataFrame, client: pd.DataFrame | None) -> None:

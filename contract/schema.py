@@ -42,8 +42,13 @@ CLIENT_SCHEMA = pa.schema(
         ("done_t", pa.float64()),
         ("status", pa.int32()),
         ("attempt", pa.int32()),
+        ("limit_fields", pa.string()),  # the answer's limit header lines as received (contract.limit_headers)
     ]
 )
+CLIENT_LIMIT_FIELDS = "limit_fields"
+CLIENT_OPTIONAL = (CLIENT_LIMIT_FIELDS,)
+"""Client-log columns an older folder lacks: a reader asks for them only where the file has them."""
+CLIENT_REQUIRED = tuple(n for n in CLIENT_SCHEMA.names if n not in CLIENT_OPTIONAL)
 
 LEGIT, ABUSIVE = "legit", "abusive"
 CLIENT_CLASSES = (LEGIT, ABUSIVE)
