@@ -296,5 +296,7 @@ QUESTIONS = (over_admission, legit_rejections, bounded_p99, throughput, retries,
 
 
 def answers(rows: Sequence[Row]) -> list[Answer]:
-    """The answers the rows can give, in docs/architecture.md's order of the questions."""
-    return [a for a in (q(rows) for q in QUESTIONS) if a is not None]
+    """The answers the rows can give, in docs/architecture.md's order of the questions; of runs,
+    never of a peer's virtual twin (a model of it, shown beside its row, not a run)."""
+    runs = [r for r in rows if not r.get("twin_of")]
+    return [a for a in (q(runs) for q in QUESTIONS) if a is not None]

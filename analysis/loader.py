@@ -32,6 +32,7 @@ from contract.schema import (
     RUN_OK,
     RUNS_DIR,
     SYSTEM_SUITE,
+    TWIN_FILE,
     parse_run_dir_name,
 )
 
@@ -69,6 +70,15 @@ class Run:
         columns = [c for c in (*DECISION_REQUIRED, *DECISION_OPTIONAL) if c in names]
         dictionary = [c for c in CATEGORICAL if c in names]
         return _guard(path, lambda p: decision_file.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
+
+    def twin(self) -> pd.DataFrame | None:
+        """A peer run's virtual twin (TWIN_FILE), its decisions read as ``decisions`` reads the run's;
+        None when the run has none (the suite's own runs, a url peer that claims nothing)."""
+        path = self.path / TWIN_FILE
+        if not path.is_file():
+            return None
+        names = set(_guard(path, pq.read_schema).names)
+        return _read_parquet(path, [c for c in (*DECISION_REQUIRED, *DECISION_OPTIONAL, "algorithm") if c in names], [])
 
     def request_ids(self) -> pd.Series | None:
         """Each decision's request id, in the log's row order (None when the log has none)."""
