@@ -47,9 +47,34 @@ def client_answers(client: pd.DataFrame, decisions: pd.DataFrame) -> list[Answer
     c = client.assign(request_id=client["request_id"].astype(str))
     c = c[np.isfinite(c["done_t"].to_numpy(dtype=np.float64)) & (c["status"].to_numpy() > 0)]
     c = c.assign(key=c["request_id"].map(_key_of(decisions))).dropna(subset=["key"])
-    return [Answer(key, sent, done, int(status), NONE if not text else parse_lines(text, done))
+    read = _Reader()
+    return [Answer(key, sent, done, int(status), read(text, done))
             for key, sent, done, status, text in zip(c["key"], c["sent_t"].to_numpy(dtype=np.float64),
                                                      c["done_t"].to_numpy(dtype=np.float64), c["status"], c[LIMIT_FIELDS])]
+
+
+class _Reader:
+    """``parse_lines`` once per distinct text: a limiter repeats a few hundred texts over a run (r and
+    t take few values). A text read alike one second later does not depend on when it came (no
+    HTTP-date, no epoch reset) and is remembered; one that does is parsed every time."""
+
+    def __init__(self) -> None:
+        self.known: dict[str, LimitFields] = {}
+        self.timed: set[str] = set()
+
+    def __call__(self, text: str | None, received_at: float) -> LimitFields:
+        if not text:
+            return NONE
+        known = self.known.get(text)
+        if known is not None:
+            return known
+        fields = parse_lines(text, received_at)
+        if text not in self.timed:
+            if parse_lines(text, received_at + 1.0) == fields:
+                self.known[text] = fields
+            else:
+                self.timed.add(text)
+        return fields
 
 
 def _count(tally: Tally) -> tuple[int, int]:

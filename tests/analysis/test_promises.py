@@ -83,3 +83,14 @@ def test_each_answer_is_keyed_by_its_binding_limit_and_unknown_or_unanswered_one
     decisions = pd.DataFrame({"request_id": ["a", "a", "b"], "key": ["127.0.0.1", "k1", "k1"], "remaining": [7.0, 1.0, 0.0]})
     got = client_answers(client, decisions)  # "a" met two limits: the binding one (least remaining) is its key
     assert [(a.key, a.sent, a.status, a.fields.remaining) for a in got] == [("k1", 1.0, 200, 1.0)]
+
+
+def test_a_text_that_depends_on_when_it_came_is_read_every_time():
+    """The same Retry-After as an HTTP-date means less wait the later it came; a delta does not."""
+    from analysis.promises import _Reader
+
+    read = _Reader()
+    date = "retry-after: Wed, 02 Dec 2026 16:00:10 GMT"
+    at = 1_796_227_200.0  # 2026-12-02 16:00:00 UTC
+    assert (read(date, at).retry_after_s, read(date, at + 4).retry_after_s) == (10.0, 6.0)
+    assert read(_fields(1, 1, 2), at) is read(_fields(1, 1, 2), at + 4)  # read once, remembered
