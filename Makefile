@@ -27,7 +27,7 @@ notebook: $(STAMP)
 
 test: $(STAMP) system-deps
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -n 3 --dist loadfile  # the tests mostly wait on real processes: three files at a time
+	$(PY) -m pytest -q -n 3 --dist loadfile --durations=15  # the tests mostly wait on real processes: three files at a time
 
 # What some tests drive besides Python: Redis (store tests), Chromium (report rendering), NGINX and
 # HAProxy (the peer targets); and wrk, which the live benchmark runs beside the suite's generator.

@@ -20,7 +20,9 @@ import numpy as np
 import pandas as pd
 
 from contract.run_info import RunInfo
-from contract.schema import HEALTH_PHASES, OVERLOAD_PHASE
+from contract.schema import GATEWAY_LIMIT, HEALTH_PHASES, OVERLOAD_PHASE
+
+from .labels import gateway_text
 
 GOODPUT_BOUND_S = 0.5
 """A client's patience: an answer later than this from the intended send is not goodput."""
@@ -105,10 +107,43 @@ def measures(info: RunInfo, decisions: pd.DataFrame, client: pd.DataFrame | None
     return row
 
 
-def rule_label(params: dict[str, Any]) -> str | None:
-    """The rule as the head to head names it: ``gradient2``, ``gradient2 windowed``."""
+def one_row_per_request(df: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray | None]:
+    """A live target logs an admitted request once per layer that applied: with a gateway's
+    bucket in front of an adaptive limiter, the bucket's row of a request the limiter admitted too
+    (the admitted row without a limit) is dropped, so each request counts once, on the limiter's
+    row; a refused request has one row already, its refusing layer's. Returns the frame and the
+    positions kept (None: every row)."""
+    if "adaptive_limit" not in df.columns or "limit_name" not in df.columns or df["limit_name"].nunique() < 2:
+        return df, None
+    limit = df["adaptive_limit"].to_numpy(dtype=np.float64)
+    extra = df["allowed"].to_numpy(dtype=bool) & np.isnan(limit)
+    if not extra.any() or np.isnan(limit).all():
+        return df, None
+    kept = np.flatnonzero(~extra)
+    return df.iloc[kept].reset_index(drop=True), kept
+
+
+def head_to_head_fields(info: RunInfo, decisions: pd.DataFrame, client: pd.DataFrame | None,
+                        origin: float) -> dict[str, Any]:
+    """An adaptive run's row of the head to head: its measures, the rule as the tables name it,
+    the way its downstream broke and (a gateway in front) the requests the bucket refused."""
+    row = measures(info, decisions, client, origin)
+    row["adaptive_rule"] = rule_label(info.params, info.gateway)
+    row["break_kind"] = info.scenario_params.get("kind", info.scenario.split("-", 1)[0])
+    row["refused_by_gateway"] = None
+    if info.gateway is not None and "limit_name" in decisions.columns:
+        refused = ~decisions["allowed"].to_numpy(dtype=bool)
+        row["refused_by_gateway"] = int((decisions["limit_name"].to_numpy()[refused] == GATEWAY_LIMIT).sum())
+    return row
+
+
+def rule_label(params: dict[str, Any], gateway: dict[str, float] | None = None) -> str | None:
+    """The rule as the head to head names it: ``gradient2``, ``gradient2 windowed``, ``aimd +
+    bucket 300/s, burst 16`` (a gateway's token bucket in front)."""
     rule = params.get("rule")
-    return None if rule is None else f"{rule} windowed" if params.get("window", "none") != "none" else str(rule)
+    if rule is None:
+        return None
+    return (f"{rule} windowed" if params.get("window", "none") != "none" else str(rule)) + gateway_text(gateway)
 
 
 def limit_over_time(t: np.ndarray, limit: np.ndarray, origin: float, bin_s: float = 0.05) -> pd.DataFrame:

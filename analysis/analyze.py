@@ -82,6 +82,7 @@ def _base_row(run: Run) -> dict[str, Any]:
             "scenario_params": i.scenario_params, "run": run.name, "twin_of": None,
             "repeat": i.repeat if i.repeat is not None else split_repeat(run.name)[1], "seed": i.seed, "trace": i.trace,
             "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters,
+            "gateway": i.gateway,
             "degraded_share": i.fallback["share"] if i.fallback else None,
             "degraded_span_s": round(i.fallback["end_t"] - i.fallback["start_t"], 3) if i.fallback else None}
 
@@ -90,7 +91,7 @@ def _rate(part: int, whole: int) -> float | None:
     return round(part / whole, 6) if whole else None
 
 
-def _decision_row(df: pd.DataFrame, run: Run, envelope: pd.DataFrame) -> dict[str, Any]:
+def _decision_row(df: pd.DataFrame, run: Run, envelope: pd.DataFrame, kept: np.ndarray | None = None) -> dict[str, Any]:
     p = run.info.policy
     row: dict[str, Any] = dict(metrics.class_split(df))
     row["rejected_rate"] = _rate(row["rejected"], row["requests"])
@@ -98,7 +99,7 @@ def _decision_row(df: pd.DataFrame, run: Run, envelope: pd.DataFrame) -> dict[st
     row["rejected_abusive_rate"] = _rate(row["rejected_abusive"], row["abusive_requests"])
     row["rejected_by_limit"] = metrics.rejections_by_limit(df)
     if bounds_concurrency(run.info.algorithm):  # one global key: measured in flight, never per key
-        row.update(metrics.basis(df, run.info.algorithm, p, run.info.params, _done_times(run, df)))
+        row.update(metrics.basis(df, run.info.algorithm, p, run.info.params, _done_times(run, df, kept)))
     else:
         at_window = envelope.loc[envelope["interval_s"] == p.window_s, "max_admitted_cost"]  # envelope_lengths keeps W
         row.update(metrics.NO_IN_FLIGHT, over_admission=round(float(at_window.iloc[0]) / p.limit, 6))
@@ -140,12 +141,15 @@ def _twin_row(run: Run, row: dict[str, Any]) -> dict[str, Any] | None:
     return twin
 
 
-def _done_times(run: Run, df: pd.DataFrame) -> np.ndarray | None:
+def _done_times(run: Run, df: pd.DataFrame, kept: np.ndarray | None = None) -> np.ndarray | None:
     """Each decision's completion on the client's clock (its request's first answer at or after
-    it; NaN where the client log has none), or None without a client log (live or virtual alike)."""
+    it; NaN where the client log has none), or None without a client log (live or virtual alike).
+    ``kept``: the log's rows ``df`` holds (``adaptive.one_row_per_request``), None for all."""
     if not run.has_client_log:
         return None
     ids, client = run.request_ids(), run.client(("request_id", "done_t"))
+    if ids is not None and kept is not None:
+        ids = ids.iloc[kept].reset_index(drop=True)
     if ids is None or client is None or client.empty or len(ids) != len(df):
         return None
     asked = pd.DataFrame({"t": df["t"].to_numpy(dtype=np.float64), "request_id": ids.astype(str).to_numpy(),
@@ -209,7 +213,7 @@ EMPTY_CPU = {"cpu_target_ms_per_1k": None, "cpu_generator_ms_per_1k": None, "gen
 
 
 def analyze_run(run: Run) -> RunAnalysis:
-    df = run.decisions()
+    df, kept = adaptive.one_row_per_request(run.decisions())
     client = run.client(CLIENT_MEASURES)
     cpu = run.cpu()
     t = df["t"].to_numpy(dtype=np.float64)
@@ -219,7 +223,7 @@ def analyze_run(run: Run) -> RunAnalysis:
     p = run.info.policy
     envelope = metrics.admitted_envelope(df, metrics.envelope_lengths(p.window_s, ENVELOPE_POINTS))
     row = _base_row(run)
-    row.update(_decision_row(df, run, envelope))
+    row.update(_decision_row(df, run, envelope, kept))
     a = RunAnalysis(run, row, envelope, origin)
     row.update(EMPTY_CLIENT)
     row.update(ramp.EMPTY)
@@ -261,9 +265,7 @@ def _promises(run: Run) -> dict[str, Any]:
 def _adaptive_part(a: RunAnalysis, df: pd.DataFrame, client: pd.DataFrame | None) -> None:
     """The head-to-head fields and limit series of a run whose limiter logs its limit."""
     info = a.run.info
-    a.row.update(adaptive.measures(info, df, client, a.origin))
-    a.row["adaptive_rule"] = adaptive.rule_label(info.params)
-    a.row["break_kind"] = info.scenario_params.get("kind", info.scenario.split("-", 1)[0])
+    a.row.update(adaptive.head_to_head_fields(info, df, client, a.origin))
     a.limit = adaptive.limit_over_time(df["t"].to_numpy(dtype=np.float64),
                                        df["adaptive_limit"].to_numpy(dtype=np.float64), a.origin)
 

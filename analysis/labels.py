@@ -19,6 +19,12 @@ def policy_text(limit: float, window_s: float, burst: float | None) -> str:
     return text if burst is None or burst == limit else f"{text}, burst {num(burst)}"
 
 
+def gateway_text(gateway: Mapping[str, float] | None) -> str:
+    """`` + bucket 300/s, burst 16``: a gateway's token bucket in front of a limiter, as a rule's
+    name carries it (nothing without one)."""
+    return "" if not gateway else f" + bucket {num(gateway['rate'])}/s, burst {num(gateway['burst'])}"
+
+
 def row_policy(row: Mapping[str, Any]) -> str:
     """A summary row's policy (``limit``, ``window_s``, ``burst``)."""
     return policy_text(row["limit"], row["window_s"], row.get("burst"))
@@ -43,9 +49,21 @@ FIGURES: dict[str, tuple[str, str, float]] = {
     "goodput_rps": ("goodput (/s)", "{:,.1f}", 1.0),
     "time_to_recover_s": ("recovery (s)", "{:,.1f}", 1.0),
     "header_truthfulness": ("Retry-After truthful (%)", "{:,.1f}", 100.0),
+    "goodput_in_bound_rps": ("goodput in bound (/s)", "{:,.1f}", 1.0),
+    "limit_react_s": ("react (s)", "{:,.2f}", 1.0),
+    "limit_recover_s": ("recover (s)", "{:,.2f}", 1.0),
+    "limit_mean": ("limit mean", "{:,.1f}", 1.0),
+    "limit_cov": ("limit CoV", "{:.3f}", 1.0),
+    "refused_by_gateway": ("refused by the bucket", "{:,.0f}", 1.0),
 }
 """Every summary field a table shows: its header (the unit in it) and how a cell writes it (plain
 numbers, ``scale`` applied). The report's full and compact tables and compare all read it here."""
+
+
+HEAD_TO_HEAD = ("goodput_in_bound_rps", "latency_p99_intended_ms", "rejected_legit_rate", "refused_by_gateway",
+                "limit_react_s", "limit_recover_s", "limit_mean", "limit_cov")
+"""The adaptive head to head's figures, in the report's tables and the terminal's (the rule and the
+way the downstream broke name each row)."""
 
 
 def header(field: str) -> str:

@@ -21,6 +21,7 @@ from contract.schema import CHARTS_DIR, KEYS_FILE, REPORT_HTML, REPORT_MD
 from contract.summary import write_summary
 
 from . import sections, tables
+from .adaptive import GOODPUT_BOUND_S
 from .analyze import KEY_ROWS, FolderAnalysis, RunAnalysis, analyze
 from .answers import Answer, answers
 from .charts import Chart, check_panels, draw_all
@@ -164,8 +165,9 @@ def _anchor(scenario: str) -> str:
     return "scenario-" + re.sub(r"[^A-Za-z0-9_-]", "_", scenario)
 
 
-H2H_INTRO = ("Per adaptive rule and way the downstream breaks: goodput (answered 2xx within the bound of the "
-             "intended send, per second), P99 of admitted requests, share of legitimate requests rejected, seconds "
+H2H_INTRO = ("Per adaptive rule and way the downstream breaks: goodput (answered 2xx within "
+             f"{GOODPUT_BOUND_S:g} s of the intended send, per second), P99 of admitted requests, share of "
+             "legitimate requests rejected, requests the gateway's bucket refused (with one in front), seconds "
              "from the break (and from the recovery) until the limit settles within 10% of its level, the limit's "
              "mean and coefficient of variation in the healthy steady state, target CPU.")
 

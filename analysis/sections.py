@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .adaptive import GOODPUT_BOUND_S
+from . import labels
 from .answers import BASELINE, backoff, family
 from .cpu import CLOCK_TICK_S, RESOLVED_SHARE
 from .labels import FIGURES, header, num, row_policy
@@ -176,13 +176,7 @@ def comparisons(rows: Sequence[Row]) -> dict[str, tuple[list[str], list[list[str
 
 HEAD_TO_HEAD: tuple[Col, ...] = (
     Col("rule", lambda r: r["adaptive_rule"], "{}"),
-    Col(f"goodput in {GOODPUT_BOUND_S:g} s (/s)", _field("goodput_in_bound_rps")),
-    P99,
-    _figure("rejected_legit_rate"),
-    Col("react (s)", _field("limit_react_s"), "{:,.2f}"),
-    Col("recover (s)", _field("limit_recover_s"), "{:,.2f}"),
-    Col("limit mean", _field("limit_mean")),
-    Col("limit CoV", _field("limit_cov"), "{:.3f}"),
+    *(_figure(name) for name in labels.HEAD_TO_HEAD),
     MARGINAL,
 )
 

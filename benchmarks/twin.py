@@ -1,8 +1,8 @@
 """``run_bench.py bench twin``: live against virtual time, in one invocation. Each campaign runs
 live (real targets, Locust) and as its virtual twin (the same entries, policy, algorithms and
 downstream through the simulator's system model: harness/sim/system.py), both analysed by the
-same report code; per run, P99, admitted, rejected and (a ramp) the sustained rate side by side
-with their ratio virtual / live.
+same report code; per run, P99, admitted, rejected, (a ramp) the sustained rate and (an adaptive
+run) its goodput side by side with their ratio virtual / live.
 
 Default: the default campaign's unhealthy_downstream and campaigns/throughput.yaml (about 12
 minutes on 2 cores). ``--only`` and ``--scale`` make a short variant (``--scale 0.25`` runs each
@@ -30,7 +30,8 @@ from harness.sim.runner import execute, plan_from_campaign
 
 DEFAULTS = ((Path("campaigns/default.yaml"), "unhealthy_downstream"), (Path("campaigns/throughput.yaml"), None))
 MEASURES = (("P99 ms", "latency_p99_intended_ms"), ("admitted", "admitted"), ("rejected", "rejected"),
-            ("sustained /s", "ramp_sustained_rps"))
+            ("sustained /s", "ramp_sustained_rps"), ("goodput /s", "goodput_in_bound_rps"))
+"""``goodput /s``: an adaptive run's goodput within the head to head's bound (analysis/adaptive.py)."""
 
 
 def scaled(campaign: Campaign, only: str | None, scale: float) -> Campaign:

@@ -91,6 +91,8 @@ class RunInfo:
     """k of a repeated run (``repeats`` >= 2), None for a run made once; from run.json, else the folder name."""
     trace: str | None = None
     """The trace file the run replayed (``simulate --trace``), else None."""
+    gateway: dict[str, float] | None = None
+    """The token bucket in front of the limiter (``{rate, burst}``), else None."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -121,6 +123,8 @@ class RunRecord:
     """The seed the run's traffic and replay are built from: the campaign's, plus the repeat's offset."""
     repeat: int | None
     """k of ``repeats`` (null for a run made once): the analysis groups repeats by it."""
+    gateway: dict[str, float] | None
+    """The token bucket in front of the limiter (``{rate, burst}``), null without one."""
     cpus: dict[str, Any] | str | None = None
     """``scale.pin``: the cores of the targets and of the generator, or why they were not pinned."""
     redis_restarted: str | None = None
@@ -224,6 +228,7 @@ def read_run_json(path: Path) -> RunInfo:
         fallback=_fallback(raw.get("degraded"), path),
         kind=str(raw.get("kind") or "live"), seed=_count(raw, "seed", path, 0), repeat=_count(raw, "repeat", path, 1),
         trace=str(raw["trace"]) if raw.get("trace") else None,
+        gateway=dict(raw["gateway"]) if isinstance(raw.get("gateway"), dict) else None,
     )
 
 

@@ -51,6 +51,8 @@ CLIENT_OPTIONAL = (CLIENT_LIMIT_FIELDS,)
 CLIENT_REQUIRED = tuple(n for n in CLIENT_SCHEMA.names if n not in CLIENT_OPTIONAL)
 
 LEGIT, ABUSIVE = "legit", "abusive"
+GATEWAY_LIMIT = "gateway"
+"""The ``limit_name`` of a gateway's token bucket in front of an adaptive limiter (a campaign entry's ``gateway``)."""
 CLIENT_CLASSES = (LEGIT, ABUSIVE)
 
 DECISIONS_FILE = "decisions.parquet"

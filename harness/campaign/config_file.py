@@ -18,13 +18,16 @@ from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError,
 from contract.errors import BadInput
 from contract.paths import check_output, read_input, yaml_problem
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
-from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params
+from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
 
 M = TypeVar("M", bound=BaseModel)
 LABEL = re.compile(r"[A-Za-z0-9.-]+(_[A-Za-z0-9.-]+)*")
 """A label never holds ``__``, the separator of run folder names."""
 ParamValue = bool | int | float | str | None
 """A parameter as YAML types it, passed on as it is (the one parser, ``contract.params``, reads it by the field's hint)."""
+GUARDED_LIMIT = "adaptive"
+"""The limit name of the adaptive limiter that guards the downstream as a whole (live: its one ``global`` layer)."""
+GATEWAY_ALGORITHM = "token_bucket"
 
 
 class CampaignError(BadInput):
@@ -53,6 +56,24 @@ class PolicyConfig(StrictModel):
     burst: float | None = Field(default=None, gt=0)
 
 
+class GatewayConfig(StrictModel):
+    """A gateway's token bucket in front of an entry's adaptive limiter (the layering the source
+    article recommends): ``rate`` requests a second, ``burst`` at once, for the whole service
+    (scope ``global``). Live it is the target's first layer; in virtual time the same check
+    (harness/sim/gateway_store.py)."""
+
+    rate: float = Field(gt=0, le=1e9)
+    burst: float = Field(gt=0, le=1e9)
+
+    @property
+    def policy(self) -> Policy:
+        return Policy(self.rate, 1.0, self.burst)
+
+    def spelled(self) -> dict[str, float]:
+        """run.json's and the summary's ``gateway``."""
+        return {"rate": self.rate, "burst": self.burst}
+
+
 class ScenarioEntry(StrictModel):
     """One entry of a campaign's ``scenarios``, the same in simulation and live campaigns: a
     scenario with its own parameters (and optionally its own policy and algorithms). Entries of
@@ -70,6 +91,9 @@ class ScenarioEntry(StrictModel):
     algorithm_params: dict[str, dict[str, ParamValue]] = {}
     """Per-algorithm parameters for this entry, over the campaign's ``params`` (e.g. one entry
     per adaptive rule: ``{adaptive: {rule: vegas}}``)."""
+    gateway: GatewayConfig | None = None
+    """A token bucket in front of the entry's adaptive limiter (``{rate, burst}``); only in front
+    of a limiter that observes latency (``adaptive``): layered rate limits are a live target's ``limits``."""
 
     @field_validator("label")
     @classmethod
@@ -147,6 +171,7 @@ class CampaignHeader(StrictModel):
                 except ValueError as exc:
                     raise ValueError(f"{entry.where}.algorithms: {exc}") from None
             self.model_for(entry)
+            _check_gateway(entry, self.algorithms_for(entry))
             policy = self.policy_for(entry)
             for a in self.algorithms_for(entry):
                 try:
@@ -186,6 +211,16 @@ class CampaignHeader(StrictModel):
             except ScenarioError as exc:
                 raise ValueError(f"{entry.where}.params: {exc}") from None
         return self._models[built]
+
+
+def _check_gateway(entry: ScenarioEntry, algorithms: list[str]) -> None:
+    """A gateway stands only in front of a limiter that observes latency."""
+    if entry.gateway is None:
+        return
+    plain = [a for a in algorithms if get_algorithm(a).observe is None]
+    if plain:
+        raise ValueError(f"{entry.where}.gateway: a token bucket in front of {plain[0]}: only in front of an adaptive "
+                         "limiter (one that observes latency); layer rate limits with a live entry's target limits")
 
 
 def check_algorithms(names: list[str], *, all_allowed: bool) -> None:

@@ -37,6 +37,7 @@ from targets.stores import STORES
 from . import analyze as analysis_cmd
 from . import benchmarks, judge, term_table, validate, worker
 from . import run as run_cmd
+from .head_to_head import head_to_head_table
 from .log_options import add_log_options, log_options
 from .term_table import Column, fit_table
 
@@ -139,6 +140,9 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         if args.json:
             write_text(Path(args.json), summary_json(rows))
         console.print(summary_table(group(rows), console, args.wide))
+        h2h = head_to_head_table(group(rows), console, args.wide)
+        if h2h is not None:
+            console.print(h2h)
     if out is not None and any(r.trace for r in plan.runs):  # a trace's folder: its report and who got the 429s
         build_report(out)
         console.print(f"report: {out / REPORT_HTML}; per key: {out / KEYS_FILE}", highlight=False)

@@ -29,6 +29,7 @@ from harness.live.supervise import Interrupted
 from targets.cli_args import number
 
 from . import term_table
+from .head_to_head import head_to_head_table
 from .progress import RunProgress
 from .term_table import Column, fit_table
 
@@ -99,6 +100,9 @@ def _summarize(out: Path, console: Console, wide: bool) -> None:
     for warning in report.warnings():
         console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
     console.print(summary_table(report.groups, console, wide))
+    h2h = head_to_head_table(report.groups, console, wide)
+    if h2h is not None:
+        console.print(h2h)
     for answer in report.answers():  # the report's opening sentences, algorithm names in their chart colours
         console.print(rich_markup(answer.line()), highlight=False)
 

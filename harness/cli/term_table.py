@@ -41,20 +41,21 @@ def names_of(rows: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def fit_table(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column], out: Console,
-              *, wide: bool = False) -> Table:
-    """The wide table if ``wide`` or it fits ``out``'s width, else the narrow one."""
-    table = _wide(title, rows, columns)
+              *, wide: bool = False, names: Sequence[str] | None = None, leaf: str = "algorithm") -> Table:
+    """The wide table if ``wide`` or it fits ``out``'s width, else the narrow one. ``names``: the
+    name columns (default ``names_of``); ``leaf``: the one the narrow layout lists under headings."""
+    names = list(names) if names is not None else names_of(rows)
+    table = _wide(title, rows, columns, names)
     if wide or out.measure(table, options=out.options.update_width(10**6)).maximum <= out.width:
         return table
-    return _narrow(title, rows, columns)
+    return _narrow(title, rows, columns, names, leaf)
 
 
 def _name_column(table: Table, header: str, values: Sequence[str]) -> None:
     table.add_column(header, no_wrap=True, min_width=max([len(header), *map(len, values)]))
 
 
-def _wide(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> Table:
-    names = names_of(rows)
+def _wide(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column], names: list[str]) -> Table:
     table = Table(title=title)
     for name in names:
         _name_column(table, name, [str(r.get(name)) for r in rows])
@@ -65,17 +66,18 @@ def _wide(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column])
     return table
 
 
-def _narrow(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column]) -> Table:
-    """A heading row per scenario (and store), then one row per algorithm: the name column is as
-    wide as the longest name, whole; the value columns get short headers that wrap."""
-    group = [n for n in names_of(rows) if n != "algorithm"]
+def _narrow(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column], names: list[str],
+            leaf: str) -> Table:
+    """A heading row per scenario (and store), then one row per algorithm (``leaf``): the name
+    column is as wide as the longest name, whole; the value columns get short headers that wrap."""
+    group = [n for n in names if n != leaf]
     heading_of = {id(r): " · ".join(str(r.get(n)) for n in group) for r in rows}
     order = list(dict.fromkeys(heading_of.values()))  # each heading once, where it first appears
     rows = sorted(rows, key=lambda r: order.index(heading_of[id(r)]))
     headings = [heading_of[id(r)] for r in rows]
     table = Table(title=title, box=box.SIMPLE_HEAD, pad_edge=False, padding=(0, 1))
-    _name_column(table, " · ".join([*group, "algorithm"]) if len(group) > 1 else "scenario / algorithm",
-                 [*headings, *(f"  {r.get('algorithm')}" for r in rows)])
+    _name_column(table, " · ".join([*group, leaf]) if len(group) > 1 else f"{group[0]} / {leaf}",
+                 [*headings, *(f"  {r.get(leaf)}" for r in rows)])
     for c in columns:  # whole numbers too: as wide as the widest value or the header's longest line
         values = [Text.from_markup(c.cell(r)).cell_len for r in rows]
         table.add_column(c.short, justify="right", no_wrap=True,
@@ -87,5 +89,5 @@ def _narrow(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column
                 table.add_section()
             table.add_row(f"[bold]{heading}[/bold]", *([""] * len(columns)))
             current = heading
-        table.add_row(f"  {r.get('algorithm')}", *(c.cell(r) for c in columns))
+        table.add_row(f"  {r.get(leaf)}", *(c.cell(r) for c in columns))
     return table

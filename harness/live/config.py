@@ -13,8 +13,9 @@ import yaml
 
 from contract.atomic import write_text
 from contract.routes import TARGET_ROUTES
-from contract.schema import DECISIONS_FILE
+from contract.schema import DECISIONS_FILE, GATEWAY_LIMIT
 from contract.stores import StoreChoice
+from harness.campaign.config_file import GATEWAY_ALGORITHM, GUARDED_LIMIT
 from harness.campaign.live import Campaign
 from targets.algorithms import build_params
 from targets.config import deep_merge
@@ -38,7 +39,7 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
     algorithm = run.suite.algorithm
     adaptive = algorithm == "adaptive"
     limit = {
-        "name": "adaptive" if adaptive else "per-client",
+        "name": GUARDED_LIMIT if adaptive else "per-client",
         "scope": "global" if adaptive else "client",
         "routes": routes or ["items"],
         "algorithm": algorithm,
@@ -51,7 +52,7 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
         "algorithm": algorithm,
         "limit": run.policy.limit,
         "window_s": run.policy.window_s,
-        "limits": [limit],
+        "limits": [*_gateway(run, routes), limit],
         "downstream": downstream,
         "store": store_config(run, campaign, start_at),
         "decision_log": {"path": str(run_dir / DECISIONS_FILE)},
@@ -60,6 +61,16 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
     }
     # a model's downstream schedule keeps the campaign's concurrency and the shared start time
     return {**deep_merge(config, model.target_config()), **run.scenario.target}
+
+
+def _gateway(run: LiveRun, routes: list[str]) -> list[dict[str, Any]]:
+    """The entry's gateway bucket as the target's first layer (checked before the limiter behind
+    it, both committed only when both admit: targets/layers.py), or nothing."""
+    gateway = run.scenario.gateway
+    if gateway is None:
+        return []
+    return [{"name": GATEWAY_LIMIT, "scope": "global", "routes": routes or ["items"], "algorithm": GATEWAY_ALGORITHM,
+             "limit": gateway.rate, "window_s": 1.0, "burst": gateway.burst}]
 
 
 DOWNSTREAM_DECISIONS = "downstream-decisions.parquet"

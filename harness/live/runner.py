@@ -81,6 +81,9 @@ LOCUSTFILE = ROOT / "scenarios" / "locustfile.py"
 FIRST_LEAD_S = 5.0
 """The first run's lead: Locust's start-up is unknown until it has been measured once."""
 LEAD_MARGIN_S = 0.75
+LATE_LEAD_FACTOR = 1.5
+"""A late side's second attempt waits this many times its measured start-up (plus the margin): a
+machine busy enough to make a side late moves its next start-up too (8 s, then 10.4 s at load 13)."""
 SAFETY_S = 30
 """Locust's own --run-time is a safety net this far beyond the plan; the harness stops it."""
 STOP_TIMEOUT_S = 30.0
@@ -159,15 +162,16 @@ class LiveRunner:
 
     def _attempts(self, run: LiveRun, run_dir: Path, record: RunRecord, watch: _Watch) -> None:
         """The run's steps; once more, from an empty run folder and with a lead that covers the
-        side's start-up, when the side was ready only after the plan's first send (a busy machine:
-        the plan was sent to ports nobody listened on yet). Late twice: the run fails, saying so."""
+        side's start-up with room to spare, when the side was ready only after the plan's first
+        send (a busy machine: the plan was sent to ports nobody listened on yet). Late twice: the
+        run fails, saying so."""
         try:
             self._load(run, run_dir, self._side(run, run_dir), record, watch)
         except SideLate as late:
             self.processes.stop_all()
             watch.restart()
             _emptied(run_dir)
-            self.lead_s = max(self.lead_s, late.start_up_s + LEAD_MARGIN_S)
+            self.lead_s = max(self.lead_s, late.start_up_s * LATE_LEAD_FACTOR + LEAD_MARGIN_S)
             record.add(started_again=f"{late}: started again with a {self.lead_s:.1f} s lead")
             try:
                 self._load(run, run_dir, self._side(run, run_dir), record, watch)
@@ -447,7 +451,8 @@ def planned_record(run: LiveRun, workers: int) -> RunRecord:
         system=run.system,
         policy={"limit": run.policy.limit, "window_s": run.policy.window_s, "burst": run.policy.burst},
         params=asdict(run.params), scenario_params=dict(run.scenario.params), workers=workers,
-        processes=run.processes, limiters=run.limiters, seed=run.seed, repeat=run.repeat if run.repeats > 1 else None)
+        processes=run.processes, limiters=run.limiters, seed=run.seed, repeat=run.repeat if run.repeats > 1 else None,
+        gateway=run.scenario.gateway.spelled() if run.scenario.gateway else None)
 
 
 class _Watch:

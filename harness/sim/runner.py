@@ -10,12 +10,13 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
 
-from analysis import ramp
+from analysis import adaptive, ramp
 from analysis.latency import admitted_latency, latency_percentiles
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
@@ -30,6 +31,7 @@ from contract.schema import (
     CPU_FILE,
     DECISION_SCHEMA,
     DECISIONS_FILE,
+    GATEWAY_LIMIT,
     HEALTH_PHASES,
     KIND_VIRTUAL,
     OVERLOAD_PHASE,
@@ -40,6 +42,7 @@ from contract.schema import (
     repeat_dir_name,
     run_dir_name,
 )
+from harness.campaign.config_file import GATEWAY_ALGORITHM, GUARDED_LIMIT, GatewayConfig
 from harness.campaign.log_traffic import LogOptions, trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
@@ -48,6 +51,7 @@ from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
 
+from .gateway_store import Gateway
 from .simulator import STORE, Replay, client_parts, client_table, decision_parts, ideal_decisions, simulated, virtual_arrivals
 from .system import system_for
 
@@ -66,6 +70,8 @@ class SimRun:
     repeats: int = 1
     seed: int = 1
     """The seed its model was built from: the plan's, plus the repeat's offset (run.json's ``seed``)."""
+    gateway: GatewayConfig | None = None
+    """A token bucket in front of the limiter (the entry's ``gateway``)."""
 
     @property
     def name(self) -> str:
@@ -85,8 +91,15 @@ class SimRun:
 
     def identity(self) -> dict[str, Any]:
         """What run.json and campaign.yaml's ``runs`` say of every run: its seed, its repeat (null
-        for a run made once) and the trace it replayed."""
-        return {"seed": self.seed, "repeat": self.repeat if self.repeats > 1 else None, "trace": self.trace}
+        for a run made once), the trace it replayed and the gateway in front of its limiter."""
+        return {"seed": self.seed, "repeat": self.repeat if self.repeats > 1 else None, "trace": self.trace,
+                "gateway": self.gateway.spelled() if self.gateway else None}
+
+    def gateway_store(self) -> Gateway | None:
+        """The simulator's gateway in front of this run's limiter, named as the live target's layers."""
+        if self.gateway is None:
+            return None
+        return Gateway(build_params(GATEWAY_ALGORITHM, self.gateway.policy), (GATEWAY_LIMIT, GUARDED_LIMIT))
 
 
 @dataclass
@@ -230,7 +243,7 @@ def plan_from_campaign(campaign: SimCampaign, repeats: int | None = None) -> Sim
         params = {a: campaign.params_for(a, policy, entry) for a in campaign.algorithms_for(entry)}
         for k in range(1, n + 1):
             try:
-                runs += [replace(r, repeat=k, repeats=n, seed=campaign.seed + k - 1)
+                runs += [replace(r, repeat=k, repeats=n, seed=campaign.seed + k - 1, gateway=entry.gateway)
                          for r in _runs_of(entry.run_name, campaign.model_for(entry, k - 1), policy, params)]
             except PolicyError as exc:
                 raise PolicyError(f"{entry.where}: {exc}") from None
@@ -268,18 +281,32 @@ def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
 
 def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
     """The summary's latency fields from the client log (the analysis's own functions: a ramp's
-    sustained rate too), and the system's: target cores used, downstream utilisation."""
+    sustained rate and an adaptive run's head to head too), and the system's: target cores used,
+    downstream utilisation."""
     if result.served is None:
         return {}
     client = client_table(result).drop_columns(["request_id"]).to_pandas()  # its ids would be an object a request
     row = {**latency_percentiles(admitted_latency(client)), **result.served.measures()}
     if run.scenario.split("-", 1)[0] == ramp.RAMP_SCENARIO:
-        info = _run_info(run, result)
-        row.update(ramp.measures(RunInfo(
-            status=RUN_OK, scenario=run.scenario, algorithm=run.algorithm, store=STORE,
-            policy=RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst),
-            scenario_params=info["scenario_params"], phases=tuple(Phase(**p) for p in info["phases"])), client)[0])
+        row.update(ramp.measures(_info_of(run, result), client)[0])
+    if result.limits:
+        t = np.asarray(result.arrivals.t, dtype=np.float64)
+        decisions = pd.DataFrame({"t": t, "adaptive_limit": np.asarray(result.limits, dtype=np.float64),
+                                  "allowed": np.asarray(result.allowed, dtype=bool)})
+        if result.limit_names is not None:
+            decisions["limit_name"] = result.limit_names
+        origin = min(float(t.min()), float(client["intended_t"].min())) if len(t) else 0.0
+        row.update(adaptive.head_to_head_fields(_info_of(run, result), decisions, client, origin))
     return row
+
+
+def _info_of(run: SimRun, result: Replay) -> RunInfo:
+    """A virtual run's run.json as the analysis reads it."""
+    info = _run_info(run, result)
+    return RunInfo(status=RUN_OK, scenario=run.scenario, algorithm=run.algorithm, store=STORE,
+                   policy=RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst),
+                   params=info["params"], scenario_params=info["scenario_params"],
+                   phases=tuple(Phase(**p) for p in info["phases"]), gateway=info["gateway"])
 
 
 SUMMARY_COLUMNS = ("t", "key", "cost", "allowed", "client_class", "client_id", "delay_s", "ideal_allowed")
@@ -329,7 +356,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         decider = run.decides_as or run.algorithm
         system = system_for(run.model, decider, plan.system, plan.downstream, run.seed)
         result, ideal = simulated(run.model, decider, run.policy, run.params, ideal=ideals.get(id(run.model)),
-                                  system=system)
+                                  system=system, gateway=run.gateway_store())
         row: dict[str, Any] = {
             "run": run.name,
             "scenario": run.scenario,
@@ -340,6 +367,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
             "window_s": run.policy.window_s,
             "burst": run.policy.effective_burst,
             "params": asdict(run.params),
+            "gateway": run.identity()["gateway"],
         }
         if hasattr(run.model, "p"):
             row["scenario_params"] = asdict(run.model.p)
@@ -352,6 +380,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
             frame = _read_summary_frame(path)
         policy = RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst)
         row.update(summarize(frame, run.decides_as or run.algorithm, policy, asdict(run.params)))
+        row["rejected_legit_rate"] = round(row["rejected_legit"] / row["legit_requests"], 6) if row["legit_requests"] else None
         del frame
         if result.arrivals.attempt is not None:
             row.update(retry_measures(attempt_log(result)))

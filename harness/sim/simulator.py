@@ -40,6 +40,7 @@ from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
 from .decision_columns import BLOCK, DecisionColumns
+from .gateway_store import Gateway
 from .system import UNAVAILABLE_STATUS, Path, Served, SystemSpec, serve_open, system_for
 
 NODE, STORE = "sim", "memory"
@@ -77,6 +78,9 @@ class Replay:
     """What the system model did with each request (client times, status, target work)."""
     limits: Sequence[float] | None = None
     """An observing limiter's limit after each decision (the log's ``adaptive_limit``)."""
+    limit_names: Sequence[str] | None = None
+    """Per decision, the limit that refused it, else the innermost that admitted (a gateway in
+    front: the log's ``limit_name``); None: one limit decided everything."""
 
     @property
     def allowed(self) -> list[bool]:
@@ -138,11 +142,17 @@ def outage_windows(model: TrafficModel) -> list[tuple[float, float]]:
 
 
 def replay(model: TrafficModel, algorithm: Algorithm, params: Any, *, max_keys: int = 1_000_000,
-           fleet: Fleet | None = None, system: SystemSpec | None = None) -> Replay:
+           fleet: Fleet | None = None, system: SystemSpec | None = None, gateway: Gateway | None = None) -> Replay:
     """``fleet`` (default: the model's own, if any) with a local virtual store: the requests are
     dealt over N independent memory stores as the balancer would (local limits on N nodes).
     ``system``: the path around the limiter (harness/sim/system.py); limiters that hold or
-    observe, and closed-loop models, always run through one (by default the model's)."""
+    observe, and closed-loop models, always run through one (by default the model's).
+    ``gateway``: a token bucket in front of the limiter (harness/sim/gateway_store.py)."""
+    if gateway is not None:
+        store = gateway.over(MemoryStore(algorithm, params, max_keys=max_keys))
+        result = replay_on(store, model, system)
+        result.limit_names = store.limit_names()
+        return result
     fleet = fleet or model.fleet()
     if fleet is not None and fleet.virtual_store != "shared":
         arrivals = virtual_arrivals(model)
@@ -377,18 +387,22 @@ def decision_parts(result: Replay, algorithm: str, ideal: list[bool], limit_name
     ids = request_ids(result.arrivals)
     micros = np.asarray(result.decision_us, dtype=np.float64)
     limits = np.asarray(result.limits, dtype=np.float64) if result.limits else None
+    names = result.limit_names
     for first in range(0, len(result.arrivals), rows):
         part = slice(first, first + rows)
         yield _decision_part(result.arrivals, part, [c[part] for c in cols], ids[part], micros[part],
-                             ideal[part], None if limits is None else limits[part], algorithm, limit_name)
+                             ideal[part], None if limits is None else limits[part], algorithm,
+                             limit_name if names is None else pa.array(names[part], pa.string()))
 
 
 def _decision_part(a: Arrivals, rows: slice, decision: list[np.ndarray], ids: pa.Array, micros: np.ndarray,
-                   ideal: list[bool], limits: np.ndarray | None, algorithm: str, limit_name: str) -> pa.Table:
+                   ideal: list[bool], limits: np.ndarray | None, algorithm: str, limit_name: str | pa.Array) -> pa.Table:
     allowed, remaining, retry_after, _reset, delay = decision
     n = len(allowed)
 
-    def constant(value: str) -> pa.Array:
+    def constant(value: str | pa.Array) -> pa.Array:
+        if isinstance(value, pa.Array):
+            return value
         return pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([value])).cast(pa.string())
 
     t = pa.array(a.t[rows], pa.float64())
@@ -453,12 +467,12 @@ def simulate(model: TrafficModel, algorithm_name: str, policy: Policy, params: A
 
 
 def simulated(model: TrafficModel, algorithm_name: str, policy: Policy, params: Any,
-              *, max_keys: int = 1_000_000, ideal: list[bool] | None = None,
-              fleet: Fleet | None = None, system: SystemSpec | None = None) -> tuple[Replay, list[bool]]:
+              *, max_keys: int = 1_000_000, ideal: list[bool] | None = None, fleet: Fleet | None = None,
+              system: SystemSpec | None = None, gateway: Gateway | None = None) -> tuple[Replay, list[bool]]:
     """``simulate`` without building the decision log: the replay and its ideal decisions (a
     large run streams its log with ``decision_parts``)."""
     algorithm = get_algorithm(algorithm_name)
-    result = replay(model, algorithm, params, max_keys=max_keys, fleet=fleet, system=system)
+    result = replay(model, algorithm, params, max_keys=max_keys, fleet=fleet, system=system, gateway=gateway)
     if ideal is None:
         is_reference = algorithm_name == "sliding_log" and params == build_params("sliding_log", policy)
         ideal = result.allowed if is_reference else ideal_decisions(result.arrivals, policy)

@@ -9,7 +9,15 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.adaptive import goodput_in_bound, limit_over_time, measures, oscillation, rule_label, settle_time
+from analysis.adaptive import (
+    goodput_in_bound,
+    limit_over_time,
+    measures,
+    one_row_per_request,
+    oscillation,
+    rule_label,
+    settle_time,
+)
 from analysis.report import build_report
 from contract.run_info import Phase, RunInfo, RunPolicy
 from contract.schema import CHARTS_DIR, DOWNSTREAM_STUCK_PHASE, REPORT_HTML, REPORT_MD, RUN_OK
@@ -63,6 +71,24 @@ def test_the_chart_series_keeps_each_bins_last_limit_and_rules_are_named() -> No
     assert series["t"].tolist() == [0.0, 0.05] and series["limit"].tolist() == [2.0, 3.0]
     assert rule_label({"rule": "gradient2", "window": "average"}) == "gradient2 windowed"
     assert rule_label({"rule": "aimd", "window": "none"}) == "aimd" and rule_label({}) is None
+    assert rule_label({"rule": "aimd"}, {"rate": 350.0, "burst": 16.0}) == "aimd + bucket 350/s, burst 16"
+
+
+def test_a_live_layered_log_counts_each_request_once() -> None:
+    # a live target logs an admitted request once per layer (gateway, then adaptive with its limit);
+    # a refused one once, on the layer that refused it
+    log = pd.DataFrame({
+        "t": [1.0, 1.0, 2.0, 3.0, 4.0, 4.0],
+        "limit_name": ["gateway", "adaptive", "gateway", "adaptive", "gateway", "adaptive"],
+        "allowed": [True, True, False, False, True, True],
+        "adaptive_limit": [np.nan, 5.0, np.nan, 5.0, np.nan, 6.0],
+    })
+    df, kept = one_row_per_request(log)
+    assert kept.tolist() == [1, 2, 3, 5]
+    assert df["limit_name"].tolist() == ["adaptive", "gateway", "adaptive", "adaptive"]
+    assert df["allowed"].tolist() == [True, False, False, True]
+    # one layer (or the simulator's one row per request): nothing to drop
+    assert one_row_per_request(log[log["limit_name"] == "adaptive"])[1] is None
 
 
 SMALL = """name: h2h-small

@@ -24,11 +24,18 @@ def test_the_virtual_twin_has_the_live_entries_policy_and_downstream():
 
 def test_rows_pair_by_run_with_virtual_over_live_ratios():
     live = [{"scenario": "ramp", "algorithm": "none", "latency_p99_intended_ms": 200.0, "admitted": 100, "rejected": 0,
-             "ramp_sustained_rps": 730.0},
+             "ramp_sustained_rps": 730.0, "goodput_in_bound_rps": 120.0},
             {"scenario": "ramp", "algorithm": "adaptive", "latency_p99_intended_ms": 40.0, "admitted": 50, "rejected": 50}]
     virtual = [{"scenario": "ramp", "algorithm": "none", "latency_p99_intended_ms": 150.0, "admitted": 100, "rejected": 0,
-                "ramp_sustained_rps": 790.0}]
+                "ramp_sustained_rps": 790.0, "goodput_in_bound_rps": 90.0}]
     [row] = side_by_side(live, virtual)
     assert row["run"] == "ramp x none"
     assert row["P99 ms"] == (200.0, 150.0, 0.75) and row["admitted"] == (100, 100, 1.0)
     assert row["rejected"] == (0, 0, None) and row["sustained /s"] == (730.0, 790.0, 1.082)
+    assert row["goodput /s"] == (120.0, 90.0, 0.75)
+
+
+def test_the_twin_of_an_entry_behind_a_gateway_keeps_its_bucket():
+    live = scaled(load_campaign(CAMPAIGNS / "adaptive.yaml"), "downstream_breaks-overload-vegas-bucket", 1.0)
+    [entry] = virtual_twin(live).scenarios
+    assert entry.gateway is not None and (entry.gateway.rate, entry.gateway.burst) == (300, 16)

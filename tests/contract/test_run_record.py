@@ -13,14 +13,14 @@ from contract.run_info import RunRecord, read_run_json
 def planned() -> RunRecord:
     return RunRecord(status="failed", scenario="boundary_burst", algorithm="fixed_window", store="memory", system="suite",
                      policy={"limit": 20.0, "window_s": 1.0, "burst": None}, params={"limit": 20.0}, scenario_params={},
-                     workers=1, processes=1, limiters="shared", seed=3, repeat=None)
+                     workers=1, processes=1, limiters="shared", seed=3, repeat=None, gateway=None)
 
 
 def test_a_run_that_failed_early_says_only_what_it_got_to():
     record = planned().add(start_at=10.0, error="target did not start", generator_bound=None)
     assert list(record.to_json()) == ["status", "scenario", "algorithm", "store", "system", "policy", "params",
-                                      "scenario_params", "workers", "processes", "limiters", "seed", "repeat", "start_at", "error",
-                                      "generator_bound"]
+                                      "scenario_params", "workers", "processes", "limiters", "seed", "repeat", "gateway",
+                                      "start_at", "error", "generator_bound"]
     assert record.to_json()["generator_bound"] is None  # given as null: written as null
     assert record.get("end_at") is None and "end_at" not in record.to_json()
 
