@@ -16,9 +16,9 @@ import pandas as pd
 import pyarrow as pa
 
 from contract.run_info import degraded_line
-from contract.schema import ALGORITHM_NAMES, DECISIONS_FILE, split_repeat
+from contract.schema import ALGORITHM_NAMES, DECIDED_BY_MODEL, DECISIONS_FILE, REPEAT_MARK, split_repeat
 
-from . import adaptive, latency, metrics, ramp, retries
+from . import adaptive, latency, metrics, promises, ramp, retries
 from . import client as client_metrics
 from .cpu import EMPTY_MARGINAL, cpu_ms_per_1k, generator_bound, marginal_cpu
 from .ideal import ideal_sliding_log
@@ -53,6 +53,7 @@ class RunAnalysis:
     ramp: pd.DataFrame | None = None  # a ramp run's bins by offered rate (analysis.ramp.bins)
     limit: pd.DataFrame | None = None  # an adaptive run's limit over time (analysis.adaptive.limit_over_time)
     keys: pd.DataFrame | None = None  # a trace run's keys, the most refused first (analysis.keys.per_key)
+    twin: dict[str, Any] | None = None  # a peer run's virtual twin's row (_twin_row), shown after its own
 
     @property
     def degraded(self) -> tuple[float, float] | None:
@@ -69,7 +70,8 @@ class FolderAnalysis:
 
     @property
     def rows(self) -> list[dict[str, Any]]:
-        return [a.row for a in self.runs]
+        """Every run's row, a peer run's twin right after it."""
+        return [r for a in self.runs for r in (a.row, a.twin) if r is not None]
 
 
 def _base_row(run: Run) -> dict[str, Any]:
@@ -77,7 +79,7 @@ def _base_row(run: Run) -> dict[str, Any]:
     return {"scenario": i.scenario, "algorithm": i.algorithm, "system": i.system, "store": i.store,
             "decided_from": i.decided_from, "decision_uncertainty_ms": i.decision_uncertainty_ms, "limit": i.policy.limit,
             "window_s": i.policy.window_s, "burst": i.policy.burst, "params": i.params,
-            "scenario_params": i.scenario_params, "run": run.name,
+            "scenario_params": i.scenario_params, "run": run.name, "twin_of": None,
             "repeat": i.repeat if i.repeat is not None else split_repeat(run.name)[1], "seed": i.seed, "trace": i.trace,
             "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters,
             "gateway": i.gateway,
@@ -110,6 +112,33 @@ def _decision_row(df: pd.DataFrame, run: Run, envelope: pd.DataFrame, kept: np.n
     row["decision_us_p50"] = latency.nearest_rank(us, 50.0)
     row["decision_us_p99"] = latency.nearest_rank(us, 99.0)
     return row
+
+
+TWIN_SYSTEM = "twin"
+TWIN_MARK = "~twin"
+TWIN_KEPT = ("scenario", "limit", "window_s", "burst", "params", "scenario_params", "seed", "repeat", "trace")
+"""What a twin row says as its live row does: the same traffic, under the same policy."""
+
+
+def _twin_row(run: Run, row: dict[str, Any]) -> dict[str, Any] | None:
+    """A peer's virtual twin as a row beside the live one: the same scenario through the suite's
+    model of that peer (a url peer's: the algorithm it claims) in virtual time, judged at the run's
+    policy as the live row is. Only what decisions give (no client log, no CPU); ``twin_of`` names
+    the live run, ``system`` is ``twin``, ``algorithm`` says whose twin and which model; its store
+    is the live row's, so every table keeps it beside that row."""
+    df = run.twin()
+    if df is None or df.empty:
+        return None
+    p = run.info.policy
+    envelope = metrics.admitted_envelope(df, metrics.envelope_lengths(p.window_s, ENVELOPE_POINTS))
+    base, repeat = split_repeat(run.name)
+    twin: dict[str, Any] = dict.fromkeys(row)
+    twin.update({k: row[k] for k in TWIN_KEPT})
+    twin.update(algorithm=f"{row['algorithm']} twin: {df['algorithm'].iloc[0]}", system=TWIN_SYSTEM, store=row["store"],
+                kind=TWIN_SYSTEM, decided_from=DECIDED_BY_MODEL, twin_of=run.name,
+                run=f"{base}{TWIN_MARK}" + ("" if repeat is None else f"{REPEAT_MARK}{repeat}"))
+    twin.update(_decision_row(df, run, envelope))
+    return twin
 
 
 def _done_times(run: Run, df: pd.DataFrame, kept: np.ndarray | None = None) -> np.ndarray | None:
@@ -198,8 +227,10 @@ def analyze_run(run: Run) -> RunAnalysis:
     a = RunAnalysis(run, row, envelope, origin)
     row.update(EMPTY_CLIENT)
     row.update(ramp.EMPTY)
+    row.update(promises.EMPTY)
     if client is not None:
         _client_part(a, client)
+        row.update(_promises(run))
         if run.info.scenario.split("-", 1)[0] == ramp.RAMP_SCENARIO:
             fields, a.ramp = ramp.measures(run.info, client)
             row.update(fields)
@@ -219,7 +250,16 @@ def analyze_run(run: Run) -> RunAnalysis:
     if run.info.scenario.startswith(RETRY_STORM_PREFIX):
         sent = client["sent_t"].to_numpy(dtype=np.float64) if client is not None else t
         a.calls = _per_second(sent[np.isfinite(sent)], origin)
+    a.twin = _twin_row(run, row)
     return a
+
+
+def _promises(run: Run) -> dict[str, Any]:
+    """Whether the limit fields the client was sent told the truth (analysis.promises), per the
+    decision log's keys; null without the client log's limit fields (older folders, virtual runs)."""
+    if not run.client_has(promises.LIMIT_FIELDS):
+        return dict(promises.EMPTY)
+    return promises.run_measures(run.client(promises.COLUMNS), run.decision_columns(promises.DECISION_COLUMNS))
 
 
 def _adaptive_part(a: RunAnalysis, df: pd.DataFrame, client: pd.DataFrame | None) -> None:

@@ -93,27 +93,47 @@ def _times(row: Row, field: str = "over_admission") -> str:
     return _figure(row, field, f"{row[field]:.2f}x", lambda v: f"{v:.2f}x")
 
 
+def _runs_named(rows: Sequence[Row], most: int = 3) -> str:
+    names = [r["run"] for r in rows]
+    if len(names) > most:
+        names = [*names[:most], f"{len(names) - most} more"]
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _line(runs: Sequence[Row]) -> str:
+    """The 2x line: every run past it counted and named, whatever ran; "none past it" said only
+    where a fixed-window-family algorithm ran (the panel draws the line only there)."""
+    above = [r for r in runs if r["over_admission"] > LINE + 1e-9]
+    if above:
+        return (f"; {len(above)} of {len(runs)} runs went past the {LINE:g}x line (the fixed window's bound): "
+                f"{_runs_named(sorted(above, key=lambda r: -r['over_admission']))}")
+    if any(r["algorithm"] in FIXED_WINDOW_FAMILY for r in runs):
+        return f"; no run went past the {LINE:g}x line (the fixed window's bound)"
+    return ""
+
+
 def over_admission(rows: Sequence[Row]) -> Answer | None:
-    """Worst and best rate limiter at the window edge (boundary bursts; else the Retry-After drip),
-    per the key the policy names; the 2x line only spoken of where a fixed-window-family algorithm
-    ran (the panel draws it only there)."""
-    runs = _limiters(_of(rows, "boundary_burst", "over_admission") or _of(rows, "adversarial_drip", "over_admission"))
+    """The worst case of the campaign: the most admitted in any W, as a multiple of L, over every
+    rate-limiter run of every scenario (boundary bursts, the drip, page loads, a fleet's nodes, a
+    hunt: whichever found the most), per the key the policy names, naming the run; beside it the
+    best limiter on that same scenario (the same traffic) and every run past the 2x line."""
+    runs = _limiters([r for r in rows if r.get("over_admission") is not None and not r.get("degraded_share")])
     if not runs:
         return None
-    worst, best = _extreme(runs, "over_admission", True), _extreme(runs, "over_admission", False)
+    top = max(runs, key=lambda r: r["over_admission"])
+    same = [r for r in runs if r["scenario"] == top["scenario"]]
+    worst, best = _extreme(same, "over_admission", True), _extreme(same, "over_admission", False)
     w, b = worst[0], best[0]
     limit, window = w["limit"], w["window_s"]
-    sentence = (f"O{_where(w)[1:]}: up to {_times(w)} the limit: {_tied(worst)} admitted "
+    of = f"the worst of {len(runs)} rate-limiter runs" if len(runs) > 1 else "one rate-limiter run"
+    sentence = (f"O{_where(w)[1:]}, {of}: up to {_times(w)} the limit: {_tied(worst)} admitted "
                 f"{_num(w['over_admission'] * limit)} in one {window:g} s window against a limit of {_num(limit)} "
                 f"({w['run']})")
     if w is not b and not set(map(id, worst)) & set(map(id, best)):
-        sentence += f"; {_tied(best)} held it to {_times(b)} ({b['run']})"
-    elif len(runs) > 1:
-        sentence += "; every limiter within noise of it"
-    if any(r["algorithm"] in FIXED_WINDOW_FAMILY for r in runs):
-        above = [r for r in runs if r["over_admission"] > LINE + 1e-9]
-        sentence += (f"; {len(above)} of {len(runs)} limiters went past the {LINE:g}x line (the fixed window's bound)"
-                     if above else f"; no limiter went past the {LINE:g}x line (the fixed window's bound)")
+        sentence += f"; on the same traffic {_tied(best)} held it to {_times(b)} ({b['run']})"
+    elif len(same) > 1:
+        sentence += "; every limiter on that traffic within noise of it"
+    sentence += _line(runs)
     question = f"We limit to {_num(limit)} per {window:g} s per key: how much can get through in any {window:g} s?"
     return Answer("over_admission", question, sentence + ".", tuple(dict.fromkeys((w["run"], b["run"]))), "over_admission")
 
@@ -276,5 +296,7 @@ QUESTIONS = (over_admission, legit_rejections, bounded_p99, throughput, retries,
 
 
 def answers(rows: Sequence[Row]) -> list[Answer]:
-    """The answers the rows can give, in docs/architecture.md's order of the questions."""
-    return [a for a in (q(rows) for q in QUESTIONS) if a is not None]
+    """The answers the rows can give, in docs/architecture.md's order of the questions; of runs,
+    never of a peer's virtual twin (a model of it, shown beside its row, not a run)."""
+    runs = [r for r in rows if not r.get("twin_of")]
+    return [a for a in (q(runs) for q in QUESTIONS) if a is not None]

@@ -15,9 +15,12 @@ only when it was ``done`` before the window could have ended: every check errs t
 
 from __future__ import annotations
 
+import math
+from bisect import bisect_left
 from collections import Counter, defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 
 from contract.limit_headers import LimitFields
 
@@ -77,16 +80,47 @@ def by_key(answers: Iterable[Answer]) -> dict[str, list[Answer]]:
     return keyed
 
 
-def check_retry_after(answers: Sequence[Answer], tally: Tally) -> None:
+class _Index:
+    """One key's answers in the order sent, indexed so that each check is a lookup, not a scan
+    (a campaign's key has a hundred thousand answers): admitted counts before each place, the
+    refused places, the next admitted place from each, the latest answer before each."""
+
+    def __init__(self, answers: Sequence[Answer]) -> None:
+        self.answers = answers
+        self.sent = [a.sent for a in answers]
+        self.admitted_before = [0, *accumulate(int(a.allowed) for a in answers)]
+        self.refused = [i for i, a in enumerate(answers) if not a.allowed]
+        n = len(answers)
+        self.next_admitted = [n] * (n + 1)
+        for i in range(n - 1, -1, -1):
+            self.next_admitted[i] = i if answers[i].allowed else self.next_admitted[i + 1]
+        self.latest_done_before = [-math.inf, *accumulate((a.done for a in answers), max)]
+
+    def first_sent_from(self, t: float, lo: int) -> int | None:
+        """The first answer at or after place ``lo`` sent at or after ``t``."""
+        j = bisect_left(self.sent, t, lo=lo)
+        return j if j < len(self.sent) else None
+
+    def admitted_between(self, lo: int, hi: int) -> bool:
+        """Whether any answer in places [lo, hi) was admitted."""
+        return self.admitted_before[hi] > self.admitted_before[lo]
+
+    def first_refused(self, lo: int, hi: int) -> int | None:
+        """The first refused place in [lo, hi)."""
+        k = bisect_left(self.refused, lo)
+        return self.refused[k] if k < len(self.refused) and self.refused[k] < hi else None
+
+
+def check_retry_after(index: _Index, tally: Tally) -> None:
     """One check per retry: the first request sent at or after a refusal's done + Retry-After,
     with nothing admitted between (an admitted one would have spent the quota it was promised)."""
-    checked: set[int] = set()
-    for i, a in enumerate(answers):
-        if a.allowed or a.fields.retry_after_s is None:
+    answers, checked = index.answers, set()
+    for i in index.refused:
+        a = answers[i]
+        if a.fields.retry_after_s is None:
             continue
-        due = a.done + a.fields.retry_after_s
-        j = next((j for j in range(i + 1, len(answers)) if answers[j].sent >= due), None)
-        if j is None or j in checked or any(b.allowed for b in answers[i + 1:j]):
+        j = index.first_sent_from(a.done + a.fields.retry_after_s, i + 1)
+        if j is None or j in checked or index.admitted_between(i + 1, j):
             continue
         checked.add(j)
         retry = answers[j]
@@ -94,36 +128,38 @@ def check_retry_after(answers: Sequence[Answer], tally: Tally) -> None:
                                  f"the retry at {retry.sent:.3f} refused too")
 
 
-def check_remaining(answers: Sequence[Answer], tally: Tally) -> None:
+def check_remaining(index: _Index, tally: Tally) -> None:
     """An answer saying r remain, nothing of the key in flight across it: its next r are admitted."""
+    answers = index.answers
     for i, a in enumerate(answers):
         r = a.fields.remaining
-        if not r or any(b.sent < a.done < b.done for b in answers[:i]) or \
-                any(b.sent < a.done for b in answers[i + 1:]):
+        if not r or index.latest_done_before[i] > a.done or (i + 1 < len(answers) and answers[i + 1].sent < a.done):
             continue
-        promised = answers[i + 1:i + 1 + int(r)]
-        if promised:
-            refused = next((b for b in promised if not b.allowed), None)
-            tally.add(refused is None, f"{a.key}: {r:g} remaining at {a.done:.3f}, "
-                                       f"refused at {refused.sent:.3f}" if refused else "")
+        end = min(len(answers), i + 1 + int(r))
+        if end > i + 1:
+            refused = index.first_refused(i + 1, end)
+            tally.add(refused is None, "" if refused is None else
+                      f"{a.key}: {r:g} remaining at {a.done:.3f}, refused at {answers[refused].sent:.3f}")
 
 
-def check_reset(answers: Sequence[Answer], truth: HeaderTruth) -> None:
+def check_reset(index: _Index, truth: HeaderTruth) -> None:
     """After a refusal saying reset t: the first request sent at or after done + t (nothing admitted
     between) is admitted with the whole quota; an admission before that measures how early."""
-    for i, a in enumerate(answers):
-        if a.allowed or a.fields.reset_s is None:
+    answers = index.answers
+    for i in index.refused:
+        a = answers[i]
+        if a.fields.reset_s is None:
             continue
         due = a.done + a.fields.reset_s
-        later = answers[i + 1:]
-        early = next((b for b in later if b.allowed), None)
-        if early is not None and early.sent < due:  # admitted before the reset: it spent the quota
-            if early.done < due:
-                truth.reset_early_s = max(truth.reset_early_s, due - early.done)
+        k = index.next_admitted[i + 1]
+        if k < len(answers) and answers[k].sent < due:  # admitted before the reset: it spent the quota
+            if answers[k].done < due:
+                truth.reset_early_s = max(truth.reset_early_s, due - answers[k].done)
             continue
-        first = next((b for b in later if b.sent >= due), None)
-        if first is None:
+        j = index.first_sent_from(due, i + 1)
+        if j is None:
             continue
+        first = answers[j]
         f = first.fields
         whole = f.remaining is None or f.limit is None or f.remaining >= f.limit - 1
         truth.reset.add(first.allowed and whole, f"{a.key}: reset {a.fields.reset_s:g} s at {a.done:.3f}, at "
@@ -135,7 +171,8 @@ def header_truth(answers: Iterable[Answer]) -> HeaderTruth:
     truth = HeaderTruth()
     for keyed in by_key(answers).values():
         truth.forms.update(a.fields.form for a in keyed)
-        check_retry_after(keyed, truth.retry_after)
-        check_remaining(keyed, truth.remaining)
-        check_reset(keyed, truth)
+        index = _Index(keyed)
+        check_retry_after(index, truth.retry_after)
+        check_remaining(index, truth.remaining)
+        check_reset(index, truth)
     return truth

@@ -24,7 +24,7 @@ from contract.run_info import RunFileError, RunInfo, RunPolicy, read_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
-    CLIENT_SCHEMA,
+    CLIENT_REQUIRED,
     CPU_COLUMNS,
     CPU_FILE,
     DECISIONS_FILE,
@@ -32,6 +32,7 @@ from contract.schema import (
     RUN_OK,
     RUNS_DIR,
     SYSTEM_SUITE,
+    TWIN_FILE,
     parse_run_dir_name,
 )
 
@@ -70,6 +71,15 @@ class Run:
         dictionary = [c for c in CATEGORICAL if c in names]
         return _guard(path, lambda p: decision_file.read_table(p, columns=columns, read_dictionary=dictionary)).to_pandas()
 
+    def twin(self) -> pd.DataFrame | None:
+        """A peer run's virtual twin (TWIN_FILE), its decisions read as ``decisions`` reads the run's;
+        None when the run has none (the suite's own runs, a url peer that claims nothing)."""
+        path = self.path / TWIN_FILE
+        if not path.is_file():
+            return None
+        names = set(_guard(path, pq.read_schema).names)
+        return _read_parquet(path, [c for c in (*DECISION_REQUIRED, *DECISION_OPTIONAL, "algorithm") if c in names], [])
+
     def request_ids(self) -> pd.Series | None:
         """Each decision's request id, in the log's row order (None when the log has none)."""
         path = self.path / DECISIONS_FILE
@@ -77,15 +87,26 @@ class Run:
             return None
         return _guard(path, lambda p: decision_file.read_table(p, columns=["request_id"])).to_pandas()["request_id"]
 
+    def decision_columns(self, columns: Sequence[str]) -> pd.DataFrame:
+        """These columns of the decision log, those it has, in its row order."""
+        path = self.path / DECISIONS_FILE
+        names = set(_guard(path, decision_file.read_schema).names)
+        return _guard(path, lambda p: decision_file.read_table(p, columns=[c for c in columns if c in names])).to_pandas()
+
     def rejected_decisions(self) -> pd.DataFrame:
         """Rejected decisions with request id and Retry-After, for matching client retries."""
         table = _guard(self.path / DECISIONS_FILE, lambda p: decision_file.read_table(
             p, columns=["t", "request_id", "retry_after_s"], filters=[("allowed", "==", False)]))
         return table.to_pandas()
 
-    def client(self, columns: Sequence[str] = tuple(CLIENT_SCHEMA.names)) -> pd.DataFrame | None:
+    def client(self, columns: Sequence[str] = CLIENT_REQUIRED) -> pd.DataFrame | None:
         path = self.path / CLIENT_FILE
         return _read_parquet(path, list(columns), []) if path.is_file() else None
+
+    def client_has(self, column: str) -> bool:
+        """Whether the client log has ``column`` (an optional one: older folders lack it)."""
+        path = self.path / CLIENT_FILE
+        return path.is_file() and column in _guard(path, pq.read_schema).names
 
     def cpu(self) -> pd.DataFrame | None:
         path = self.path / CPU_FILE
@@ -191,7 +212,7 @@ def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
     if not decisions.is_file():
         run.warnings.append(f"{run.name}: its target was killed: the decisions are the parts it had flushed")
     if (path / CLIENT_FILE).is_file():
-        _check_parquet(path / CLIENT_FILE, tuple(CLIENT_SCHEMA.names))
+        _check_parquet(path / CLIENT_FILE, CLIENT_REQUIRED)
     elif live:
         run.warnings.append(f"{run.name}: no {CLIENT_FILE}: latency, goodput and header truthfulness are n/a")
     run.warnings += _response_findings(run.name, info.response)

@@ -9,6 +9,7 @@ from typing import Any
 
 from contract.summary import decided_label
 
+from . import promises
 from .labels import FIGURES
 
 Column = tuple[str, Callable[[dict[str, Any]], Any], str]
@@ -38,6 +39,7 @@ SUMMARY: tuple[Column, ...] = (
                            "cpu_target_idle_ms_per_s", "cpu_generator_ms_per_1k", "over_admission", "in_flight_ratio",
                            "false_admits", "false_rejects", "legit_fairness_jain", "goodput_rps", "time_to_recover_s",
                            "header_truthfulness")),
+    ("limit fields kept", promises.text, "{}"),
 )
 
 LATENCY: tuple[Column, ...] = (

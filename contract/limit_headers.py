@@ -171,3 +171,29 @@ def parse_limit_fields(headers: Mapping[str, str] | Iterable[tuple[str, str]], r
         quota = LimitFields(limit=limit, window_s=window, form="ietf-list" if '"' in policy else "ietf-fields")
     quota = quota or LimitFields()
     return LimitFields(wait, quota.limit, quota.window_s, quota.remaining, quota.reset_s, quota.form)
+
+
+def is_limit_header(name: str) -> bool:
+    """Whether a header (lower case) is one of the limit fields a client log keeps."""
+    return name == "retry-after" or name.startswith(("ratelimit", "x-ratelimit"))
+
+
+def limit_lines(headers: Mapping[str, str] | Iterable[tuple[str, str]]) -> str | None:
+    """An answer's limit fields as the client log keeps them: ``name: value`` lines (names lower
+    case), with its ``Date`` when it has any (an HTTP-date Retry-After is relative to it); None
+    when it has none. Kept raw and parsed by ``parse_lines`` when read: the load generator's time
+    goes to sending, not parsing."""
+    pairs = [(str(k).lower(), str(v)) for k, v in (headers.items() if isinstance(headers, Mapping) else headers)]
+    kept = [f"{k}: {v}" for k, v in pairs if is_limit_header(k)]
+    if not kept:
+        return None
+    kept += [f"date: {v}" for k, v in pairs if k == "date"][:1]
+    return "\n".join(kept)
+
+
+def parse_lines(text: str | None, received_at: float) -> LimitFields:
+    """The limit fields of a client log's ``limit_fields`` cell (``limit_lines``); none for None."""
+    if not text:
+        return LimitFields()
+    pairs = (line.partition(":") for line in text.split("\n"))
+    return parse_limit_fields(((name, value.strip()) for name, _, value in pairs), received_at)

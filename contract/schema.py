@@ -42,8 +42,13 @@ CLIENT_SCHEMA = pa.schema(
         ("done_t", pa.float64()),
         ("status", pa.int32()),
         ("attempt", pa.int32()),
+        ("limit_fields", pa.string()),  # the answer's limit header lines as received (contract.limit_headers)
     ]
 )
+CLIENT_LIMIT_FIELDS = "limit_fields"
+CLIENT_OPTIONAL = (CLIENT_LIMIT_FIELDS,)
+"""Client-log columns an older folder lacks: a reader asks for them only where the file has them."""
+CLIENT_REQUIRED = tuple(n for n in CLIENT_SCHEMA.names if n not in CLIENT_OPTIONAL)
 
 LEGIT, ABUSIVE = "legit", "abusive"
 GATEWAY_LIMIT = "gateway"
@@ -65,10 +70,11 @@ SYSTEM_SUITE = "suite"
 """The summary's ``system`` of the suite's own targets; a peer target's is its name (``nginx``)."""
 
 
-DECIDED_BY_TARGET, DECIDED_BY_CLIENT = "target", "client"
+DECIDED_BY_TARGET, DECIDED_BY_CLIENT, DECIDED_BY_MODEL = "target", "client", "model"
 """run.json's and the summary's ``decided_from``: the limiter's own records (the suite's targets,
 NGINX's access log, slowapi's hits), or inferred from the client log (a url peer): then every
-metric is client-side, uncertain by the request's round trip (``decision_uncertainty_ms``)."""
+metric is client-side, uncertain by the request's round trip (``decision_uncertainty_ms``); a
+peer's virtual twin's summary row: the suite's model of it, in virtual time (``model``)."""
 
 
 def peer_run_dir_name(scenario: str, peer: str) -> str:
@@ -84,6 +90,10 @@ REPORT_MD = "report.md"
 KEYS_FILE = "keys.csv"
 """A trace run's keys (``simulate --trace``): run, key, requests, refused, worst_window; the most refused first."""
 LOCUST_DIR = "locust"
+TWIN_FILE = "twin.parquet"
+"""A peer run's virtual twin beside its decisions: the suite's model of that peer (a url peer's:
+of the algorithm it claims) replayed on the same scenario in virtual time, DECISION_SCHEMA; the
+summary's row for it follows the live row (``twin_of``)."""
 PLAN_FILE = "plan.json"
 """The plan Locust replays (scenarios.live_plan.LivePlan), beside run.json."""
 

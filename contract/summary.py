@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .atomic import write_text
-from .schema import DECIDED_BY_CLIENT, DECIDED_BY_TARGET, SUMMARY_CSV, SUMMARY_JSON, SYSTEM_SUITE
+from .schema import DECIDED_BY_CLIENT, DECIDED_BY_MODEL, DECIDED_BY_TARGET, SUMMARY_CSV, SUMMARY_JSON, SYSTEM_SUITE
 
 RUN_ID = ("scenario", "algorithm", "store")
 
@@ -65,7 +65,10 @@ def with_system(row: dict[str, Any]) -> dict[str, Any]:
 def decided_label(row: dict[str, Any]) -> str:
     """How a row's metrics were decided, as the report labels them: ``target`` (the limiter's own
     records), or ``client-side ±<P99 round trip> ms`` for a url peer's (every metric of the row
-    is inferred from the client log: ``decided_from`` and ``decision_uncertainty_ms`` columns)."""
+    is inferred from the client log: ``decided_from`` and ``decision_uncertainty_ms`` columns);
+    ``model`` for a peer's virtual twin."""
+    if row.get("decided_from") == DECIDED_BY_MODEL:
+        return DECIDED_BY_MODEL
     if row.get("decided_from") != DECIDED_BY_CLIENT:
         return DECIDED_BY_TARGET
     ms = row.get("decision_uncertainty_ms")

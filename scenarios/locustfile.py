@@ -40,6 +40,7 @@ from locust import FastHttpUser, User, events, task
 from locust.exception import CatchResponseError, StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from contract.limit_headers import limit_lines
 from contract.routes import model_route
 from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, client_part, ready_marker
 from scenarios.base import Request
@@ -119,8 +120,9 @@ class _ClientLog:
         self.tables: list[Callable[[], pa.Table]] = []
         """Rows kept in columns by a replay engine, read when the test stops."""
 
-    def add(self, request_id: str, intended: float, sent: float, done: float, status: int, attempt: int = 1) -> None:
-        for name, value in zip(CLIENT_SCHEMA.names, (request_id, intended, sent, done, status, attempt)):
+    def add(self, request_id: str, intended: float, sent: float, done: float, status: int, attempt: int = 1,
+            fields: str | None = None) -> None:
+        for name, value in zip(CLIENT_SCHEMA.names, (request_id, intended, sent, done, status, attempt, fields)):
             self.rows[name].append(value)
 
     def write(self) -> None:
@@ -280,6 +282,7 @@ class PlanUser(User):
             "intended_t": self.intended[sent], "sent_t": engine.sent[sent] - self.shift_s,
             "done_t": engine.done[sent] - self.shift_s,
             "status": engine.status[sent], "attempt": np.ones(int(sent.sum()), dtype=np.int32),
+            "limit_fields": pa.array([f for f, s in zip(engine.fields, sent) if s], pa.string()),
         }, schema=CLIENT_SCHEMA)
 
 
@@ -320,14 +323,15 @@ class ReactiveUser(FastHttpUser):
         with self.client.request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",
                                  catch_response=True) as response:
             status = response.status_code or 0
-            answer = outcome(status, {k.lower(): v for k, v in (response.headers or {}).items()})
+            headers = {k.lower(): v for k, v in (response.headers or {}).items()}
+            answer = outcome(status, headers)
             if status in RETRIED_EXPECTED:
                 response.success()  # a refusal the model answers is an expected outcome
             else:
                 response.failure(f"status {status}")
         done = time.time() - shift
         LOG.in_flight.pop(request_id, None)
-        LOG.add(request_id, deadline, sent, done, status, request.attempt)
+        LOG.add(request_id, deadline, sent, done, status, request.attempt, limit_lines(headers))
         if answer is None:
             return
         for follow in self.model.react(request._replace(t=done - start_at), answer):

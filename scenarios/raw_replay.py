@@ -111,7 +111,7 @@ class _Pool:
 
 class RawReplay:
     """Sends ``requests[i]`` when asked (``send_group``), reads replies while it waits
-    (``wait_until``, ``drain``), records sent/done/status per request, and calls ``on_reply``
+    (``wait_until``, ``drain``), records sent/done/status/limit fields per request, and calls ``on_reply``
     for each answer."""
 
     def __init__(self, requests: list[Wire], on_reply: OnReply) -> None:
@@ -121,6 +121,8 @@ class RawReplay:
         self.sent = np.full(n, np.nan)
         self.done = np.full(n, np.nan)
         self.status = np.zeros(n, dtype=np.int32)
+        self.fields: list[str | None] = [None] * n
+        """Each answer's limit fields' lines (``scenarios.wire.Reply``), None where it had none."""
         self.outstanding = 0
         self.pools: dict[tuple[str, int], _Pool] = {}
         self._poller = _epoll()
@@ -316,7 +318,7 @@ class RawReplay:
             self._lost(conn)
             return
         now = time.time()
-        for status, length in replies:
+        for status, length, fields in replies:
             if not pending:  # more replies than requests: a server's stray bytes, not ours to count
                 break
             i = pending.popleft()
@@ -324,6 +326,7 @@ class RawReplay:
                 self._warm.append(status)
                 continue
             self.done[i] = now
+            self.fields[i] = fields
             self._answer(i, status, length)
         if conn.parser.closing:
             self._lost(conn)

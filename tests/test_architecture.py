@@ -18,8 +18,9 @@ PACKAGES = ("analysis", "benchmarks", "contract", "harness", "scenarios", "targe
 HARNESS_FLOORS = ("processes", "campaign", "sim", "live", "judge", "validate", "cli")
 """harness/'s subpackages from the bottom up: each imports only those below it (and itself);
 modules at harness/'s own root (the runners' events) stand below them all."""
-NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.remote_sides"}
-"""scenarios/ modules that replay models over HTTP rather than being models."""
+NOT_TRAFFIC_MODELS = {"scenarios.locustfile", "scenarios.live_plan", "scenarios.remote_sides", "scenarios.wire"}
+"""scenarios/ modules that replay models over HTTP rather than being models (the wire reads an
+answer's limit fields as the contract keeps them)."""
 STORE_MAY_IMPORT = ("targets.stores", "targets.algorithms", "contract", "targets.redact")
 """A store's imports: stores, algorithms, the contract, and the redaction of a Redis URL's password."""
 PURE_MAY_IMPORT = ("contract.errors", "contract.params", "contract.routes", "contract.stores")

@@ -12,6 +12,7 @@ from typing import Any, get_args
 from rich.console import Console
 from rich.table import Table
 
+from analysis import promises
 from analysis.palette import rich_markup
 from analysis.report import build_report
 from analysis.spread import with_spread
@@ -136,11 +137,18 @@ LIVE_COLUMNS = (
 RAMP_COLUMN = Column("sustained /s", "sust.\n/s",
                      lambda row: "-" if row.get("ramp_sustained_rps") is None else f"{row['ramp_sustained_rps']:,.0f}")
 """Only when a ramp ran: the highest offered rate with P99 under its bound and nothing late or failed."""
+FIELDS_COLUMN = Column("fields kept", "fields\nkept", lambda row: promises.text(row, short=True) or "-")
+"""Only when some answer carried limit fields: the promises kept of those checked, Retry-After, remaining
+and reset (analysis.promises.text),
+after the limit's own columns (before latency and CPU: a narrow terminal crops the last ones)."""
+FIELDS_AT = 5
 
 
 def summary_table(rows: list[dict[str, Any]], out: Console, wide: bool = False) -> Table:
     ramp = any(r.get("ramp_sustained_rps") is not None for r in rows)
-    return fit_table("live campaign summary", rows, (*LIVE_COLUMNS, *([RAMP_COLUMN] if ramp else [])), out, wide=wide)
+    fields = [FIELDS_COLUMN] if any(r.get("limit_fields_form") for r in rows) else []
+    columns = (*LIVE_COLUMNS[:FIELDS_AT], *fields, *LIVE_COLUMNS[FIELDS_AT:], *([RAMP_COLUMN] if ramp else []))
+    return fit_table("live campaign summary", rows, columns, out, wide=wide)
 
 
 def _fmt(value: Any) -> str:

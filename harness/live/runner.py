@@ -31,7 +31,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from analysis.cpu import generator_bound
-from contract.atomic import write_text
+from contract.atomic import atomic_write, write_text
 from contract.folder import ResultsFolder, utc_stamp
 from contract.machine import machine_facts
 from contract.run_info import RunRecord
@@ -51,6 +51,7 @@ from contract.schema import (
     RUN_FILE,
     RUN_INTERRUPTED,
     RUN_OK,
+    TWIN_FILE,
 )
 from harness.campaign.live import Campaign
 from harness.events import RunnerEvents
@@ -395,7 +396,8 @@ class LiveRunner:
         return results
 
     def _virtual(self, run: LiveRun) -> float | None:
-        """The same scenario in virtual time, for the live-vs-simulated comparison."""
+        """The same scenario in virtual time, for the live-vs-simulated comparison (a peer's twin
+        kept beside its decisions: the summary's row after the live one)."""
         limiter = run.limiter
         if limiter.label == "adaptive" or run.scenario.name not in SCENARIOS:
             return None
@@ -406,6 +408,7 @@ class LiveRunner:
             if twin is None:
                 return None
             table, _ = simulate(run.model, twin[0], twin[1], run.params)
+            atomic_write(self.folder.run_dir(run.name) / TWIN_FILE, lambda tmp: pq.write_table(table, tmp))
             return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
         fleet = Fleet(tuple(run.joins_s), run.routing, limiter.store.virtual_store) if len(run.joins_s) > 1 else None

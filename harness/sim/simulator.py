@@ -451,6 +451,7 @@ def client_parts(result: Replay, rows: int = PART_ROWS) -> Iterator[pa.Table]:
             "request_id": ids[part], "intended_t": pa.array(served.sent_t[part]),
             "sent_t": pa.array(served.sent_t[part]), "done_t": pa.array(served.done_t[part]),
             "status": pa.array(served.status[part], pa.int32()), "attempt": pa.array(attempt[part], pa.int32()),
+            "limit_fields": pa.nulls(len(ids[part]), pa.string()),  # a virtual answer carries no headers
         }, schema=CLIENT_SCHEMA)
 
 

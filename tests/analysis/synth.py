@@ -46,9 +46,12 @@ def decisions_table(t, key, allowed, cls, request_id, algorithm, retry_after=Non
     return pa.Table.from_pydict(cols, schema=DECISION_SCHEMA)
 
 
-def client_table(request_id, intended, sent, done, status, attempt) -> pa.Table:
+def client_table(request_id, intended, sent, done, status, attempt, limit_fields=None) -> pa.Table:
+    """A client log; ``limit_fields`` per row (contract.limit_headers.limit_lines), none by default."""
+    n = len(request_id)
     return pa.Table.from_pydict({"request_id": request_id, "intended_t": intended, "sent_t": sent, "done_t": done,
-                                 "status": np.asarray(status, dtype=np.int32), "attempt": np.asarray(attempt, dtype=np.int32)},
+                                 "status": np.asarray(status, dtype=np.int32), "attempt": np.asarray(attempt, dtype=np.int32),
+                                 "limit_fields": pa.array(limit_fields if limit_fields is not None else [None] * n, pa.string())},
                                 schema=CLIENT_SCHEMA)
 
 

@@ -42,10 +42,17 @@ def _by_key(rows: list[dict]) -> dict[str, str]:
 def test_every_question_answered_from_the_rows() -> None:
     got = _by_key(ROWS)
     assert list(got) == ["over_admission", "legit_rejections", "bounded_p99", "retries", "distribution"]
-    assert got["over_admission"] == (
-        "On boundary_burst (L 50 per 1 s): up to 2.00x the limit: fixed_window admitted 100 in one 1 s window against "
-        "a limit of 50 (boundary_burst__fixed_window__memory); sliding_log held it to 1.00x "
-        "(boundary_burst__sliding_log__memory); no limiter went past the 2x line (the fixed window's bound).")
+    assert got["over_admission"] == (  # the worst of every scenario: the fleet's local counters, not the burst
+        "On multi_node-rr (L 50 per 1 s), the worst of 6 rate-limiter runs: up to 2.95x the limit: token_bucket "
+        "(redis-local) admitted 148 in one 1 s window against a limit of 50 (multi_node-rr__token_bucket__redis-local); "
+        "on the same traffic token_bucket (redis-shared) held it to 1.00x (multi_node-rr__token_bucket__redis-shared); "
+        "1 of 6 runs went past the 2x line (the fixed window's bound): multi_node-rr__token_bucket__redis-local.")
+    boundary = _by_key([r for r in ROWS if r["scenario"] == "boundary_burst"])["over_admission"]
+    assert boundary == (
+        "On boundary_burst (L 50 per 1 s), the worst of 3 rate-limiter runs: up to 2.00x the limit: fixed_window admitted "
+        "100 in one 1 s window against a limit of 50 (boundary_burst__fixed_window__memory); on the same traffic "
+        "sliding_log held it to 1.00x (boundary_burst__sliding_log__memory); no run went past the 2x line "
+        "(the fixed window's bound).")
     assert got["legit_rejections"] == (
         "With sliding_log, yes: 69 of 106 legitimate requests (65.1%) got a 429 (page_load_burst__sliding_log__memory); "
         "no legitimate request rejected by token_bucket (page_load_burst__token_bucket__memory).")
@@ -64,16 +71,41 @@ def test_every_question_answered_from_the_rows() -> None:
 
 def test_a_changed_row_changes_the_sentence() -> None:
     rows = copy.deepcopy(ROWS)
-    rows[2]["over_admission"] = 2.6  # token_bucket past the line, now the worst
+    rows[2]["over_admission"] = 3.1  # token_bucket past the fleet's 2.95x: now the worst of the campaign
     got = _by_key(rows)["over_admission"]
-    assert got.startswith("On boundary_burst (L 50 per 1 s): up to 2.60x the limit: token_bucket admitted 130 in one 1 s window")
-    assert got.endswith("; 1 of 3 limiters went past the 2x line (the fixed window's bound).")
+    assert got.startswith("On boundary_burst (L 50 per 1 s), the worst of 6 rate-limiter runs: up to 3.10x the limit: "
+                          "token_bucket admitted 155 in one 1 s window")
+    assert got.endswith("; 2 of 6 runs went past the 2x line (the fixed window's bound): "
+                        "boundary_burst__token_bucket__memory and multi_node-rr__token_bucket__redis-local.")
     rows[5]["rejected_legit"], rows[5]["rejected_legit_rate"] = 10, 10 / 106
     assert _by_key(rows)["legit_rejections"].endswith(
         "; every limiter rejected some; the fewest: token_bucket (9.4%, page_load_burst__token_bucket__memory).")
     rows[6]["latency_p99_intended_ms"] = 400.0
     assert _by_key(rows)["bounded_p99"].startswith("Best: fixed_window, P99 400 ms while rejecting 0.0% of requests "
                                                    "(unhealthy_downstream__fixed_window__memory), its limit never reached")
+
+
+def test_the_headline_is_the_worst_of_every_scenario_and_names_its_run() -> None:
+    """Issue 23's campaign: url peers held the clock-edge burst to 1.00x, an edge aimed at each
+    key's first request got 1.95x through; the headline is the hunt's, and a run past the 2x line
+    is counted even where no fixed-window algorithm of the suite's ran (a peer's name is no family)."""
+    rows = [_row("boundary_burst", "gw-a", system="url", over_admission=1.0),
+            _row("boundary_burst", "gw-b", system="url", over_admission=1.0),
+            _row("adversarial_drip", "gw-a", system="url", over_admission=1.3),
+            _row("first_hit_hunt", "gw-a", system="url", over_admission=1.96),
+            _row("first_hit_hunt", "gw-b", system="url", over_admission=1.9),
+            _row("steady", "concurrency", over_admission=None, in_flight_ratio=1.0)]
+    got = answers(rows)[0]
+    assert got.sentence == (
+        "On first_hit_hunt (L 50 per 1 s), the worst of 5 rate-limiter runs: up to 1.96x the limit: gw-a and gw-b "
+        "(within noise of each other) admitted 98 in one 1 s window against a limit of 50 (first_hit_hunt__gw-a__memory); "
+        "every limiter on that traffic within noise of it.")
+    assert got.runs[0] == "first_hit_hunt__gw-a__memory"
+    rows[4]["over_admission"] = 2.1
+    got = answers(rows)[0].sentence
+    assert got.startswith("On first_hit_hunt (L 50 per 1 s), the worst of 5 rate-limiter runs: up to 2.10x the limit: gw-b")
+    assert got.endswith("; 1 of 5 runs went past the 2x line (the fixed window's bound): first_hit_hunt__gw-b__memory.")
+    assert "no run went past" not in got
 
 
 def test_only_the_questions_the_campaign_can_answer() -> None:

@@ -66,6 +66,23 @@ def test_wide_layout_when_it_fits_or_is_asked_for(table_of):
     assert "┃ scenario" not in render(table_of, every, 100)  # too wide for 100: the narrow layout
 
 
+def test_the_fields_kept_come_after_the_limits_columns_and_only_when_some_answer_had_fields():
+    """A url peer's row, its twin beside it: the promises kept, before latency and CPU (a narrow
+    terminal crops the last columns); without a field anywhere, no such column."""
+    live = {"scenario": "adversarial_drip", "store": "external", "requests": 42, "rejected": 2, "over_admission": 1.0,
+            "latency_p99_intended_ms": 11.2}
+    rows = [{**live, "algorithm": "gw", "limit_fields_form": "ietf-list", "retry_after_kept": 1, "retry_after_checked": 1,
+             "remaining_kept": 27, "remaining_checked": 27, "reset_kept": 0, "reset_checked": 0},
+            {**live, "algorithm": "gw twin: fixed_window", "requests": 62, "over_admission": 2.0}]
+    text = render(run_cmd.summary_table, rows, 250, wide=True)
+    assert "fields kept" in text
+    gw = next(line for line in text.splitlines() if "│ gw " in line)
+    cells = [c.strip() for c in gw.split("│")]
+    assert cells.index("1/1 27/27 -") == cells.index("1.00") + 2  # after over-adm. and in flight
+    assert cells.index("1/1 27/27 -") < cells.index("11.20")
+    assert "fields kept" not in render(run_cmd.summary_table, live_rows(), term_table.WIDE, wide=True)
+
+
 class Tty(io.StringIO):
     def isatty(self) -> bool:
         return True

@@ -76,6 +76,19 @@ def test_smoke_answers_first_in_the_terminal_and_a_report_that_fits_1400_px(smok
     fits_the_page(smoke / "report.html", len(list((smoke / "charts").glob("*.png"))), tmp_path)
 
 
+def test_every_answer_keeps_its_limit_fields_and_the_summary_checks_their_promises(smoke):
+    """The suite's targets send their limit fields on every answer; the client log keeps them, open
+    loop (the raw replay engine) and closed loop (page loads) alike, and every row checks them."""
+    rows = {r["run"]: r for r in json.loads((smoke / "summary.json").read_text())["runs"]}
+    for path in (smoke / "runs").iterdir():
+        client = pd.read_parquet(path / "client.parquet")
+        answered = client[client["status"].isin([200, 429])]
+        assert len(answered) and answered["limit_fields"].str.contains("ratelimit: ").all(), path.name
+        assert rows[path.name]["limit_fields_form"] == "ietf-list"
+    loads = rows["page_load_burst__sliding_log__memory"]  # refusals, and pages apart: promises to check
+    assert loads["remaining_checked"] > 0 and loads["remaining_kept"] == loads["remaining_checked"]
+
+
 def test_piped_progress_is_one_line_per_run(smoke):
     lines = (smoke.parent / "stdout.txt").read_text().splitlines()
     runs = [line.split("  ")[:2] for line in lines if line.startswith("run ")]

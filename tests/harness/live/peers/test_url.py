@@ -70,6 +70,20 @@ def test_a_campaign_judges_a_running_endpoint_client_side_and_labels_its_rows(tm
     assert dict(zip(inferred["request_id"], inferred["allowed"])) == {r: endpoint_said[r] for r in ids}
     assert gw["rejected"] == int((~inferred["allowed"]).sum())
     assert "client-side ±" in (out / "report.md").read_text()
+    _the_claimed_twin_is_a_row_beside_the_live_one(out, proc.stdout)
+
+
+def _the_claimed_twin_is_a_row_beside_the_live_one(out: Path, stdout: str) -> None:
+    """The claimed model's replay of the same traffic: its own row right after the live row in the
+    summary, the terminal table and the report; none for a url peer that claims nothing."""
+    runs = json.loads((out / "summary.json").read_text())["runs"]
+    names = [r["run"] for r in runs]
+    twin = runs[names.index("boundary_burst__gw") + 1]
+    assert (twin["run"], twin["twin_of"], twin["algorithm"], twin["system"]) == (
+        "boundary_burst__gw~twin", "boundary_burst__gw", "gw twin: sliding_log", "twin")
+    assert (twin["requests"], twin["rejected"], twin["over_admission"]) == (40, 20, 1.0)  # the second burst refused whole
+    assert not any(r["twin_of"] == "boundary_burst__gw-bare" for r in runs)
+    assert "gw twin: sliding_log" in stdout and "gw twin: sliding_log" in (out / "report.md").read_text()
 
 
 def test_an_unreachable_url_exits_2_naming_it_and_starts_nothing(refused_run):

@@ -1,0 +1,96 @@
+"""The limit fields' promises checked per run from the client log alone, on crafted result folders:
+a url peer's row (decisions inferred client-side, so no Retry-After in its decision log) gets the
+same check as any; a lying endpoint is caught; a folder from before the column still loads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis.analyze import analyze_run
+from analysis.loader import load_results
+from analysis.promises import text
+from analysis.report import build_report
+from contract.schema import DECIDED_BY_CLIENT
+
+from .synth import T0, client_table, decisions_table, write_run
+
+POLICY_LINE = 'ratelimit-policy: "default";q=2;w=1'
+
+
+def _fields(remaining: int, reset: float, retry_after: float | None = None) -> str:
+    lines = [f'ratelimit: "default";r={remaining};t={reset:g}', POLICY_LINE]
+    return "\n".join(lines + ([f"retry-after: {retry_after:g}"] if retry_after is not None else []))
+
+
+def _run(root, name: str, answers: list[tuple[float, int, str | None]], with_fields: bool = True) -> None:
+    """One key's answers (send offset from T0, status, limit fields), each answered 10 ms later, as
+    a url peer's run: its decisions say nothing of Retry-After (inferred from the client)."""
+    t = T0 + np.array([a[0] for a in answers])
+    allowed = np.array([a[1] == 200 for a in answers])
+    rid = [f"r{i}" for i in range(len(t))]
+    d = decisions_table(t, np.array(["k1"] * len(t)), allowed, np.array(["legit"] * len(t)), rid, name,
+                        retry_after=np.full(len(t), np.nan))
+    client = client_table(rid, t, t, t + 0.01, [a[1] for a in answers], np.ones(len(t)), [a[2] for a in answers])
+    if not with_fields:
+        client = client.drop_columns(["limit_fields"])
+    write_run(root, "boundary_burst", name, d, client, {"system": "url", "decided_from": DECIDED_BY_CLIENT})
+
+
+# A fixed window of 2 per 1 s (from T0): two admitted, a refusal, the retry when it said
+TRUTHFUL = [(0.0, 200, _fields(1, 0.99)), (0.1, 200, _fields(0, 0.89)), (0.2, 429, _fields(0, 0.79, 0.79)),
+            (1.0, 200, _fields(1, 0.99))]
+# ... and one whose refusal says 0.3 s when the window has 0.79 s to go: its retry is refused
+LYING = [(0.0, 200, _fields(1, 0.99)), (0.1, 200, _fields(0, 0.3)), (0.2, 429, _fields(0, 0.3, 0.3)),
+         (0.55, 429, _fields(0, 0.3, 0.3)), (1.0, 200, _fields(1, 0.99))]
+
+
+def _rows(root) -> dict[str, dict]:
+    return {r.info.algorithm: analyze_run(r).row for r in load_results(root).runs}
+
+
+def test_a_url_row_gets_header_truth_and_a_lie_is_caught(tmp_path):
+    _run(tmp_path, "gw-true", TRUTHFUL)
+    _run(tmp_path, "gw-lies", LYING)
+    rows = _rows(tmp_path)
+    true, lies = rows["gw-true"], rows["gw-lies"]
+    assert true["header_truthfulness"] is None  # the older measure: a request's own retries, by the decision log
+    assert (true["limit_fields_form"], true["retry_after_kept"], true["retry_after_checked"]) == ("ietf-list", 1, 1)
+    assert (true["remaining_kept"], true["remaining_checked"], true["reset_kept"], true["reset_checked"]) == (1, 1, 1, 1)
+    assert text(true) == "Retry-After 1/1, remaining 1/1, reset 1/1"
+    # the retry at 0.55 (Retry-After 0.3 after the refusal at 0.2) refused: one of two kept
+    assert (lies["retry_after_kept"], lies["retry_after_checked"], lies["reset_kept"], lies["reset_checked"]) == (1, 2, 1, 2)
+    assert text(lies, short=True) == "1/2 1/1 1/2"
+
+
+def test_the_report_shows_each_runs_promises_and_old_folders_load(tmp_path):
+    _run(tmp_path, "gw-lies", LYING)
+    _run(tmp_path, "gw-old", TRUTHFUL, with_fields=False)  # a client log from before the column
+    _run(tmp_path, "gw-silent", [(a, s, None) for a, s, _ in TRUTHFUL])  # an endpoint that sends no field
+    report = build_report(tmp_path)
+    rows = {r["algorithm"]: r for r in report.rows}
+    assert rows["gw-old"]["limit_fields_form"] is None and rows["gw-silent"]["limit_fields_form"] is None
+    assert rows["gw-old"]["requests"] == 4  # loaded and analysed, not left out
+    md = (tmp_path / "report.md").read_text()
+    assert "limit fields kept" in md and "Retry-After 1/2, remaining 1/1, reset 1/2" in md
+
+
+def test_each_answer_is_keyed_by_its_binding_limit_and_unknown_or_unanswered_ones_are_left_out():
+    from analysis.promises import client_answers
+
+    client = client_table(["a", "b", "c"], [1.0, 2.0, 3.0], [1.0, 2.0, 3.0], [1.1, np.nan, 3.1], [200, 0, 429], [1, 1, 1],
+                          [_fields(1, 1), None, _fields(0, 1, 1)]).to_pandas()
+    decisions = pd.DataFrame({"request_id": ["a", "a", "b"], "key": ["127.0.0.1", "k1", "k1"], "remaining": [7.0, 1.0, 0.0]})
+    got = client_answers(client, decisions)  # "a" met two limits: the binding one (least remaining) is its key
+    assert [(a.key, a.sent, a.status, a.fields.remaining) for a in got] == [("k1", 1.0, 200, 1.0)]
+
+
+def test_a_text_that_depends_on_when_it_came_is_read_every_time():
+    """The same Retry-After as an HTTP-date means less wait the later it came; a delta does not."""
+    from analysis.promises import _Reader
+
+    read = _Reader()
+    date = "retry-after: Wed, 02 Dec 2026 16:00:10 GMT"
+    at = 1_796_227_200.0  # 2026-12-02 16:00:00 UTC
+    assert (read(date, at).retry_after_s, read(date, at + 4).retry_after_s) == (10.0, 6.0)
+    assert read(_fields(1, 1, 2), at) is read(_fields(1, 1, 2), at + 4)  # read once, remembered
