@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
@@ -24,10 +25,12 @@ from contract.run_info import RunFileError, RunInfo, RunPolicy, read_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
+    CLIENT_REQUIRED,
     CLIENT_SCHEMA,
     CPU_COLUMNS,
     CPU_FILE,
     DECISIONS_FILE,
+    ROLE_PLAN,
     RUN_FILE,
     RUN_OK,
     RUNS_DIR,
@@ -84,8 +87,18 @@ class Run:
         return table.to_pandas()
 
     def client(self, columns: Sequence[str] = tuple(CLIENT_SCHEMA.names)) -> pd.DataFrame | None:
+        """The plan's requests of the client log (the suite's own, warm-up and probe, left out);
+        a column a log written before it existed lacks is left out too."""
         path = self.path / CLIENT_FILE
-        return _read_parquet(path, list(columns), []) if path.is_file() else None
+        if not path.is_file():
+            return None
+        names = set(_guard(path, pq.read_schema).names)
+        wanted = [c for c in columns if c in names]
+        if "role" not in names:
+            return _read_parquet(path, wanted, [])
+        table = _guard(path, lambda p: pq.read_table(p, columns=[*wanted, "role"]))
+        plan = table.filter(pc.fill_null(pc.equal(table["role"], ROLE_PLAN), True))
+        return plan.select(wanted).to_pandas()
 
     def cpu(self) -> pd.DataFrame | None:
         path = self.path / CPU_FILE
@@ -191,7 +204,7 @@ def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
     if not decisions.is_file():
         run.warnings.append(f"{run.name}: its target was killed: the decisions are the parts it had flushed")
     if (path / CLIENT_FILE).is_file():
-        _check_parquet(path / CLIENT_FILE, tuple(CLIENT_SCHEMA.names))
+        _check_parquet(path / CLIENT_FILE, CLIENT_REQUIRED)
     elif live:
         run.warnings.append(f"{run.name}: no {CLIENT_FILE}: latency, goodput and header truthfulness are n/a")
     run.warnings += _response_findings(run.name, info.response)

@@ -140,6 +140,12 @@ class RunRecord:
     remote_workers: list[dict[str, Any]] = field(default_factory=list)
     clock_unbounded: list[int] = field(default_factory=list)
     sent: int | None = None
+    """The plan's requests sent (its follow-ups included; the suite's own are ``own_requests``)."""
+    client_addresses: int | None = None
+    """How many source addresses the plan's clients sent from (scenarios/addresses.py)."""
+    own_requests: dict[str, int] | None = None
+    """The suite's own requests to the side, by role (``warm-up``, ``probe``): in the client log,
+    from addresses and keys of their own."""
     unanswered: int | None = None
     late_groups: int | None = None
     late_share: float | None = None

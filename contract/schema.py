@@ -42,8 +42,20 @@ CLIENT_SCHEMA = pa.schema(
         ("done_t", pa.float64()),
         ("status", pa.int32()),
         ("attempt", pa.int32()),
+        ("client_address", pa.string()),  # the source address it was sent from (null: virtual time)
+        ("role", pa.string()),  # REQUEST_ROLES: the plan's, or the suite's own (null: written before roles)
     ]
 )
+CLIENT_REQUIRED = ("request_id", "intended_t", "sent_t", "done_t", "status", "attempt")
+"""The columns every client log has; ``client_address`` and ``role`` came later (a reader of an
+older folder takes every row as the plan's, from an address not recorded)."""
+
+ROLE_PLAN, ROLE_WARM_UP, ROLE_PROBE = "plan", "warm-up", "probe"
+REQUEST_ROLES = (ROLE_PLAN, ROLE_WARM_UP, ROLE_PROBE)
+"""Why a request of the client log was sent: the scenario's plan (and its follow-ups), or the
+suite's own: the warm-up that waits for the side and readies its connections, the refusal probe
+after the load. The suite's own are sent from addresses and keys of their own, never a tested
+client's (scenarios/addresses.py); every measure of the plan reads only ``plan`` rows."""
 
 LEGIT, ABUSIVE = "legit", "abusive"
 CLIENT_CLASSES = (LEGIT, ABUSIVE)

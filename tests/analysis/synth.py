@@ -48,7 +48,8 @@ def decisions_table(t, key, allowed, cls, request_id, algorithm, retry_after=Non
 
 def client_table(request_id, intended, sent, done, status, attempt) -> pa.Table:
     return pa.Table.from_pydict({"request_id": request_id, "intended_t": intended, "sent_t": sent, "done_t": done,
-                                 "status": np.asarray(status, dtype=np.int32), "attempt": np.asarray(attempt, dtype=np.int32)},
+                                 "status": np.asarray(status, dtype=np.int32), "attempt": np.asarray(attempt, dtype=np.int32),
+                                 "client_address": pa.nulls(len(request_id), pa.string()), "role": ["plan"] * len(request_id)},
                                 schema=CLIENT_SCHEMA)
 
 

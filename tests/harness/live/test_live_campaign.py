@@ -54,7 +54,9 @@ def test_smoke_writes_the_whole_results_layout(smoke):
         assert pd.read_parquet(path / "decisions.parquet").columns.tolist() == DECISION_SCHEMA.names
         client = pd.read_parquet(path / "client.parquet")
         assert client.columns.tolist() == CLIENT_SCHEMA.names
-        assert len(client) == info["planned_requests"] == info["sent"]
+        plan = client[client["role"] == "plan"]
+        assert len(plan) == info["planned_requests"] == info["sent"]
+        assert info["own_requests"] == client.loc[client["role"] != "plan", "role"].value_counts().to_dict()
         assert (path / "cpu.csv").read_text().startswith("t,process,role,cpu_percent,rss_bytes")
         assert (path / "locust" / "stats_stats.csv").is_file()
         assert (path / "target.yaml").is_file() and (path / "plan.json").is_file()
