@@ -83,11 +83,11 @@ def test_plan_user_logs_exactly_the_plan_and_locust_counts_it(tmp_path):
     # each worker asked once whether the target was up, from the warm-up's own address
     assert len(warm_up) == 2 and set(warm_up["status"]) == {200} and set(warm_up["client_address"]) == {"127.0.0.2"}
     assert sorted(client["request_id"]) == sorted(intended) and len(client) == len(intended) > 200
-    # every request left from its own client's address: 100 clients, 100 addresses, none the warm-up's
+    # every request left from its own client's address: a client, an address, none the warm-up's
     planned = plan.arrivals().client_id
     own = dict(zip(planned, plan.addresses()))
     assert [own[planned[int(r[1:])]] for r in client["request_id"]] == client["client_address"].tolist()
-    assert client.groupby("client_address")["request_id"].count().size == 100 == len(set(own.values()))
+    assert client["client_address"].nunique() == len(own) == len(set(own.values())) > 90  # of 100: some sent none
     # each worker groups its own share: a request's intended time is its group's deadline, at or before its own
     for row in client.itertuples():
         assert intended[row.request_id] - 0.0021 <= row.intended_t <= plan.start_at + shots[int(row.request_id[1:])].t
