@@ -8,6 +8,7 @@ that each socket is bound to the session's address before it connects.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 from locust import FastHttpUser
@@ -46,6 +47,13 @@ class BoundSessions:
         if session is None:
             session = self.sessions[source] = self._session(source)
         return session
+
+    def warm(self, source: str | None, url: str) -> None:
+        """One connection from ``source`` to ``url``'s host opened before the plan, nothing sent
+        on it (a request from a client's address is the client's); more open as its requests need."""
+        pool = self.get(source).client.clientpool.get_client(url)._connection_pool
+        with contextlib.suppress(OSError):  # its first request connects, and says what failed
+            pool.return_socket(pool.get_socket())
 
     def _session(self, source: str | None) -> FastHttpSession:
         user = self.user

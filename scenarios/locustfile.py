@@ -186,8 +186,8 @@ def _say_ready(client_dir: Path, worker: int) -> None:
 
 def _await_side(user: ReactiveUser, worker: int, timeout_s: float = 30.0) -> None:
     """The harness starts Locust and the side together: ask until it answers 200, from the
-    warm-up's own address, each answer in the client log; then say ready. (A client's
-    connections open at its first request: nothing is sent from its address before its plan.)"""
+    warm-up's own address, each answer in the client log; open one connection from each client's
+    address, sending nothing on it; then say ready."""
     source = user.plan.own_address(WARM_UP_ADDRESS)
     session = user.sessions.get(source)
     deadline = time.time() + timeout_s
@@ -201,6 +201,8 @@ def _await_side(user: ReactiveUser, worker: int, timeout_s: float = 30.0) -> Non
         if status == 200:
             break
         gevent.sleep(0.05)
+    for address in {user.addresses[request.client_id] for _, request in user.initial}:  # this worker's clients
+        user.sessions.warm(address, user.host)
     _say_ready(Path(user.plan.client_dir), worker)
 
 
