@@ -32,7 +32,6 @@ so Locust's own greenlets (stats, heartbeats, the stop) keep running beside it.
 from __future__ import annotations
 
 import errno
-import math
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -109,7 +108,9 @@ def wires(methods_paths_headers: Sequence[tuple[str, str, dict[str, str]]], urls
 def connections_needed(requests: Sequence[Wire], groups: Sequence[range], span_s: float, latency_s: float,
                        spare: int) -> dict[Origin, int]:
     """Per origin, the connections its share needs warm: its most requests in one group, its rate
-    times ``latency_s`` in flight, and ``spare`` shared among the host's origins (at least one each)."""
+    times ``latency_s`` in flight, and ``spare`` shared among the host's origins (a thousand
+    clients' addresses warm about one each: a target caps a process's connections at 4,096, and
+    more open on demand)."""
     most: dict[Origin, int] = {}
     total: dict[Origin, int] = {}
     for group in groups:
@@ -124,7 +125,7 @@ def connections_needed(requests: Sequence[Wire], groups: Sequence[range], span_s
     per_host: dict[tuple[str, int], int] = {}
     for origin in most:
         per_host[origin.host] = per_host.get(origin.host, 0) + 1
-    return {origin: most[origin] + math.ceil(total[origin] / span_s * latency_s) + max(1, spare // per_host[origin.host])
+    return {origin: most[origin] + int(total[origin] / span_s * latency_s) + spare // per_host[origin.host]
             for origin in most}
 
 
@@ -246,7 +247,7 @@ class RawReplay:
                 if path is not None:
                     conn.pending.append(WARM)
                     conn.unsent.append(WARM)
-        if path is None:
+        if path is None:  # best effort: one that failed or was closed is opened again when needed
             self._await_connected(opened)
             return []
         expected = len(opened)
@@ -259,14 +260,12 @@ class RawReplay:
         return self._warm
 
     def _await_connected(self, opened: list[_Connection]) -> None:
+        """Until every one of ``opened`` is open or gone (at most ``CONNECT_TIMEOUT_S``)."""
         deadline = time.time() + CONNECT_TIMEOUT_S
         waiting = opened
         while waiting and time.time() < deadline:
             self._poll(BLOCK_S)
             waiting = [c for c in waiting if c.connecting and c.fd in self._by_fd]
-        lost = sum(c.fd not in self._by_fd for c in opened)
-        if lost or waiting:
-            raise OSError(f"{lost} of {len(opened)} warm connections failed, {len(waiting)} not open in time")
 
     def _probe(self, pool: _Pool) -> bytes:
         return encode_request("GET", self._probe_path, f"{pool.host[0]}:{pool.host[1]}", {})

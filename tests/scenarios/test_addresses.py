@@ -37,5 +37,7 @@ def test_warm_connections_per_address_cover_its_largest_group_and_its_rate():
     a, b = reqs[0].origin, reqs[2].origin
     assert reqs[1].origin is a and reqs[4].origin is b  # one origin object per (host, address)
     need = connections_needed(reqs, [range(0, 3), range(3, 6)], span_s=1.0, latency_s=0.5, spare=8)
-    # a: 2 in its largest group + 3 per s x 0.5 s in flight (2) + 8 spare shared by 2 addresses (4)
-    assert need == {a: 2 + 2 + 4, b: 2 + 2 + 4}
+    # each: 2 in its largest group + 3 per s x 0.5 s in flight (1) + 8 spare shared by 2 addresses (4)
+    assert need == {a: 2 + 1 + 4, b: 2 + 1 + 4}
+    many = wires([("GET", "/", {})] * 20, ["http://127.0.0.1:8000"] * 20, [f"127.10.0.{n + 1}" for n in range(20)])
+    assert set(connections_needed(many, [range(20)], 1.0, 0.02, 8).values()) == {1}  # one each: no spare left
