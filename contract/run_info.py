@@ -156,6 +156,9 @@ class RunRecord:
     burst_decision_spread_ms: dict[str, float] | None = None
     decided_from: str | None = None
     round_trip_ms: dict[str, float | None] | None = None
+    keyed_by: str | None = None
+    """A url peer's declared key (``ip``, ``header:NAME``; null: undeclared, keyed as the suite's
+    targets key): the key its client-side decisions, and so every metric of the run, are per."""
     degraded: dict[str, Any] | None = None
     """How the store degraded during the run (harness/live/measures.py: ``store_degradation``)."""
     fleet: dict[str, Any] | None = None

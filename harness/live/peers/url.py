@@ -112,4 +112,5 @@ class UrlSide(Side):
         measured = gather_client(run_dir, plan, landing=False)
         client = pq.read_table(run_dir / CLIENT_FILE)
         write_parquet(run_dir / DECISIONS_FILE, client_decisions(client, plan.arrivals(), self.live.spec))
-        return {**measured, "decided_from": DECIDED_BY_CLIENT, "round_trip_ms": round_trip_ms(client)}
+        return {**measured, "decided_from": DECIDED_BY_CLIENT, "round_trip_ms": round_trip_ms(client),
+                "keyed_by": self.live.spec.entry.key}

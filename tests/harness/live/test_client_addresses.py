@@ -7,6 +7,7 @@ key. A url peer that declares ``key: ip`` is judged per the key its limiter used
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pandas as pd
@@ -72,6 +73,7 @@ def test_a_url_peer_keyed_by_ip_is_judged_per_address_and_its_probe_spends_no_cl
         run_dir = _run({"name": "url", "policy": {"limit": 3, "window_s": 1}, "algorithms": ["none"],
                         "peers": [{"name": "gw", "url": ep.url, "key": "ip"}], "scenarios": [STEADY], "scale": SCALE,
                         "downstream": {"median_ms": 0}}, tmp_path / "res", "steady__gw")
+    assert json.loads((run_dir / "run.json").read_text())["keyed_by"] == "ip"
     own = pd.read_parquet(log)  # what the endpoint itself decided, and by which key
     inferred = pd.read_parquet(run_dir / "decisions.parquet")
     rows = _by_role(run_dir)
