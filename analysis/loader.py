@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import yaml
 
@@ -28,6 +29,7 @@ from contract.schema import (
     CPU_COLUMNS,
     CPU_FILE,
     DECISIONS_FILE,
+    ROLE_PLAN,
     RUN_FILE,
     RUN_OK,
     RUNS_DIR,
@@ -100,8 +102,18 @@ class Run:
         return table.to_pandas()
 
     def client(self, columns: Sequence[str] = CLIENT_REQUIRED) -> pd.DataFrame | None:
+        """The plan's requests of the client log (the suite's own, warm-up and probe, left out);
+        a column a log written before it existed lacks is left out too."""
         path = self.path / CLIENT_FILE
-        return _read_parquet(path, list(columns), []) if path.is_file() else None
+        if not path.is_file():
+            return None
+        names = set(_guard(path, pq.read_schema).names)
+        wanted = [c for c in columns if c in names]
+        if "role" not in names:
+            return _read_parquet(path, wanted, [])
+        table = _guard(path, lambda p: pq.read_table(p, columns=[*wanted, "role"]))
+        plan = table.filter(pc.fill_null(pc.equal(table["role"], ROLE_PLAN), True))
+        return plan.select(wanted).to_pandas()
 
     def client_has(self, column: str) -> bool:
         """Whether the client log has ``column`` (an optional one: older folders lack it)."""

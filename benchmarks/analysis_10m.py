@@ -70,7 +70,8 @@ def client(rng: np.random.Generator, d: pa.Table) -> pa.Table:
     done = sent + np.where(allowed, rng.lognormal(np.log(0.02), 0.6, n), 0.001)
     return pa.Table.from_pydict({"request_id": d["request_id"], "intended_t": intended, "sent_t": sent, "done_t": done,
                                  "status": np.where(allowed, 200, 429).astype(np.int32), "attempt": np.ones(n, np.int32),
-                                 "limit_fields": pa.nulls(n, pa.string())},
+                                 "limit_fields": pa.nulls(n, pa.string()), "client_address": pa.nulls(n, pa.string()),
+                                 "role": ["plan"] * n},
                                 schema=CLIENT_SCHEMA)
 
 

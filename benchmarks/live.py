@@ -135,7 +135,7 @@ def steady_scenario(seconds: float) -> dict[str, Any]:
 
 def _steady(root: Path, offered: int, workers: int, seconds: float, downstream: dict[str, float], pin: bool) -> Rate:
     info, run_dir = _live(root, steady_scenario(seconds), offered / 100, workers, downstream, pin=pin)
-    client = pd.read_parquet(run_dir / "client.parquet")
+    client = pd.read_parquet(run_dir / "client.parquet", filters=[("role", "==", "plan")])  # the warm-up is not the load
     answered = client[client["status"] > 0]
     span = answered["done_t"].max() - answered["sent_t"].min()
     cpu = pd.read_csv(run_dir / "cpu.csv")

@@ -144,6 +144,12 @@ class RunRecord:
     remote_workers: list[dict[str, Any]] = field(default_factory=list)
     clock_unbounded: list[int] = field(default_factory=list)
     sent: int | None = None
+    """The plan's requests sent (its follow-ups included; the suite's own are ``own_requests``)."""
+    client_addresses: int | None = None
+    """How many source addresses the plan's clients sent from (scenarios/addresses.py)."""
+    own_requests: dict[str, int] | None = None
+    """The suite's own requests to the side, by role (``warm-up``, ``probe``): in the client log,
+    from addresses and keys of their own."""
     unanswered: int | None = None
     late_groups: int | None = None
     late_share: float | None = None
@@ -154,6 +160,9 @@ class RunRecord:
     burst_decision_spread_ms: dict[str, float] | None = None
     decided_from: str | None = None
     round_trip_ms: dict[str, float | None] | None = None
+    keyed_by: str | None = None
+    """A url peer's declared key (``ip``, ``header:NAME``; null: undeclared, keyed as the suite's
+    targets key): the key its client-side decisions, and so every metric of the run, are per."""
     degraded: dict[str, Any] | None = None
     """How the store degraded during the run (harness/live/measures.py: ``store_degradation``)."""
     fleet: dict[str, Any] | None = None

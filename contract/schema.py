@@ -43,12 +43,22 @@ CLIENT_SCHEMA = pa.schema(
         ("status", pa.int32()),
         ("attempt", pa.int32()),
         ("limit_fields", pa.string()),  # the answer's limit header lines as received (contract.limit_headers)
+        ("client_address", pa.string()),  # the source address it was sent from (null: virtual time)
+        ("role", pa.string()),  # REQUEST_ROLES: the plan's, or the suite's own (null: written before roles)
     ]
 )
 CLIENT_LIMIT_FIELDS = "limit_fields"
-CLIENT_OPTIONAL = (CLIENT_LIMIT_FIELDS,)
-"""Client-log columns an older folder lacks: a reader asks for them only where the file has them."""
+CLIENT_OPTIONAL = (CLIENT_LIMIT_FIELDS, "client_address", "role")
+"""Client-log columns an older folder lacks: a reader asks for them only where the file has them
+(a reader of a folder without roles takes every row as the plan's, from an address not recorded)."""
 CLIENT_REQUIRED = tuple(n for n in CLIENT_SCHEMA.names if n not in CLIENT_OPTIONAL)
+
+ROLE_PLAN, ROLE_WARM_UP, ROLE_PROBE = "plan", "warm-up", "probe"
+REQUEST_ROLES = (ROLE_PLAN, ROLE_WARM_UP, ROLE_PROBE)
+"""Why a request of the client log was sent: the scenario's plan (and its follow-ups), or the
+suite's own: the warm-up that waits for the side and readies its connections, the refusal probe
+after the load. The suite's own are sent from addresses and keys of their own, never a tested
+client's (scenarios/addresses.py); every measure of the plan reads only ``plan`` rows."""
 
 LEGIT, ABUSIVE = "legit", "abusive"
 GATEWAY_LIMIT = "gateway"

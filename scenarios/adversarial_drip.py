@@ -57,6 +57,8 @@ class AdversarialDrip(TrafficModel):
     name = "adversarial_drip"
     summary = "burst of L right before a boundary, then a drip paced by Retry-After to take every admission"
     reactive = True
+    one_client_per_key = True
+    """The burst and the drip are one attacker: one address."""
 
     p: Params
 

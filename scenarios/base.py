@@ -42,7 +42,8 @@ class Request(NamedTuple):
     """Explicit headers (X-Forwarded-For, an API key...) sent live instead of ``x-api-key: key``.
     Such a request is counted by the key the target derives from them under the model's
     ``target_config()["keys"]``, from the peer 127.0.0.1: live by the target itself, in virtual
-    time by the harness with the target's code. Its ``key`` is then ignored (models leave it "")."""
+    time by the harness with the target's code (so a model that sends them sends from that one
+    address, its ``shared_address``: behind one proxy). Its ``key`` is then ignored (models leave it "")."""
 
 
 class DecisionLike(Protocol):
@@ -119,6 +120,12 @@ class TrafficModel:
     name: str = ""
     summary: str = ""
     reactive: bool = False
+    shared_address: str | None = None
+    """Live, each client sends from its own loopback address (``scenarios.addresses``); a model
+    whose clients share one on purpose (behind one proxy or NAT) names it here."""
+    one_client_per_key: bool = False
+    """True when the model's client ids split one client's traffic (the drip's burst and drip are
+    one attacker): its address follows its key, not its client id."""
     _arrivals: Arrivals | None = None
 
     def __init__(self, limit: float, window_s: float, seed: int, params: Any) -> None:

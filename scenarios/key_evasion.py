@@ -24,6 +24,7 @@ import numpy as np
 
 from contract.routes import ITEMS
 
+from .addresses import SHARED
 from .base import (
     ABUSIVE,
     LEGIT,
@@ -87,6 +88,8 @@ class Params(ModelParams):
 class KeyEvasion(TrafficModel):
     name = "key_evasion"
     summary = "forged leftmost XFF, IPv6 rotation in one /64 and users behind one NAT, against a key policy"
+    shared_address = SHARED
+    """Every client is behind the one proxy: the peer address the target sees is the proxy's."""
 
     p: Params
 

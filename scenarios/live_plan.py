@@ -25,6 +25,7 @@ from contract.atomic import write_text
 from contract.routes import model_route
 
 from . import build_model
+from .addresses import addresses, on_loopback
 from .base import Arrivals, Request, TrafficModel
 from .fleet import Fleet, assign_nodes
 
@@ -55,6 +56,29 @@ class LivePlan:
         arrivals = self.arrivals()
         fleet = Fleet(tuple(self.joins_s or [0.0] * len(self.hosts)), self.routing)
         return [self.hosts[i] for i in assign_nodes(arrivals.t, arrivals.client_id, fleet)]
+
+    def addresses(self) -> list[str | None]:
+        """The source address every planned request leaves from, by arrival index: its client's
+        own, or the model's shared one (``scenarios.addresses``); None, the machine's own, when a
+        host is not on loopback."""
+        model = self.model()
+        arrivals = model.arrivals()
+        if not self.loopback:
+            return [None] * len(arrivals)
+        return list(addresses(arrivals.key if model.one_client_per_key else arrivals.client_id, model.shared_address))
+
+    @property
+    def loopback(self) -> bool:
+        """Every host is on 127.0.0.0/8: requests can leave from addresses of their own."""
+        return all(on_loopback(host) for host in self.hosts)
+
+    def own_address(self, address: str) -> str | None:
+        """One of the suite's own addresses (``scenarios.addresses``), or None off loopback."""
+        return address if self.loopback else None
+
+    def address_of(self) -> dict[str, str | None]:
+        """Each client's source address (a closed-loop replay's follow-ups leave from their client's)."""
+        return dict(zip(self.arrivals().client_id, self.addresses()))
 
     def save(self, path: Path) -> None:
         """Atomically: a remote run's master sends the file as soon as it appears."""

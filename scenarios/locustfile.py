@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import gc
 import itertools
-import math
 import os
 import time
 from collections.abc import Callable
@@ -42,10 +41,12 @@ from locust.runners import MasterRunner, WorkerRunner
 
 from contract.limit_headers import limit_lines
 from contract.routes import model_route
-from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, client_part, ready_marker
+from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, ROLE_PLAN, ROLE_WARM_UP, client_part, ready_marker
+from scenarios.addresses import WARM_UP_ADDRESS
 from scenarios.base import Request
+from scenarios.bound_http import BoundSessions
 from scenarios.live_plan import LivePlan, follow_up_id, outcome, releases, request_headers, worker_share
-from scenarios.raw_replay import RawReplay, Wire, wires
+from scenarios.raw_replay import Origin, RawReplay, Wire, connections_needed, wires
 from scenarios.remote_sides import MasterSide, WorkerSide
 
 WARM_LATENCY_S = 0.02
@@ -114,22 +115,30 @@ class _ClientLog:
     def __init__(self) -> None:
         self.rows: dict[str, list] = {name: [] for name in CLIENT_SCHEMA.names}
         self.in_flight: dict[str, tuple] = {}
-        """request id -> (intended, sent[, attempt])"""
+        """request id -> (intended, sent, attempt, address)"""
         self.late_groups = 0
+        self.warm_ups = 0
         self.path: Path | None = None
         self.tables: list[Callable[[], pa.Table]] = []
         """Rows kept in columns by a replay engine, read when the test stops."""
 
     def add(self, request_id: str, intended: float, sent: float, done: float, status: int, attempt: int = 1,
-            fields: str | None = None) -> None:
-        for name, value in zip(CLIENT_SCHEMA.names, (request_id, intended, sent, done, status, attempt, fields)):
+            fields: str | None = None, address: str | None = None, role: str = ROLE_PLAN) -> None:
+        values = (request_id, intended, sent, done, status, attempt, fields, address, role)
+        for name, value in zip(CLIENT_SCHEMA.names, values):
             self.rows[name].append(value)
+
+    def warm_up(self, worker: int, sent: float, done: float, status: int, address: str | None) -> None:
+        """One of the suite's own requests (is the side up?), from the warm-up's own address."""
+        self.warm_ups += 1
+        self.add(f"warm-up-{worker}-{os.getpid()}-{self.warm_ups}", sent, sent, done, status, 1, None, address,
+                 ROLE_WARM_UP)
 
     def write(self) -> None:
         if self.path is None:
             return
-        for request_id, (intended, sent, *attempt) in self.in_flight.items():  # cut off by the stop
-            self.add(request_id, intended, sent, float("nan"), 0, *attempt)
+        for request_id, (intended, sent, attempt, address) in self.in_flight.items():  # cut off by the stop
+            self.add(request_id, intended, sent, float("nan"), 0, attempt, address=address)
         self.in_flight.clear()
         table = pa.concat_tables([pa.Table.from_pydict(self.rows, schema=CLIENT_SCHEMA), *(t() for t in self.tables)])
         if REMOTE is not None:  # over the connection, once (a stop and then a quit both stop the test)
@@ -177,24 +186,26 @@ def _say_ready(client_dir: Path, worker: int) -> None:
         (client_dir / ready_marker(worker)).write_text(f"{time.time():.6f}")
 
 
-def _warm_up(user: FastHttpUser, largest: int, client_dir: Path, worker: int) -> None:
-    """Wait for the target, warm the connections a burst will use (before the first deadline),
-    then say ready."""
-    _wait_for_target(user)
-    warm = [gevent.spawn(user.client.get, "/healthz", name="warm-up") for _ in range(min(largest, 200))]
-    gevent.joinall(warm, timeout=5)
-    _say_ready(client_dir, worker)
-
-
-def _wait_for_target(user: FastHttpUser, timeout_s: float = 30.0) -> None:
-    """The harness starts Locust and the target together; wait until the target answers."""
+def _await_side(user: ReactiveUser, worker: int, timeout_s: float = 30.0) -> None:
+    """The harness starts Locust and the side together: ask until it answers 200, from the
+    warm-up's own address, each answer in the client log; open one connection from each client's
+    address, sending nothing on it; then say ready."""
+    source = user.plan.own_address(WARM_UP_ADDRESS)
+    session = user.sessions.get(source)
     deadline = time.time() + timeout_s
     while time.time() < deadline:
-        with user.client.get("/healthz", name="warm-up", catch_response=True) as response:
-            if response.status_code == 200:
-                return
-            response.success()  # not up yet: not a failure of the target under test
+        sent = time.time()
+        with session.get("/healthz", name="warm-up", catch_response=True) as response:
+            status = response.status_code or 0
+            response.success()  # not up yet: not a failure of the side under test
+        if status:
+            LOG.warm_up(worker, sent - user.shift_s, time.time() - user.shift_s, status, source)
+        if status == 200:
+            break
         gevent.sleep(0.05)
+    for address in {user.addresses[request.client_id] for _, request in user.initial}:  # this worker's clients
+        user.sessions.warm(address, user.host)
+    _say_ready(Path(user.plan.client_dir), worker)
 
 
 class PlanUser(User):
@@ -210,6 +221,7 @@ class PlanUser(User):
         self.plan = plan
         shots = worker_share(plan.arrivals(), worker, plan.workers)
         urls = plan.host_urls()  # by arrival index: the plan's routing over its hosts
+        sources = plan.addresses()  # by arrival index: each client's own address, or the model's shared one
         self.ids = [s.headers["x-request-id"] for s in shots]
         self.methods = [s.method for s in shots]
         self.names = [f"{s.method} {s.path}" for s in shots]
@@ -218,38 +230,42 @@ class PlanUser(User):
         for release in planned:
             self.intended[release.requests.start:release.requests.stop] = release.deadline
         self.batches = [r._replace(deadline=r.deadline + self.shift_s) for r in planned]  # on this worker's clock
-        requests = wires([(s.method, s.path, s.headers) for s in shots], [urls[s.index] for s in shots])
+        requests = wires([(s.method, s.path, s.headers) for s in shots], [urls[s.index] for s in shots],
+                         [sources[s.index] for s in shots])
+        self.sources = np.asarray([w.origin.source for w in requests], dtype=object)
         self.engine = RawReplay(requests, self._reply)
         LOG.tables.append(self._table)
         self._warm_up(requests, Path(plan.client_dir), worker)
 
     def _warm_up(self, requests: list[Wire], client_dir: Path, worker: int) -> None:
-        """Wait for the target; open, per host, as many connections as the largest group or
-        the offered rate needs and send one health check on each; then say ready."""
-        hosts = sorted({w.host for w in requests})
+        """Wait for the side (asked from the warm-up's own address, each answer in the client
+        log); open, per client address and host, as many connections as its largest group or its
+        rate needs, sending nothing on them; then say ready."""
         span = max(1e-3, (self.batches[-1].deadline - self.batches[0].deadline) if self.batches else 1.0)
-        need = dict.fromkeys(hosts, 1)
-        for host in hosts:
-            on_host = [sum(requests[i].host == host for i in r.requests) for r in self.batches]
-            need[host] = max(on_host) + math.ceil(sum(on_host) / span * WARM_LATENCY_S) + WARM_SPARE
+        need = connections_needed(requests, [b.requests for b in self.batches], span, WARM_LATENCY_S, WARM_SPARE)
         deadline = time.time() + 30.0
-        for host in hosts:  # the harness starts Locust and the target together
-            while True:
-                try:
-                    if self.engine.warm({host: 1}) == [200]:
-                        break
-                except OSError:
-                    pass
+        for host in sorted({w.origin.host for w in requests}):  # the harness starts Locust and the side together
+            origin = Origin(host, self.plan.own_address(WARM_UP_ADDRESS))
+            while not self._answered(origin, worker):
                 if time.time() > deadline:
                     raise StopUser()
                 gevent.sleep(0.05)
-        statuses = self.engine.warm({host: n - 1 for host, n in need.items()})
-        for status in statuses:
-            self.environment.events.request.fire(request_type="GET", name="warm-up", response_time=0.0, response_length=0,
-                                                 exception=None if status == 200 else CatchResponseError(f"status {status}"),
-                                                 context={})
+        self.engine.warm(need, path=None)
         gc.freeze()  # the plan's objects live until the end: a full collection would stall a deadline walking them
         _say_ready(client_dir, worker)
+
+    def _answered(self, origin: Origin, worker: int) -> bool:
+        """One health check from the warm-up's address: True once the side answers it 200."""
+        sent = time.time()
+        try:
+            status = self.engine.warm({origin: 1})[0]
+        except OSError:  # not listening yet: nothing reached it
+            return False
+        LOG.warm_up(worker, sent - self.shift_s, time.time() - self.shift_s, status, origin.source)
+        self.environment.events.request.fire(request_type="GET", name="warm-up", response_time=0.0, response_length=0,
+                                             exception=None if status == 200 else CatchResponseError(f"status {status}"),
+                                             context={})
+        return status == 200
 
     @task
     def replay(self) -> None:
@@ -283,6 +299,8 @@ class PlanUser(User):
             "done_t": engine.done[sent] - self.shift_s,
             "status": engine.status[sent], "attempt": np.ones(int(sent.sum()), dtype=np.int32),
             "limit_fields": pa.array([f for f, s in zip(engine.fields, sent) if s], pa.string()),
+            "client_address": pa.array(self.sources[sent], pa.string()),
+            "role": pa.array([ROLE_PLAN] * int(sent.sum()), pa.string()),
         }, schema=CLIENT_SCHEMA)
 
 
@@ -301,9 +319,11 @@ class ReactiveUser(FastHttpUser):
         self.worker = worker
         arrivals = self.model.arrivals()
         self.initial = [(f"r{i}", r) for i, r in enumerate(arrivals.requests()) if i % plan.workers == worker]
+        self.addresses = plan.address_of()
+        self.sessions = BoundSessions(self)
         self.ids = itertools.count(1)
         self.in_flight = Group()
-        _warm_up(self, len(self.initial), Path(plan.client_dir), worker)
+        _await_side(self, worker)
 
     @task
     def replay(self) -> None:
@@ -318,9 +338,10 @@ class ReactiveUser(FastHttpUser):
         _sleep_until(deadline + shift)
         route = model_route(request.route)
         method, path = route.method, route.path
+        address = self.addresses[request.client_id]  # a follow-up leaves from its client's address
         sent = time.time() - shift
-        LOG.in_flight[request_id] = (deadline, sent, request.attempt)
-        with self.client.request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",
+        LOG.in_flight[request_id] = (deadline, sent, request.attempt, address)
+        with self.sessions.get(address).request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",
                                  catch_response=True) as response:
             status = response.status_code or 0
             headers = {k.lower(): v for k, v in (response.headers or {}).items()}
@@ -331,7 +352,7 @@ class ReactiveUser(FastHttpUser):
                 response.failure(f"status {status}")
         done = time.time() - shift
         LOG.in_flight.pop(request_id, None)
-        LOG.add(request_id, deadline, sent, done, status, request.attempt, limit_lines(headers))
+        LOG.add(request_id, deadline, sent, done, status, request.attempt, limit_lines(headers), address)
         if answer is None:
             return
         for follow in self.model.react(request._replace(t=done - start_at), answer):

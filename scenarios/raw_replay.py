@@ -13,6 +13,12 @@ Built for a low cost per request (docs/campaigns.md, "The replay engine"):
 - times and statuses go into preallocated numpy columns, indexed by the request's place in the
   share; the log is written from them once, when the test stops.
 
+Each request leaves from its client's source address (``scenarios.addresses``): a pool of
+connections per (host, address), each socket bound to its address before it connects. Warming a
+client's pool opens its connections and sends nothing on them (a request from a client's address
+is the client's, and may spend its quota); the one request that asks whether the side is up
+leaves from the warm-up's own address.
+
 Why one epoll of its own rather than gevent's sockets (a departure from Locust's gevent world,
 which it still lives in): a gevent socket that waits for a reply starts a libev watcher, switches
 to the hub and back and stops the watcher, and it first tries a ``recv`` that fails; with one
@@ -40,12 +46,16 @@ from .wire import ReplyParser, encode_request, host_port
 
 # the originals: Locust's gevent patches the socket module and removes select.epoll
 _socket = monkey.get_original("socket", ["socket", "AF_INET", "SOCK_STREAM", "IPPROTO_TCP", "TCP_NODELAY",
-                                         "SOL_SOCKET", "SO_ERROR", "getaddrinfo"])
-_socket_class, AF_INET, SOCK_STREAM, IPPROTO_TCP, TCP_NODELAY, SOL_SOCKET, SO_ERROR, _getaddrinfo = _socket
+                                         "SOL_SOCKET", "SO_ERROR", "getaddrinfo", "IPPROTO_IP"])
+_socket_class, AF_INET, SOCK_STREAM, IPPROTO_TCP, TCP_NODELAY, SOL_SOCKET, SO_ERROR, _getaddrinfo, IPPROTO_IP = _socket
+IP_BIND_ADDRESS_NO_PORT = 24
+"""Linux: a socket bound to an address takes its port at connect, per destination (not at bind,
+one port per address for every destination)."""
 _epoll = monkey.get_original("select", "epoll")
 
 MAX_CONNECTIONS = 1000
-"""Per target host: at least the largest burst; more only if replies are slower than the offer."""
+"""Per target host and source address: at least the largest burst; more only if replies are
+slower than the offer."""
 RECV_BYTES = 65536
 BLOCK_S = 0.05
 """The longest the loop blocks in its ``poll`` before it lets gevent run (with nothing due: an
@@ -63,21 +73,60 @@ WARM = -1
 """The pending entry of a warm-up probe (not a request of the share)."""
 
 
-@dataclass(frozen=True)
-class Wire:
-    """One request of a share, ready to send: its host and its bytes."""
+@dataclass(frozen=True, eq=False)
+class Origin:
+    """Where requests go and where they leave from: one pool of connections. One object per
+    pair (``wires`` shares them), hashed by identity: the send path looks its pool up per request."""
 
     host: tuple[str, int]
+    source: str | None = None
+    """The source address its sockets are bound to (None: the kernel's choice)."""
+
+
+@dataclass(frozen=True)
+class Wire:
+    """One request of a share, ready to send: its origin and its bytes."""
+
+    origin: Origin
     payload: bytes
 
 
-def wires(methods_paths_headers: Sequence[tuple[str, str, dict[str, str]]], urls: Sequence[str]) -> list[Wire]:
-    """Encode every request once (its URL names the host it goes to)."""
+def wires(methods_paths_headers: Sequence[tuple[str, str, dict[str, str]]], urls: Sequence[str],
+          sources: Sequence[str | None] | None = None) -> list[Wire]:
+    """Encode every request once (its URL names the host it goes to; ``sources``, the address it
+    leaves from)."""
+    origins: dict[tuple[tuple[str, int], str | None], Origin] = {}
     out = []
-    for (method, path, headers), url in zip(methods_paths_headers, urls):
+    for n, ((method, path, headers), url) in enumerate(zip(methods_paths_headers, urls)):
         host = host_port(url)
-        out.append(Wire(host, encode_request(method, path, f"{host[0]}:{host[1]}", headers)))
+        source = sources[n] if sources is not None else None
+        origin = origins.get((host, source)) or origins.setdefault((host, source), Origin(host, source))
+        out.append(Wire(origin, encode_request(method, path, f"{host[0]}:{host[1]}", headers)))
     return out
+
+
+def connections_needed(requests: Sequence[Wire], groups: Sequence[range], span_s: float, latency_s: float,
+                       spare: int) -> dict[Origin, int]:
+    """Per origin, the connections its share needs warm: its most requests in one group, its rate
+    times ``latency_s`` in flight, and ``spare`` shared among the host's origins (a thousand
+    clients' addresses warm about one each: a target caps a process's connections at 4,096, and
+    more open on demand)."""
+    most: dict[Origin, int] = {}
+    total: dict[Origin, int] = {}
+    for group in groups:
+        counts: dict[Origin, int] = {}
+        for i in group:
+            origin = requests[i].origin
+            counts[origin] = counts.get(origin, 0) + 1
+        for origin, n in counts.items():
+            total[origin] = total.get(origin, 0) + n
+            if n > most.get(origin, 0):
+                most[origin] = n
+    per_host: dict[tuple[str, int], int] = {}
+    for origin in most:
+        per_host[origin.host] = per_host.get(origin.host, 0) + 1
+    return {origin: most[origin] + int(total[origin] / span_s * latency_s) + spare // per_host[origin.host]
+            for origin in most}
 
 
 class _Connection:
@@ -98,13 +147,13 @@ class _Connection:
 
 
 class _Pool:
-    """The connections to one host: the idle ones on a stack (the most recently used is the warmest)."""
+    """The connections of one origin: the idle ones on a stack (the most recently used is the warmest)."""
 
-    __slots__ = ("address", "all", "host", "idle")
+    __slots__ = ("address", "all", "host", "idle", "source")
 
-    def __init__(self, host: tuple[str, int]) -> None:
-        self.host = host
-        self.address = _getaddrinfo(host[0], host[1], AF_INET, SOCK_STREAM)[0][4]
+    def __init__(self, origin: Origin) -> None:
+        self.host, self.source = origin.host, origin.source
+        self.address = _getaddrinfo(self.host[0], self.host[1], AF_INET, SOCK_STREAM)[0][4]
         self.idle: list[_Connection] = []
         self.all: list[_Connection] = []
 
@@ -124,7 +173,7 @@ class RawReplay:
         self.fields: list[str | None] = [None] * n
         """Each answer's limit fields' lines (``scenarios.wire.Reply``), None where it had none."""
         self.outstanding = 0
-        self.pools: dict[tuple[str, int], _Pool] = {}
+        self.pools: dict[Origin, _Pool] = {}
         self._poller = _epoll()
         self._by_fd: dict[int, _Connection] = {}
         self._warm: list[int] = []
@@ -135,17 +184,24 @@ class RawReplay:
 
     # -- connections --------------------------------------------------------------------------
 
-    def _pool(self, host: tuple[str, int]) -> _Pool:
-        pool = self.pools.get(host)
+    def _pool(self, origin: Origin) -> _Pool:
+        pool = self.pools.get(origin)
         if pool is None:
-            pool = self.pools[host] = _Pool(host)
+            pool = self.pools[origin] = _Pool(origin)
         return pool
 
     def _open(self, pool: _Pool) -> _Connection:
-        """A non-blocking connect; the loop finishes it (``_connected``)."""
+        """A non-blocking connect from the pool's source address; the loop finishes it (``_connected``)."""
         sock = _socket_class(AF_INET, SOCK_STREAM)
         sock.setblocking(False)
         sock.setsockopt(IPPROTO_TCP, TCP_NODELAY, 1)
+        if pool.source is not None:
+            sock.setsockopt(IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, 1)
+            try:
+                sock.bind((pool.source, 0))
+            except OSError:
+                sock.close()
+                raise
         conn = _Connection(sock, pool)
         code = sock.connect_ex(pool.address)
         if code not in (0, errno.EINPROGRESS):
@@ -163,6 +219,9 @@ class RawReplay:
             return
         conn.connecting = False
         self._poller.modify(conn.fd, EPOLLIN)
+        if not conn.pending:  # warmed without a request: ready for one
+            conn.pool.idle.append(conn)
+            return
         now = time.time()
         unsent, conn.unsent = conn.unsent, []
         for i in unsent:
@@ -172,21 +231,28 @@ class RawReplay:
                 self.sent[i] = now
             self._write(conn, self.requests[i].payload if i >= 0 else self._probe(conn.pool))
 
-    def warm(self, per_host: dict[tuple[str, int], int], path: str = "/healthz") -> list[int]:
-        """Open ``per_host[host]`` connections to each host and send one ``path`` on each (the
-        server's side of the connection is warm too). Returns the warm-up replies' statuses;
-        raises OSError if a connection could not be opened or closed before its reply."""
-        self._probe_path = path
+    def warm(self, per_origin: dict[Origin, int], path: str | None = "/healthz") -> list[int]:
+        """Open ``per_origin[origin]`` connections from each origin and send one ``path`` on each
+        (the server's side of the connection is warm too), or with no ``path`` only open them (a
+        client's own connections: nothing is sent from its address before its plan). Returns the
+        warm-up replies' statuses; raises OSError if a connection could not be opened, or closed
+        before its reply."""
+        self._probe_path = path or ""
         self._warm = []
         self._warm_lost = 0
-        expected = 0
-        for host, count in per_host.items():
-            pool = self._pool(host)
+        opened = []
+        for origin, count in per_origin.items():
+            pool = self._pool(origin)
             for _ in range(min(count, MAX_CONNECTIONS - len(pool.all))):
                 conn = self._open(pool)
-                conn.pending.append(WARM)
-                conn.unsent.append(WARM)
-                expected += 1
+                opened.append(conn)
+                if path is not None:
+                    conn.pending.append(WARM)
+                    conn.unsent.append(WARM)
+        if path is None:  # best effort: one that failed or was closed is opened again when needed
+            self._await_connected(opened)
+            return []
+        expected = len(opened)
         deadline = time.time() + CONNECT_TIMEOUT_S
         while len(self._warm) + self._warm_lost < expected and time.time() < deadline:
             self._poll(BLOCK_S)
@@ -194,6 +260,14 @@ class RawReplay:
             raise OSError(f"{self._warm_lost} of {expected} warm-up connections failed, "
                           f"{expected - len(self._warm) - self._warm_lost} unanswered")
         return self._warm
+
+    def _await_connected(self, opened: list[_Connection]) -> None:
+        """Until every one of ``opened`` is open or gone (at most ``CONNECT_TIMEOUT_S``)."""
+        deadline = time.time() + CONNECT_TIMEOUT_S
+        waiting = opened
+        while waiting and time.time() < deadline:
+            self._poll(BLOCK_S)
+            waiting = [c for c in waiting if c.connecting and c.fd in self._by_fd]
 
     def _probe(self, pool: _Pool) -> bytes:
         return encode_request("GET", self._probe_path, f"{pool.host[0]}:{pool.host[1]}", {})
@@ -205,7 +279,7 @@ class RawReplay:
         now = time.time
         for i in indexes:
             wire = self.requests[i]
-            pool = self.pools.get(wire.host) or self._pool(wire.host)
+            pool = self.pools.get(wire.origin) or self._pool(wire.origin)
             self.outstanding += 1
             if pool.idle:
                 conn = pool.idle.pop()

@@ -11,7 +11,16 @@ import pyarrow.parquet as pq
 
 from contract import decision_file
 from contract.folder import write_parquet
-from contract.schema import CLIENT_FILE, CLIENT_PART_GLOB, CLIENT_SCHEMA, DECISIONS_FILE, HANDSHAKE_DIR, LATE_SUFFIX, READY_GLOB
+from contract.schema import (
+    CLIENT_FILE,
+    CLIENT_PART_GLOB,
+    CLIENT_SCHEMA,
+    DECISIONS_FILE,
+    HANDSHAKE_DIR,
+    LATE_SUFFIX,
+    READY_GLOB,
+    ROLE_PLAN,
+)
 from harness.processes.target import TargetProcess
 from scenarios.live_plan import LivePlan, groups, worker_share
 
@@ -53,11 +62,14 @@ def gather_client(run_dir: Path, plan: LivePlan, landing: bool = True) -> dict[s
     for p in handshake.iterdir():  # parts are merged, markers consumed
         p.unlink()
     handshake.rmdir()
-    df = client.to_pandas()
+    everything = client.to_pandas()
+    df = everything[everything["role"] == ROLE_PLAN]
     lag = (df["sent_t"] - df["intended_t"]).to_numpy()
     n_groups = len(groups(worker_share(plan.arrivals(), 0, 1), plan.burst_gap_s))
     info: dict[str, Any] = {
         "sent": len(df),
+        "client_addresses": int(df["client_address"].nunique()),
+        "own_requests": {str(k): int(v) for k, v in everything.loc[everything["role"] != ROLE_PLAN, "role"].value_counts().items()},
         "unanswered": int((df["status"] == 0).sum()),
         "late_groups": late,
         "late_share": late / max(1, n_groups),

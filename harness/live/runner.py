@@ -46,6 +46,7 @@ from contract.schema import (
     LOCUST_DIR,
     PLAN_FILE,
     ROLE_GENERATOR,
+    ROLE_PLAN,
     ROLE_TARGET,
     RUN_FAILED,
     RUN_FILE,
@@ -288,7 +289,7 @@ class LiveRunner:
         if "stop" in happened and "start" in happened:
             window = (happened["stop"], happened["start"])
             out["phases"] = [*record.phases, {"name": "outage", "start_t": window[0], "end_t": window[1]}]
-            client = pq.read_table(run_dir / CLIENT_FILE, columns=["status"]).to_pandas()
+            client = pq.read_table(run_dir / CLIENT_FILE, columns=["status"], filters=[("role", "==", ROLE_PLAN)]).to_pandas()
             out["store_failure"] = store_failure_measures(decisions, client, *window, run.policy.limit / len(run.joins_s),
                                                           run.policy.window_s)
         return out

@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA
+from contract.schema import CLIENT_SCHEMA, DECISION_SCHEMA, ROLE_PLAN
 from scenarios import Arrivals, Request, TrafficModel
 from scenarios.fleet import Fleet, assign_nodes
 from targets.algorithms import Algorithm, Decision, Policy, build_params, get_algorithm
@@ -452,6 +452,8 @@ def client_parts(result: Replay, rows: int = PART_ROWS) -> Iterator[pa.Table]:
             "sent_t": pa.array(served.sent_t[part]), "done_t": pa.array(served.done_t[part]),
             "status": pa.array(served.status[part], pa.int32()), "attempt": pa.array(attempt[part], pa.int32()),
             "limit_fields": pa.nulls(len(ids[part]), pa.string()),  # a virtual answer carries no headers
+            "client_address": pa.nulls(len(attempt[part]), pa.string()),  # virtual clients send from no address
+            "role": pa.array([ROLE_PLAN] * len(attempt[part]), pa.string()),
         }, schema=CLIENT_SCHEMA)
 
 

@@ -25,7 +25,7 @@ from analysis.report import build_report
 from contract.atomic import write_text
 from contract.folder import utc_stamp
 from contract.machine import machine_facts
-from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, RUN_OK, STATUS_TOO_MANY
+from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, ROLE_PLAN, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
 from harness.events import RunnerEvents
 from harness.live.plan import LiveRun
@@ -123,7 +123,7 @@ def _measure(root: Path, probe: Probe, info: dict[str, Any], row: dict[str, Any]
     run_dir = root / "runs" / probe.run.name
     decisions = pd.read_parquet(run_dir / DECISIONS_FILE, columns=["request_id", "client_class", "allowed",
                                                                    "limit_name"])
-    client = pd.read_parquet(run_dir / CLIENT_FILE)
+    client = pd.read_parquet(run_dir / CLIENT_FILE, filters=[("role", "==", ROLE_PLAN)])  # not the warm-up
     legit_ids = decisions.loc[decisions["client_class"] == LEGIT, "request_id"].unique()
     legit = client[client["request_id"].isin(legit_ids) & (client["status"] != 0)]
     rejected = int((legit["status"] == STATUS_TOO_MANY).sum())

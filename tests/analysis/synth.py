@@ -51,7 +51,8 @@ def client_table(request_id, intended, sent, done, status, attempt, limit_fields
     n = len(request_id)
     return pa.Table.from_pydict({"request_id": request_id, "intended_t": intended, "sent_t": sent, "done_t": done,
                                  "status": np.asarray(status, dtype=np.int32), "attempt": np.asarray(attempt, dtype=np.int32),
-                                 "limit_fields": pa.array(limit_fields if limit_fields is not None else [None] * n, pa.string())},
+                                 "limit_fields": pa.array(limit_fields if limit_fields is not None else [None] * n, pa.string()),
+                                 "client_address": pa.nulls(n, pa.string()), "role": ["plan"] * n},
                                 schema=CLIENT_SCHEMA)
 
 

@@ -34,7 +34,7 @@ def _replay(url: str, n: int, groups_of: int) -> tuple[RawReplay, list[tuple[int
     answers: list[tuple[int, int, int]] = []
     reqs = wires([("GET", "/api/items", {"x-api-key": "k", "x-request-id": f"e{i}"}) for i in range(n)], [url] * n)
     engine = RawReplay(reqs, lambda i, status, length: answers.append((i, status, length)))
-    assert engine.warm({reqs[0].host: 4}) == [200] * 4
+    assert engine.warm({reqs[0].origin: 4}) == [200] * 4
     for start in range(0, n, groups_of):
         engine.send_group(range(start, min(n, start + groups_of)))
         engine.wait_until(time.time() + 0.001)
@@ -77,8 +77,17 @@ def test_plan_user_logs_exactly_the_plan_and_locust_counts_it(tmp_path):
     plan = LivePlan.load(run_dir / "plan.json")
     shots = worker_share(plan.arrivals(), 0, 1)
     intended = {s.headers["x-request-id"]: plan.start_at + g[0].t for g in groups(shots, plan.burst_gap_s) for s in g}
-    client = pd.read_parquet(run_dir / "client.parquet")
+    logged = pd.read_parquet(run_dir / "client.parquet")
+    warm_up, client = logged[logged["role"] == "warm-up"], logged[logged["role"] == "plan"]
+    assert len(warm_up) + len(client) == len(logged)
+    # each worker asked once whether the target was up, from the warm-up's own address
+    assert len(warm_up) == 2 and set(warm_up["status"]) == {200} and set(warm_up["client_address"]) == {"127.0.0.2"}
     assert sorted(client["request_id"]) == sorted(intended) and len(client) == len(intended) > 200
+    # every request left from its own client's address: a client, an address, none the warm-up's
+    planned = plan.arrivals().client_id
+    own = dict(zip(planned, plan.addresses()))
+    assert [own[planned[int(r[1:])]] for r in client["request_id"]] == client["client_address"].tolist()
+    assert client["client_address"].nunique() == len(own) == len(set(own.values())) > 90  # of 100: some sent none
     # each worker groups its own share: a request's intended time is its group's deadline, at or before its own
     for row in client.itertuples():
         assert intended[row.request_id] - 0.0021 <= row.intended_t <= plan.start_at + shots[int(row.request_id[1:])].t
@@ -141,7 +150,7 @@ def test_a_request_larger_than_the_socket_buffer_is_written_whole(toy):
     reqs = wires([("GET", "/big", {"x-fill-length": str(fill), "x-fill": "a" * fill}),
                   ("GET", "/small", {"x-fill-length": "1", "x-fill": "a"})], [toy] * 2)
     engine = RawReplay(reqs, lambda *_: None)
-    engine.warm({reqs[0].host: 1})  # both requests on one connection: the second waits behind the first's bytes
+    engine.warm({reqs[0].origin: 1})  # both requests on one connection: the second waits behind the first's bytes
     _run(engine, range(2))
     assert engine.status.tolist() == [200, 200]
     engine.close()
@@ -151,7 +160,7 @@ def test_a_connection_closed_before_its_reply_answers_no_status_and_is_replaced(
     answers: list[tuple[int, int, int]] = []
     reqs = wires([("GET", "/close", {}), ("GET", "/after", {})], [toy] * 2)
     engine = RawReplay(reqs, lambda i, status, length: answers.append((i, status, length)))
-    engine.warm({reqs[0].host: 1})
+    engine.warm({reqs[0].origin: 1})
     _run(engine, range(1))
     assert answers == [(0, 0, 0)] and engine.outstanding == 0 and engine.done[0] >= engine.sent[0]
     pool = next(iter(engine.pools.values()))
@@ -165,9 +174,10 @@ def test_warming_a_host_nothing_listens_on_raises():
     with socket.socket() as probe:  # a port that was free a moment ago
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    engine = RawReplay(wires([("GET", "/", {})], [f"http://127.0.0.1:{port}"]), lambda *_: None)
+    reqs = wires([("GET", "/", {})], [f"http://127.0.0.1:{port}"])
+    engine = RawReplay(reqs, lambda *_: None)
     with pytest.raises(OSError):
-        engine.warm({("127.0.0.1", port): 2})
+        engine.warm({reqs[0].origin: 2})
     assert next(iter(engine.pools.values())).all == []
     engine.close()
 
@@ -176,7 +186,7 @@ def test_an_answer_nobody_asked_for_is_dropped(toy):
     answers: list[tuple[int, int, int]] = []
     reqs = wires([("GET", "/twice", {})], [toy])
     engine = RawReplay(reqs, lambda i, status, length: answers.append((i, status, length)))
-    engine.warm({reqs[0].host: 1})
+    engine.warm({reqs[0].origin: 1})
     _run(engine, range(1))
     engine.wait_until(time.time() + 0.2)  # the second answer has arrived by now, and is nobody's
     assert [(i, status) for i, status, _ in answers] == [(0, 200)] and engine.outstanding == 0

@@ -78,7 +78,7 @@ def rows(results: Path) -> dict[str, dict]:
 
 
 def client_log(results: Path, run: str) -> pd.DataFrame:
-    return pd.read_parquet(results / "runs" / f"{run}__token_bucket__memory" / "client.parquet")
+    return pd.read_parquet(results / "runs" / f"{run}__token_bucket__memory" / "client.parquet", filters=[("role", "==", "plan")])
 
 
 def test_a_retry_storm_over_real_http_amplifies_and_full_jitter_serves_everyone(storm):
@@ -169,7 +169,7 @@ def test_the_drips_follow_ups_keep_their_origins_key_class_and_id(library):
     run = library / "runs" / "adversarial_drip__token_bucket__memory"
     model = build_model("adversarial_drip", 5, 1, seed=1, overrides={"duration_s": "3.5"})
     planned = {f"r{i}": r for i, r in enumerate(model.arrivals().requests())}
-    client = pd.read_parquet(run / "client.parquet")
+    client = pd.read_parquet(run / "client.parquet", filters=[("role", "==", "plan")])
     follow_ups = client.loc[client["request_id"].str.contains(".", regex=False)]
     assert len(follow_ups) >= 2 and set(follow_ups["request_id"].map(origin_of)) <= set(planned)
     decisions = pd.read_parquet(run / "decisions.parquet")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import httpx
 from pydantic import Field, field_validator
 
+from scenarios.addresses import WARM_UP_ADDRESS, on_loopback
 from targets.algorithms import Policy
 
 from ..config_file import StrictModel, check_algorithms
@@ -24,8 +25,10 @@ STORE = "external"
 REACH_TIMEOUT_S = 3.0
 URL_PATTERN = r"^https?://[^/\s]+"
 URL_ITEM = "{name: ..., url: ...}"
-URL_SUMMARY = ("any HTTP endpoint you already run (reject_status: [429], optional claims: {algorithm, limit, window_s, "
-               "burst}); nothing started, judged client-side from the client log")
+KEY_PATTERN = r"^(ip|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+)$"
+"""``ip`` or ``header:NAME`` (NAME an HTTP field name)."""
+URL_SUMMARY = ("any HTTP endpoint you already run (reject_status: [429], key: ip | header:NAME, optional claims: "
+               "{algorithm, limit, window_s, burst}); nothing started, judged client-side from the client log")
 """How ``run_bench.py list`` names it."""
 
 
@@ -52,6 +55,11 @@ class UrlPeerEntry(StrictModel):
     url: str = Field(pattern=URL_PATTERN, max_length=2000)
     reject_status: list[int] = Field(default_factory=lambda: [429], min_length=1)
     """The statuses that mean "refused by the limiter"."""
+    key: str | None = Field(default=None, pattern=KEY_PATTERN, max_length=80)
+    """What its limiter counts by: ``ip`` (each client sends from its own loopback address) or
+    ``header:NAME`` (that header's value: the scenario's ``x-api-key``, or a header it sends);
+    unset: as the suite's targets count (the API key, else the address). Every metric of its runs
+    is per this key."""
     claims: Claims | None = None
 
 
@@ -63,7 +71,9 @@ class UrlPeer(Peer):
         self.entry = entry
         self.name, self.url = entry.name, entry.url.rstrip("/")
         claimed = f"; claims {entry.claims.algorithm}" if entry.claims else "; no mapped model"
-        self.summary = f"{self.url}, judged client-side (refused: {', '.join(map(str, entry.reject_status))}){claimed}"
+        keyed = f"; keyed by {entry.key}" if entry.key else ""
+        self.summary = (f"{self.url}, judged client-side (refused: {', '.join(map(str, entry.reject_status))})"
+                        f"{keyed}{claimed}")
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
         """The algorithm it claims, under the policy it claims (the campaign's where it says nothing)."""
@@ -91,5 +101,8 @@ class UrlPeer(Peer):
 
 
 def reach(url: str) -> None:
-    """One GET of ``url``: any HTTP answer will do; no answer raises httpx's error."""
-    httpx.get(url, timeout=REACH_TIMEOUT_S)
+    """One GET of ``url``, from the warm-up's own address (never a tested client's): any HTTP
+    answer will do; no answer raises httpx's error."""
+    transport = httpx.HTTPTransport(local_address=WARM_UP_ADDRESS) if on_loopback(url) else None
+    with httpx.Client(timeout=REACH_TIMEOUT_S, transport=transport) as client:
+        client.get(url)

@@ -20,13 +20,15 @@ from typing import Any
 
 import httpx
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 from contract.atomic import write_text
 from contract.folder import write_parquet
-from contract.schema import DECISION_SCHEMA, DECISIONS_FILE
+from contract.schema import DECISION_SCHEMA, DECISIONS_FILE, HANDSHAKE_DIR, ROLE_PROBE, client_part
 from harness.campaign.peers import Peer, PeerError
 from harness.processes.ports import free_ports
 from harness.processes.target import TargetProcess
+from scenarios.addresses import PROBE_ADDRESS, on_loopback
 from scenarios.live_plan import LivePlan
 from targets.algorithms import Policy
 
@@ -34,7 +36,7 @@ from ..config import node_configs, peer_downstream_config
 from ..logs import gather_client
 from ..sides.base import Side, SideSetup
 from ..supervise import Processes
-from .response import refusal, without_probe
+from .response import probe_log, refusal, without_probe
 
 UNKNOWN_TO_PEERS = {"cost": 1.0, "remaining": None, "retry_after_s": None, "decision_us": None, "delay_s": 0.0,
                     "ideal_allowed": None, "adaptive_limit": None}
@@ -80,13 +82,17 @@ class LivePeer(ABC):
         """This peer running a user's own config file (``validate --live``)."""
         raise PeerError(f"peer {self.spec.name}: validate --live cannot run a {self.spec.system} config file yet")
 
-    def response(self, url: str, policy: Policy) -> dict[str, Any]:
+    def response(self, url: str, policy: Policy, handshake: Path) -> dict[str, Any]:
         """run.json's ``response``: its refusal as a client reads it at ``url`` after a run's load,
-        and the config lines that fix what it does not say (the report shows them)."""
+        and the config lines that fix what it does not say (the report shows them). The probe
+        sends from its own address; its requests join the client log (a part in ``handshake``)."""
+        source = PROBE_ADDRESS if on_loopback(url) else None
         try:
-            found = refusal(url, int(2 * policy.effective_burst) + REFUSAL_MARGIN, refused=self.refused)
+            found = refusal(url, int(2 * policy.effective_burst) + REFUSAL_MARGIN, refused=self.refused, source=source)
         except httpx.HTTPError as exc:
             return {"error": f"the refusal could not be read: {exc!r}"}
+        if handshake.is_dir():
+            pq.write_table(probe_log(found, source), handshake / client_part(ROLE_PROBE, 0))
         return found.report(self.response_fix(policy), self.refused)
 
 
@@ -162,7 +168,7 @@ class PeerSide(Side):
         return [("target:downstream", downstream), ("target:node-1", peer)]
 
     def response(self) -> dict[str, Any] | None:
-        return self.live.response(self.hosts()[0], self.setup.run.policy)
+        return self.live.response(self.hosts()[0], self.setup.run.policy, self.setup.run_dir / HANDSHAKE_DIR)
 
     def results(self, plan: LivePlan) -> dict[str, Any]:
         """Its decisions from its own records (the refusal probe's requests left out)."""

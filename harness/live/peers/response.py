@@ -3,7 +3,8 @@ refusal's status, body type and headers read as a client reads them, and a retry
 Retry-After says, to see whether the header told the truth.
 
 Run on a peer after a campaign run's load (its requests carry PROBE_PREFIX ids, left out of the
-run's decisions) and by ``validate --live`` on a peer or a URL. The suite's own targets answer
+run's decisions, and leave from the probe's own address, never a tested client's: in the client
+log with the role ``probe``) and by ``validate --live`` on a peer or a URL. The suite's own targets answer
 with an RFC 9457 problem, a Retry-After computed per decision and ``Cache-Control: no-store``
 (targets/headers.py); a peer is judged by the same bar.
 """
@@ -18,6 +19,8 @@ from typing import Any
 import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
+
+from contract.schema import CLIENT_SCHEMA, ROLE_PROBE
 
 PROBE_PREFIX = "rb-probe-"
 """The request ids of the probe's requests (and its API key): not the scenario's traffic."""
@@ -34,6 +37,8 @@ class Refusal:
 
     sent_t: list[float] = field(default_factory=list)
     """When each request was sent (time.time()), in order."""
+    done_t: list[float] = field(default_factory=list)
+    """When each answer was read, in order (the retry's too, after the others)."""
     statuses: list[int] = field(default_factory=list)
     status: int | None = None
     """The first refusal's status; None when none came within the requests allowed."""
@@ -83,7 +88,7 @@ class Refusal:
 
     def report(self, fix: str | None = None, refused: frozenset[int] = frozenset({429})) -> dict[str, Any]:
         """run.json's ``response``: the refusal, its findings and the config lines that fix them."""
-        raw = {k: v for k, v in asdict(self).items() if k not in ("sent_t", "statuses")}
+        raw = {k: v for k, v in asdict(self).items() if k not in ("sent_t", "done_t", "statuses")}
         findings = self.findings(refused)
         return {**raw, "requests": len(self.statuses), "findings": findings, "fix": fix if findings else None}
 
@@ -98,18 +103,21 @@ def _seconds(value: str, now: float) -> float | None:
 
 
 def refusal(url: str, max_requests: int, *, refused: frozenset[int] = frozenset({429}),
-            max_wait_s: float = MAX_RETRY_WAIT_S, timeout_s: float = 5.0, max_s: float = MAX_PROBE_S) -> Refusal:
-    """Requests at one key (its own API key), one after the other on one connection, until the
-    first refusal (a status in ``refused``), at most ``max_requests`` or ``max_s``; then, when
-    Retry-After is at most ``max_wait_s``, one retry that long after the refusal. httpx errors
-    propagate (the caller says what it was)."""
+            max_wait_s: float = MAX_RETRY_WAIT_S, timeout_s: float = 5.0, max_s: float = MAX_PROBE_S,
+            source: str | None = None) -> Refusal:
+    """Requests at one key (its own API key; from ``source``, an address of its own, when given),
+    one after the other on one connection, until the first refusal (a status in ``refused``), at
+    most ``max_requests`` or ``max_s``; then, when Retry-After is at most ``max_wait_s``, one retry
+    that long after the refusal. httpx errors propagate (the caller says what it was)."""
     out = Refusal()
     give_up = time.monotonic() + max_s
     headers = {"x-api-key": f"{PROBE_PREFIX}key", "x-client-id": "probe", "x-client-class": "probe"}
-    with httpx.Client(timeout=timeout_s) as http:
+    transport = httpx.HTTPTransport(local_address=source) if source else None
+    with httpx.Client(timeout=timeout_s, transport=transport) as http:
         for i in range(max_requests):
             out.sent_t.append(time.time())
             r = http.get(url + PROBE_ROUTE, headers={**headers, "x-request-id": f"{PROBE_PREFIX}{i}"})
+            out.done_t.append(time.time())
             out.statuses.append(r.status_code)
             if r.status_code in refused:
                 break
@@ -125,9 +133,24 @@ def refusal(url: str, max_requests: int, *, refused: frozenset[int] = frozenset(
             out.retry_after_s = _seconds(out.retry_after, done)
         if out.retry_after_s is not None and out.retry_after_s <= max_wait_s:
             time.sleep(max(0.0, done + out.retry_after_s - time.time()))
+            out.sent_t.append(time.time())
             out.retry_status = http.get(url + PROBE_ROUTE, headers={**headers, "x-request-id": f"{PROBE_PREFIX}retry"}
                                         ).status_code
+            out.done_t.append(time.time())
     return out
+
+
+def probe_log(found: Refusal, source: str | None) -> pa.Table:
+    """The probe's requests as client log rows (role ``probe``): its sequence, then its retry."""
+    n = len(found.statuses)
+    ids = [f"{PROBE_PREFIX}{i}" for i in range(n)] + [f"{PROBE_PREFIX}retry"] * (len(found.sent_t) - n)
+    statuses = found.statuses + ([found.retry_status or 0] if len(found.sent_t) > n else [])
+    return pa.table({
+        "request_id": ids, "intended_t": found.sent_t, "sent_t": found.sent_t, "done_t": found.done_t,
+        "status": statuses, "attempt": [1] * len(ids), "limit_fields": [None] * len(ids),
+        "client_address": [source] * len(ids),
+        "role": [ROLE_PROBE] * len(ids),
+    }, schema=CLIENT_SCHEMA)
 
 
 def without_probe(decisions: pa.Table) -> pa.Table:

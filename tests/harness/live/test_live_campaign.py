@@ -54,7 +54,9 @@ def test_smoke_writes_the_whole_results_layout(smoke):
         assert pd.read_parquet(path / "decisions.parquet").columns.tolist() == DECISION_SCHEMA.names
         client = pd.read_parquet(path / "client.parquet")
         assert client.columns.tolist() == CLIENT_SCHEMA.names
-        assert len(client) == info["planned_requests"] == info["sent"]
+        plan = client[client["role"] == "plan"]
+        assert len(plan) == info["planned_requests"] == info["sent"]
+        assert info["own_requests"] == client.loc[client["role"] != "plan", "role"].value_counts().to_dict()
         assert (path / "cpu.csv").read_text().startswith("t,process,role,cpu_percent,rss_bytes")
         assert (path / "locust" / "stats_stats.csv").is_file()
         assert (path / "target.yaml").is_file() and (path / "plan.json").is_file()
@@ -100,9 +102,13 @@ def test_piped_progress_is_one_line_per_run(smoke):
 def test_every_request_is_logged_on_both_sides(smoke):
     path = run_dir(smoke, "page_load_burst", "token_bucket")
     decisions = pd.read_parquet(path / "decisions.parquet")
-    client = pd.read_parquet(path / "client.parquet")
+    logged = pd.read_parquet(path / "client.parquet")
+    client, own = logged[logged["role"] == "plan"], logged[logged["role"] != "plan"]
     assert set(client["request_id"]) == set(decisions["request_id"])
     assert set(client["status"]) <= {200, 429}
+    # the warm-up asked whether the target was up: logged, from its own address, decided by no limit
+    assert set(own["role"]) == {"warm-up"} and set(own["client_address"]) == {"127.0.0.2"}
+    assert not set(own["request_id"]) & set(decisions["request_id"])
 
 
 def test_boundary_burst_live_is_its_model_on_its_own_times_and_2x_in_virtual_time(smoke):

@@ -97,6 +97,7 @@ def test_an_unreachable_url_exits_2_naming_it_and_starts_nothing(refused_run):
     ({"name": "nginx", "url": "http://127.0.0.1:1"}, "peers: 'nginx' is a peer of the suite's"),
     ({"name": "a__b", "url": "http://127.0.0.1:1"}, "name"),
     ({"name": "gw", "url": "ftp://x"}, "url"),
+    ({"name": "gw", "url": "http://127.0.0.1:1", "key": "cookie"}, "key"),
 ])
 def test_a_bad_url_peer_exits_2_naming_it(refused_run, peer, message):
     assert message in refused_run({**CAMPAIGN, "peers": [peer]})
@@ -114,9 +115,31 @@ def test_a_follow_up_is_decided_under_its_origins_key_class_and_client():
 
     arrivals = build_model("adversarial_drip", 10, 1, seed=1).arrivals()
     origin = next(iter(arrivals.requests()))
-    client = pa.table({"request_id": ["r0", "r0.1", "x9"], "sent_t": [1.0, 2.0, 3.0], "status": [429, 200, 200]})
+    client = pa.table({"request_id": ["r0", "r0.1", "x9", "warm-up-0-1"], "sent_t": [1.0, 2.0, 3.0, 0.5],
+                       "status": [429, 200, 200, 200], "client_address": ["127.10.0.1"] * 3 + ["127.0.0.2"],
+                       "role": ["plan"] * 3 + ["warm-up"]})
     rows = client_decisions(client, arrivals, UrlPeer(UrlPeerEntry(name="gw", url="http://127.0.0.1:1"))).to_pandas()
-    first, follow_up, stray = rows.to_dict("records")
+    first, follow_up, stray = rows.to_dict("records")  # the warm-up is not the plan's: no decision
     assert follow_up["key"] == first["key"] == (origin.key or origin.headers.get("x-api-key"))
     assert (follow_up["client_class"], follow_up["client_id"]) == (origin.client_class, origin.client_id)
     assert stray["key"] == UNPLANNED and pd.isna(stray["client_class"])  # the plan does not know it
+
+
+@pytest.mark.parametrize(("key", "expected"), [
+    ("ip", ["ip:127.10.0.1", "ip:127.10.0.2"]),  # the address each answer was sent from
+    ("header:X-Client-Class", None),  # a header's value: the origin's class, as the endpoint read it
+    ("header:X-Tenant", ["(none)", "(none)"]),  # a header the plan never sent keys nothing
+])
+def test_a_url_peer_is_keyed_by_the_key_it_declares(key, expected):
+    import pyarrow as pa
+
+    from harness.campaign.peers.url import UrlPeer, UrlPeerEntry
+    from harness.live.peers.url import client_decisions
+    from scenarios import build_model
+
+    arrivals = build_model("adversarial_drip", 10, 1, seed=1).arrivals()
+    client = pa.table({"request_id": ["r0", "r1.1"], "sent_t": [1.0, 2.0], "status": [200, 429],
+                       "client_address": ["127.10.0.1", "127.10.0.2"], "role": ["plan", "plan"]})
+    peer = UrlPeer(UrlPeerEntry(name="gw", url="http://127.0.0.1:1", key=key))
+    keys = client_decisions(client, arrivals, peer).column("key").to_pylist()
+    assert keys == (expected or [r.client_class for r in list(arrivals.requests())[:2]])
