@@ -172,15 +172,31 @@ def assert_same(result: Replay, plain: Plain, downstream: PlainDownstream) -> No
     assert totals == (downstream.busy_s, downstream.calls, downstream.failed)
 
 
-def check(algorithm: str, policy: Policy, traffic: TrafficModel | Arrivals, spec: SystemSpec, **params: str) -> Replay:
-    """The simulator's replay and the reference's, each on a fresh store, compared; the replay."""
-    def store() -> MemoryStore:
-        return MemoryStore(get_algorithm(algorithm), build_params(algorithm, policy, params))
+class Recording(MemoryStore):
+    """A memory store that keeps every CPU reading it is given (they decide only past a threshold)."""
 
-    result = replay_on(store(), traffic, spec)
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.readings: list[tuple[float, Reading]] = []
+
+    def observe_reading(self, now, reading):
+        self.readings.append((now, reading))
+        return super().observe_reading(now, reading)
+
+
+def check(algorithm: str, policy: Policy, traffic: TrafficModel | Arrivals, spec: SystemSpec,
+          **params: str) -> tuple[Replay, list[tuple[float, Reading]]]:
+    """The simulator's replay and the reference's, each on a fresh store, compared (and the CPU
+    readings each gave the limiter); the replay and its readings."""
+    def store() -> Recording:
+        return Recording(get_algorithm(algorithm), build_params(algorithm, policy, params))
+
+    ours, theirs = store(), store()
+    result = replay_on(ours, traffic, spec)
     reference = plain_events if _through_events(algorithm, traffic) else plain_open
-    assert_same(result, *reference(store(), traffic, spec))
-    return result
+    assert_same(result, *reference(theirs, traffic, spec))
+    assert ours.readings == theirs.readings
+    return result, ours.readings
 
 
 def _through_events(algorithm: str, traffic: TrafficModel | Arrivals) -> bool:
@@ -203,15 +219,21 @@ REDIS_3 = SystemSettings(processes=3, store="redis", one_way_us=25.0)
 def test_concurrency_releases_exactly_as_the_plain_loop():
     for model in (unhealthy(), ramp()):
         for settings_ in (None, REDIS_3):
-            result = check("concurrency", Policy(100, 1, 8), model, system_for(model, "concurrency", settings_))
+            result, _ = check("concurrency", Policy(100, 1, 8), model, system_for(model, "concurrency", settings_))
             assert 0 < sum(not d.allowed for d in result.decisions) < len(result.decisions)
 
 
+READING_RULES = {"sentinel_cpu": {"cpu_threshold": "0.05"}, "sentinel_bbr": {"sentinel_load_threshold": "0.2"}}
+"""Thresholds the ramp's target CPU passes (0.47 cores at its top), so the readings decide."""
+
+
 def test_adaptive_limits_move_exactly_as_the_plain_loop():
-    for rule in ("gradient2", "aimd", "vegas", "sentinel_cpu", "gozero"):
+    for rule in ("gradient2", "aimd", "vegas", "sentinel_cpu", "sentinel_bbr", "gozero"):
         for model in (unhealthy(), ramp()):
-            result = check("adaptive", Policy(100, 1, 32), model, system_for(model, "adaptive", REDIS_3), rule=rule)
+            result, readings = check("adaptive", Policy(100, 1, 32), model, system_for(model, "adaptive", REDIS_3),
+                                     rule=rule, **READING_RULES.get(rule, {}))
             assert len(set(result.limits)) > 1 or not all(d.allowed for d in result.decisions)
+            assert bool(readings) == (rule in ("sentinel_cpu", "sentinel_bbr", "gozero"))
 
 
 def test_gcra_and_a_queueing_leaky_bucket_on_the_open_path_as_the_plain_loop():
@@ -223,7 +245,7 @@ def test_gcra_and_a_queueing_leaky_bucket_on_the_open_path_as_the_plain_loop():
 def test_a_retry_storm_against_an_outage_follows_up_exactly_as_the_plain_loop():
     model = build_model("retry_storm", 10, 1, 1, {"clients": "40", "trigger": "outage", "outage_at_s": "0.05",
                                                   "outage_s": "0.3"})
-    result = check("token_bucket", Policy(10, 1, 10), model, system_for(model, "token_bucket", REDIS_3))
+    result, _ = check("token_bucket", Policy(10, 1, 10), model, system_for(model, "token_bucket", REDIS_3))
     assert (result.served.status == 503).any() and len(result.arrivals) > 40
 
 
