@@ -14,6 +14,7 @@ from __future__ import annotations
 import bisect
 import heapq
 import math
+from collections.abc import Callable
 
 import numpy as np
 
@@ -23,6 +24,8 @@ from targets.downstream_phases import call_duration
 
 DRAW_BLOCK = 65_536
 """Standard normals drawn at a time for the service times."""
+CALLER_DRAWS = 1024
+"""Service times ``caller`` computes at a time (a short run needs no block of 65,536)."""
 UNAVAILABLE = -1.0
 """``serve``'s answer for a call made during an outage: a 503 at once."""
 
@@ -82,6 +85,52 @@ class DownstreamModel:
         self.busy_s += service
         self.calls += 1
         return done
+
+    def caller(self) -> tuple[Callable[[float], float], Callable[[], None]]:
+        """``serve`` as a closure over local names for a loop that calls it per request (an
+        attribute lookup on ``self`` costs as much as a step of the queue), the same results
+        from the same draws; and ``settle()``, which writes the calls' totals (``busy_s``,
+        ``calls``, ``failed``) back once the loop is done."""
+        slots, replace, bisect_right = self.slots, heapq.heapreplace, bisect.bisect_right
+        phase_at, phases, median = self._phase_at, self._phases, self.median_s
+        outage = [p.health == OUTAGE for p in phases]
+        drawn = median > 0 and bool(self.sigma)
+        services: list[float] = []
+        k = calls = failed = 0
+        busy = 0.0
+
+        def serve(arrive: float) -> float:
+            nonlocal services, k, busy, calls, failed
+            if phase_at:
+                i = bisect_right(phase_at, arrive)
+                if i and outage[i - 1]:
+                    failed += 1
+                    return UNAVAILABLE
+            free = slots[0]
+            start = arrive if arrive > free else free
+            service = median
+            if drawn:
+                if k == len(services):
+                    services, k = self._lognormal(CALLER_DRAWS), 0
+                service = services[k]
+                k += 1
+            if phase_at:
+                i = bisect_right(phase_at, start)
+                if i:
+                    p = phases[i - 1]
+                    service = call_duration(p.health, service, start - p.at_s, p.factor, p.latency_ms, p.period_s, p.pause_ms)
+            done = start + service
+            replace(slots, done)
+            busy += service
+            calls += 1
+            return done
+
+        def settle() -> None:
+            self.busy_s += busy
+            self.calls += calls
+            self.failed += failed
+
+        return serve, settle
 
     def serve_many(self, arrive: list[float]) -> list[float]:
         """``serve`` of each call in order, the same results; without a health schedule in a

@@ -39,7 +39,8 @@ from targets.stores.protocol import ReplayStore
 from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
-from .decision_columns import BLOCK, DecisionColumns
+from .decision_columns import DecisionColumns
+from .event_loop import Feedback, run_planned
 from .gateway_store import Gateway
 from .system import UNAVAILABLE_STATUS, Path, Served, SystemSpec, serve_open, system_for
 
@@ -230,36 +231,44 @@ def _planned(traffic: TrafficModel | Arrivals) -> Arrivals:
     return traffic if isinstance(traffic, Arrivals) else virtual_arrivals(traffic)
 
 
-def _requests(traffic: TrafficModel | Arrivals) -> tuple[Iterator[Request], KeyOf | None]:
-    """The planned requests in time order, and how a follow-up's headers give its key."""
-    planned = _decided(_planned(traffic)).requests()  # at the decided µs, as the open path: the same client log
-    if isinstance(traffic, Arrivals):
-        return planned, None
-    return planned, header_keys(traffic) if traffic.arrivals().headers is not None else None
-
-
 def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: SystemSpec) -> Replay:
-    """The event loop, one request at a time: planned arrivals merged with closed-loop follow-ups
-    (a heap, each sent when its answer reached the client), and the simulated completions that
-    give slots back and feed latency samples to an observing limiter (a heap) before each
-    decision. A limiter that observes guards the downstream as a whole (one key, as live: its
-    limit's scope is ``global``)."""
+    """The event loop: the simulated completions give slots back and feed latency samples to an
+    observing limiter before each decision, and the CPU readings due reach a limiter that reads
+    them. Planned traffic goes through harness/sim/event_loop.py; a closed-loop model through
+    ``_replay_reactive``, which also sends each follow-up when its answer reached the client. A
+    limiter that observes guards the downstream as a whole (one key, as live: its limit's scope
+    is ``global``)."""
     model = None if isinstance(traffic, Arrivals) else traffic
     if model is not None:
         model.reset()  # a plan replays one model for every algorithm: each meets the same clients
-    planned, key_of = _requests(traffic)
+        if model.reactive:
+            return _replay_reactive(model, store, spec)
+    arrivals = _decided(_planned(traffic))  # at the decided µs, as the open path: the same client log
+    loop = run_planned(arrivals, store, spec, _feedback(store, spec))
+    return Replay(arrivals, loop.decisions, loop.decision_us, store.evictions, _failed(loop.served, spec), loop.served,
+                  loop.limits or None)
+
+
+def _feedback(store: ReplayStore, spec: SystemSpec) -> Feedback:
     observes, holds = store.algorithm.observe is not None, store.algorithm.release is not None
-    scope_key, limit_at = (GLOBAL_KEY, _limit_at(store)) if observes else (None, None)
-    finish, path = _finisher(store), Path(spec)
-    readings, serve = _Readings(store, path), path.serve
-    reactive = model is not None and model.reactive
+    readings = _Readings(store, spec)
+    return Feedback(_finisher(store) if holds or observes else None, readings.due, readings.until,
+                    _limit_at(store) if observes else None, GLOBAL_KEY if observes else None)
+
+
+def _replay_reactive(model: TrafficModel, store: ReplayStore, spec: SystemSpec) -> Replay:
+    """The event loop of a closed-loop model, one request at a time: planned arrivals merged with
+    the follow-ups (a heap, each sent when its answer reached the client), the completions (a
+    heap) before each decision."""
+    planned = _decided(_planned(model)).requests()
+    key_of = header_keys(model) if model.arrivals().headers is not None else None
+    feedback, path = _feedback(store, spec), Path(spec)
     follow_ups: list[tuple[float, int, Request]] = []
     completions: list[tuple[float, int, str, float, float, bool]] = []
-    seq = 0
-    done: list[Request] = []  # closed-loop models only: the others' requests are the planned ones
+    seq, due = 0, feedback.readings_due
+    done: list[Request] = []
     decisions = DecisionColumns()
-    pending, micros, limits = decisions.pending, array("d"), array("d")
-    clock = time.perf_counter_ns
+    micros, limits = array("d"), array("d")
     nxt = next(planned, None)
     while nxt is not None or follow_ups:
         if follow_ups and (nxt is None or follow_ups[0][0] < nxt[0]):
@@ -269,34 +278,30 @@ def _replay_events(traffic: TrafficModel | Arrivals, store: ReplayStore, spec: S
         t = req.t
         while completions and completions[0][0] <= t:
             end, _, key, cost, rtt, failed = heapq.heappop(completions)
-            finish(key, end, cost, rtt, failed)
-        if readings.due <= t:
-            readings.until(t)
-        key = scope_key or req.key
-        start = clock()
+            feedback.finish(key, end, cost, rtt, failed)
+        if due <= t:
+            due = feedback.readings(t, len(done))
+        key = feedback.scope_key or req.key
+        start = time.perf_counter_ns()
         d = store.decide(key, t, req.cost)
-        micros.append((clock() - start) / 1000.0)
-        status, client_done, completed, rtt = serve(t, req.client_id, d[0], d[4])
-        if d[0] and (holds or observes):
+        micros.append((time.perf_counter_ns() - start) / 1000.0)
+        status, client_done, completed, rtt = path.serve(t, req.client_id, d[0], d[4])
+        if d[0] and feedback.finish is not None:
             heapq.heappush(completions, (completed, seq, key, req.cost, rtt, status == UNAVAILABLE_STATUS))
             seq += 1
-        if limit_at is not None:
-            limits.append(limit_at(key))
-        if reactive:
-            done.append(req)
-        pending.append(d)
-        if len(pending) >= BLOCK:
-            decisions.pack()
-        if reactive:
-            answer: Decision | Answer = d if status != UNAVAILABLE_STATUS else Answer(False, float(reset_seconds(d.reset_s)))
-            for follow in model.react(req._replace(t=client_done + spec.one_way_s), answer):
-                if key_of is not None and follow.headers is not None and follow.headers is not req.headers:
-                    follow = follow._replace(key=key_of(follow.headers))
-                heapq.heappush(follow_ups, (follow.t, seq, follow))
-                seq += 1
+        if feedback.limit_at is not None:
+            limits.append(feedback.limit_at(key))
+        done.append(req)
+        decisions.extend((d,))
+        answer: Decision | Answer = d if status != UNAVAILABLE_STATUS else Answer(False, float(reset_seconds(d.reset_s)))
+        for follow in model.react(req._replace(t=client_done + spec.one_way_s), answer):
+            if key_of is not None and follow.headers is not None and follow.headers is not req.headers:
+                follow = follow._replace(key=key_of(follow.headers))
+            heapq.heappush(follow_ups, (follow.t, seq, follow))
+            seq += 1
     served = path.served()
-    arrivals = Arrivals.from_requests(done) if reactive else _planned(traffic)
-    return Replay(_decided(arrivals), decisions, micros, store.evictions, _failed(served, spec), served, limits or None)
+    return Replay(_decided(Arrivals.from_requests(done)), decisions, micros, store.evictions, _failed(served, spec),
+                  served, limits or None)
 
 
 def _limit_at(store: ReplayStore) -> Callable[[str], float] | None:
@@ -306,7 +311,7 @@ def _limit_at(store: ReplayStore) -> Callable[[str], float] | None:
     if state is None or current is None:
         return None
     params = store.params
-    return lambda key: float(current(state(key), params))
+    return lambda key: current(state(key), params)  # an int: the log's float column takes it as it is
 
 
 def _failed(served: Served, spec: SystemSpec) -> list[bool] | None:
@@ -320,21 +325,27 @@ class _Readings:
     model time as the live target samples its process: ``cpu`` the target processes' mean busy
     share over the last interval, ``load`` the cores they kept busy (the host's run queue)."""
 
-    def __init__(self, store: ReplayStore, path: Path) -> None:
+    def __init__(self, store: ReplayStore, spec: SystemSpec) -> None:
         observe = getattr(store, "observe_reading", None)
         reads = observe is not None and store.algorithm.needs_readings(store.params)
         self.observe = observe
-        self.path = path
+        self.spec = spec
         self.due = READING_S if reads else math.inf
-        self.busy = 0.0
+        self.served, self.busy_s, self.busy = 0, 0.0, 0.0
 
-    def until(self, now: float) -> None:
-        processes = self.path.spec.processes
+    def until(self, now: float, served: int) -> float:
+        """The readings due by ``now``, ``served`` requests served so far (each costs the target
+        ``cpu_s``, added one by one as the target spends it); returns when the next is due."""
+        cpu_s, processes = self.spec.cpu_s, self.spec.processes
+        for _ in range(served - self.served):
+            self.busy_s += cpu_s
+        self.served = served
         while self.due <= now:
-            cores = (self.path.busy_s - self.busy) / READING_S
-            self.busy = self.path.busy_s
+            cores = (self.busy_s - self.busy) / READING_S
+            self.busy = self.busy_s
             self.observe(self.due, Reading(cpu=cores / processes, load=cores))
             self.due += READING_S
+        return self.due
 
 
 def _finisher(store: ReplayStore) -> Callable[[str, float, float, float, bool], None]:

@@ -134,8 +134,6 @@ class Path:
         # typed arrays, not lists: 8 bytes a value instead of a float object's 32
         self.sent, self.done, self.cpu_done = array("d"), array("d"), array("d")
         self.status, self.process = array("i"), array("q")
-        self.busy_s = 0.0
-        """Target CPU seconds spent so far (each request's counted when it is served)."""
 
     def serve(self, t: float, client_id: str, allowed: bool, delay_s: float) -> Outcome:
         spec = self.spec
@@ -143,7 +141,6 @@ class Path:
         if process is None:
             process = self._process_of[client_id] = len(self._process_of) % spec.processes
         cpu_done = self.target.serve(process, t)
-        self.busy_s += spec.cpu_s
         ready = cpu_done + spec.store_rtt_s
         self.sent.append(t - spec.one_way_s)
         self.process.append(process)

@@ -17,6 +17,9 @@ to process i mod N.
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -77,6 +80,23 @@ class TargetProcesses:
         done = (t if t > free else free) + self.cpu_s
         self.free[process] = done
         return done
+
+    def serve_all(self, arrive: Sequence[float], process: np.ndarray) -> np.ndarray:
+        """``serve`` of each request in order (``process``: each one's), as a column: the same
+        running sums per process, in a C-level ``accumulate`` instead of a call per request."""
+        out = np.empty(len(arrive))
+        cost = self.cpu_s
+
+        def step(free: float, t: float) -> float:
+            return (t if t > free else free) + cost
+
+        times = np.asarray(arrive, dtype=np.float64)
+        for p in range(len(self.free)):
+            mine = np.flatnonzero(process == p)
+            done = list(itertools.accumulate(times[mine].tolist(), step, initial=self.free[p]))
+            out[mine] = done[1:]
+            self.free[p] = done[-1]
+        return out
 
 
 def cpu_samples(done: np.ndarray, process: np.ndarray, processes: int, cpu_s: float,
