@@ -20,8 +20,12 @@ from .endpoint import CapReached, Endpoint, JudgeError
 from .hunt import Hunt, NoLimit, fingerprint_of
 
 EDGE_WORTH = 1.9
-"""Below this share of its bound found at an edge of a model that allows 2L, the hunt tries once
-more, aimed at the edge the fingerprint names (a busy machine can spill a burst past an edge)."""
+"""Below this share of its bound found at an edge of a model that allows 2L, the hunt tries again,
+aimed at the edge the fingerprint names (a busy machine can spill a burst past an edge)."""
+AIMED_TRIES = 3
+"""Aimed tries at most: another only while the last one did not land as aimed (``hunt.landed``),
+each at the pace the latest burst achieved (a machine busy since the learning sends slower than
+the learned pace, and a burst aimed at that pace spills past the edge)."""
 
 
 @dataclass
@@ -65,13 +69,17 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
     try:
         hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
                             meanwhile=first.policy.window_s)
-        verdict = verdict_of(endpoint, start, capped)
-        if verdict.bound is not None and verdict.ratio < EDGE_WORTH <= verdict.bound:  # one more aimed try
+        aimed = False
+        for _ in range(AIMED_TRIES):
+            verdict = verdict_of(endpoint, start, capped)
+            if aimed or verdict.bound is None or not verdict.ratio < EDGE_WORTH <= verdict.bound:
+                break
             limit, window = max(1, round(verdict.best.policy.limit)), verdict.best.policy.window_s
+            pace = min(max(pace, hunt.achieved), window / (8 * limit))  # both bursts inside one W still
             if verdict.best.model == "limits_fixed_window":
-                hunt.first_hit_edge(limit, window, pace)
+                aimed = hunt.first_hit_edge(limit, window, pace)
             else:
-                hunt.aligned_edge(limit, window, pace)
+                aimed = hunt.aligned_edge(limit, window, pace)
     except CapReached:
         capped = True
     return verdict_of(endpoint, start, capped)
