@@ -13,21 +13,26 @@ import httpx
 import pytest
 
 from harness.live.peers.nginx import ACCESS_LOG, access_log_decisions
-from harness.live.peers.response import PROBE_PREFIX, refusal, without_probe
+from harness.live.peers.response import PROBE_PREFIX, Refusal, refusal, without_probe
 from harness.live.peers.standalone import peer_before_none
 from targets.algorithms import Policy
-from tests.recorded import peer_model_agrees
+from tests.recorded import all_logged, peer_model_agrees
 
 pytestmark = pytest.mark.skipif(shutil.which("nginx") is None and os.environ.get("CI", "").lower() != "true",
                                 reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")
+
+
+def sent(probe: Refusal) -> int:
+    """Requests the refusal probe sent: its burst and the retry at Retry-After, if any."""
+    return len(probe.statuses) + (probe.retry_status is not None)
 
 
 def test_plain_nginx_refuses_with_an_html_page_and_nginx_problem_as_the_suite_does(tmp_path):
     policy = Policy(10, 1, 3)  # burst=2: 3 at once on a fresh key, then one back every 100 ms
     with peer_before_none("nginx", policy, tmp_path / "plain") as (url, logs):
         plain = refusal(url, 20)
-        time.sleep(0.2)  # the last lines reach the access log
-        peer_model_agrees("nginx", policy, access_log_decisions(logs / ACCESS_LOG, store="zone").to_pandas())
+        table = all_logged(lambda: access_log_decisions(logs / ACCESS_LOG, store="zone"), sent(plain))
+        peer_model_agrees("nginx", policy, table.to_pandas())
     # 3 at once always; a busy machine that takes 100 ms for a request earns one more
     assert (plain.statuses[:3], plain.statuses[-1], plain.content_type, plain.retry_after) == (
         [200] * 3, 429, "text/html", None)
@@ -37,8 +42,7 @@ def test_plain_nginx_refuses_with_an_html_page_and_nginx_problem_as_the_suite_do
         "no Cache-Control: no-store: a shared cache may serve one client's refusal to others"]
     with peer_before_none("nginx-problem", policy, tmp_path / "problem") as (url, logs):
         problem = refusal(url, 20)
-        time.sleep(0.2)  # the last lines reach the access log
-        table = access_log_decisions(logs / ACCESS_LOG, store="zone")
+        table = all_logged(lambda: access_log_decisions(logs / ACCESS_LOG, store="zone"), sent(problem))
     admitted = len(problem.statuses) - 1
     assert problem.statuses == [200] * admitted + [429] and admitted >= 3 and problem.findings() == []
     assert (problem.content_type, problem.retry_after, problem.cache_control, problem.retry_status) == \
