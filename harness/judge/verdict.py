@@ -23,9 +23,11 @@ EDGE_WORTH = 1.9
 """Below this share of its bound found at an edge of a model that allows 2L, the hunt tries again,
 aimed at the edge the fingerprint names (a busy machine can spill a burst past an edge)."""
 AIMED_TRIES = 3
-"""Aimed tries at most: another only while the last one did not land as aimed (``hunt.landed``),
-each at the pace the latest burst achieved (a machine busy since the learning sends slower than
-the learned pace, and a burst aimed at that pace spills past the edge)."""
+"""Aimed tries at most after the first hunt: one when the worst case found is short of the fitted
+model's bound, and another while the last one did not land as aimed (``hunt.landed``: a first-hit
+window the fingerprint cannot tell from a sliding log until a first-hit try lands), each at the
+pace the latest burst achieved (a machine busy since the learning sends slower than the learned
+pace, and a burst aimed at that pace spills past the edge)."""
 
 
 @dataclass
@@ -67,19 +69,19 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
     first = fingerprint_of([s.answer for s in endpoint.log])[0]
     capped = False
     try:
-        hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
-                            meanwhile=first.policy.window_s)
-        aimed = False
+        landed = hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
+                                     meanwhile=first.policy.window_s)
+        short_tried = False
         for _ in range(AIMED_TRIES):
             verdict = verdict_of(endpoint, start, capped)
-            if aimed or verdict.bound is None or not verdict.ratio < EDGE_WORTH <= verdict.bound:
+            short = verdict.bound is not None and verdict.ratio < EDGE_WORTH <= verdict.bound
+            if landed and (short_tried or not short):
                 break
+            short_tried = short_tried or short
             limit, window = max(1, round(verdict.best.policy.limit)), verdict.best.policy.window_s
             pace = min(max(pace, hunt.achieved), window / (8 * limit))  # both bursts inside one W still
-            if verdict.best.model == "limits_fixed_window":
-                aimed = hunt.first_hit_edge(limit, window, pace)
-            else:
-                aimed = hunt.aligned_edge(limit, window, pace)
+            first_hit = "limits_fixed_window" in (verdict.best.model, *([] if landed else verdict.best.alike))
+            landed = (hunt.first_hit_edge if first_hit else hunt.aligned_edge)(limit, window, pace)
     except CapReached:
         capped = True
     return verdict_of(endpoint, start, capped)
