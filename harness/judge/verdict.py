@@ -17,7 +17,7 @@ from contract.schema import JUDGE_LOG_COLUMNS
 from harness.sim.fingerprint import Fit
 
 from .endpoint import CapReached, Endpoint, JudgeError
-from .hunt import Hunt, NoLimit, fingerprint_of
+from .hunt import MARGIN, Hunt, NoLimit, fingerprint_of
 
 EDGE_WORTH = 1.9
 """Below this share of its bound found at an edge of a model that allows 2L, the hunt tries again,
@@ -79,7 +79,8 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
                 break
             short_tried = short_tried or short
             limit, window = max(1, round(verdict.best.policy.limit)), verdict.best.policy.window_s
-            pace = min(max(pace, hunt.achieved), window / (8 * limit))  # both bursts inside one W still
+            # both bursts inside one W still: 2 margins and 3L requests (2L of lead, L past the edge)
+            pace = min(max(pace, hunt.achieved), window * (1 - 2 * MARGIN) / (3 * limit) * 0.9)
             first_hit = "limits_fixed_window" in (verdict.best.model, *([] if landed else verdict.best.alike))
             landed = (hunt.first_hit_edge if first_hit else hunt.aligned_edge)(limit, window, pace)
     except CapReached:
