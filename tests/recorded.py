@@ -8,11 +8,23 @@ planned times, where they are exact.
 
 from __future__ import annotations
 
+import csv
 import json
+import time
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
+from analysis.header_truth import Answer, header_truth
+from analysis.worst_case import worst_case
+from contract import decision_file
+from contract.limit_headers import LimitFields
+from harness.judge.hunt import fingerprint_of
+from harness.judge.verdict import Verdict
 from harness.live.peers.standalone import mapped_decisions, model_decisions
 from targets.algorithms import Policy, build_params, get_algorithm
 
@@ -59,3 +71,70 @@ def planned(plan: list[tuple[float, str | None, int]], start: float) -> tuple[li
     rows = sorted((start + at + i / 1000, key or "127.0.0.1", f"{key or 'ip'}-{at}-{i}")
                   for at, key, n in plan for i in range(n))
     return [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
+
+
+def bare_key(key: str) -> str:
+    """A decision log's key as the client named it (the suite's target logs ``ip:ADDR``, ``api_key:VALUE``)."""
+    return key.split(":", 1)[1] if key.startswith(("ip:", "api_key:", "user:")) else key
+
+
+def logged(path: Path, answers: list[Answer], timeout_s: float = 10.0) -> pd.DataFrame:
+    """The decisions a running suite target logged for ``answers``' keys, once all are flushed
+    (every second)."""
+    keys = {a.key for a in answers}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        df = decision_file.read_table(path).to_pandas() if decision_file.exists(path) else pd.DataFrame()
+        mine = df[df["key"].map(bare_key).isin(keys)] if len(df) else df
+        if len(mine) >= len(answers) or time.monotonic() > deadline:
+            return mine
+        time.sleep(0.3)
+
+
+def limiter_dated(answers: list[Answer], decisions: pd.DataFrame) -> list[Answer]:
+    """A judging session's answers dated at the times the limiter recorded deciding them (sent =
+    done = its decision time), matched per key in the order sent (the judge awaits each answer
+    before the next request); asserts the limiter's decisions are the answers' one by one."""
+    times: dict[str, list[tuple[float, bool]]] = {}
+    for row in in_time_order(decisions).itertuples():
+        times.setdefault(bare_key(row.key), []).append((row.t, bool(row.allowed)))
+    assert sum(map(len, times.values())) == len(answers), "the limiter logged other requests than the session's"
+    seen: dict[str, int] = {}
+    dated = []
+    for a in sorted(answers, key=lambda a: a.sent):
+        i = seen[a.key] = seen.get(a.key, -1) + 1
+        t, allowed = times[a.key][i]
+        assert allowed == a.allowed, f"{a.key}: request {i + 1} answered {a.status}, logged allowed={allowed}"
+        dated.append(replace(a, sent=t, done=t))
+    return dated
+
+
+def recorded_verdict(client: Verdict | None, dated: list[Answer]) -> Verdict:
+    """The session's verdict recomputed on the limiter's own times (``limiter_dated``): its
+    fingerprint and worst case; the header truth is the client's (a promise made to it), its
+    own verdict's where the test has it."""
+    fits = fingerprint_of(dated)
+    truth = client.truth if client else header_truth(dated)
+    return Verdict(fits, worst_case(dated, fits[0].policy.window_s), truth, client.roles if client else Counter(),
+                   client.seconds if client else 0.0, bool(client and client.capped))
+
+
+def client_answers(path: Path) -> list[Answer]:
+    """A judging session's answers from its client log (``judge-client.csv``)."""
+    def number(text: str) -> float | None:
+        return float(text) if text else None
+
+    with path.open() as f:
+        return [Answer(r["key"], float(r["sent"]), float(r["done"]), int(r["status"]),
+                       LimitFields(number(r["retry_after_s"]), number(r["limit"]), number(r["window_s"]),
+                                   number(r["remaining"]), number(r["reset_s"]), r["form"]))
+                for r in csv.DictReader(f)]
+
+
+def all_logged(read: Callable[[], pa.Table], count: int, timeout_s: float = 10.0) -> pa.Table:
+    """A peer's log read again until it holds ``count`` decisions: a peer writes a request's line
+    after its answer, and a busy machine writes it late (a fixed sleep is a guess)."""
+    deadline = time.monotonic() + timeout_s
+    while (table := read()).num_rows < count and time.monotonic() < deadline:
+        time.sleep(0.1)
+    return table

@@ -49,6 +49,8 @@ class Hunt:
         self.endpoint, self.max_wait_s, self.first_burst = endpoint, max_wait_s, first_burst
         self.keys = 0
         self.refusal: Answer | None = None
+        self.achieved = 0.0
+        """How long one request of the latest burst took: a busy machine's pace, not the learned one."""
 
     def fresh(self) -> int:
         self.keys += 1
@@ -61,6 +63,8 @@ class Hunt:
             answers.append(self.endpoint.send(key, role))
             if not answers[-1].allowed:
                 break
+        if len(answers) > 1:
+            self.achieved = (answers[-1].done - answers[0].sent) / len(answers)
         return answers
 
     def probe_back(self, key: int, t0: float, fine: tuple[float, float] | None = None) -> tuple[float, Answer]:
@@ -145,29 +149,33 @@ class Hunt:
             self.endpoint.sleep_until(first[-1].done + wait)
             self.endpoint.send(key, "check-fields")
 
-    def aligned_edge(self, limit: int, window_s: float, pace: float) -> None:
-        """``limit`` just before the next multiple of W since the epoch, ``limit`` just after."""
+    def aligned_edge(self, limit: int, window_s: float, pace: float) -> bool:
+        """``limit`` just before the next multiple of W since the epoch, ``limit`` just after;
+        whether they landed there (``landed``)."""
         e, key, m = self.endpoint, self.fresh(), MARGIN * window_s
         edge = next_edge(e.now(), limit, window_s, pace)
         e.sleep_until(edge - m - 2 * limit * pace)  # early is harmless, late spills past the edge
-        self.burst(key, "hunt-clock-edge", limit)
+        before = self.burst(key, "hunt-clock-edge", limit)
         e.sleep_until(edge + m)
-        self.after_edge(key, "hunt-clock-edge", limit, window_s, pace)
+        return landed(before, self.after_edge(key, "hunt-clock-edge", limit, window_s, pace), edge, edge, window_s)
 
-    def after_edge(self, key: int, role: str, limit: int, window_s: float, pace: float) -> None:
+    def after_edge(self, key: int, role: str, limit: int, window_s: float, pace: float) -> list[Answer]:
         """Past the edge: knock until admitted (for a tenth of W at most: a W learned a little
-        short must not waste the burst on refusals), then send until refused."""
+        short must not waste the burst on refusals), then send until refused; the answers."""
         e = self.endpoint
         until = e.now() + window_s / 10
-        while not e.send(key, role).allowed:
+        knocks = [e.send(key, role)]
+        while not knocks[-1].allowed:
             if e.now() > until:
-                return
+                return knocks
             e.sleep_until(e.now() + max(pace, window_s / 100))
-        self.burst(key, role, 2 * limit)
+            knocks.append(e.send(key, role))
+        return knocks + self.burst(key, role, 2 * limit)
 
-    def first_hit_edge(self, limit: int, window_s: float, pace: float, meanwhile: float = 0.0) -> None:
+    def first_hit_edge(self, limit: int, window_s: float, pace: float, meanwhile: float = 0.0) -> bool:
         """One request opens a key's window, ``limit - 1`` just before its end, ``limit`` just after;
-        the clock-edge hunt runs meanwhile when it fits inside the wait (``meanwhile`` its W)."""
+        the clock-edge hunt runs meanwhile when it fits inside the wait (``meanwhile`` its W).
+        Whether the first-hit bursts landed as aimed (``landed``)."""
         e, key, m = self.endpoint, self.fresh(), MARGIN * window_s
         opened = e.send(key, "hunt-first-edge")
         before = opened.sent + window_s - m - 2 * (limit - 1) * pace
@@ -175,11 +183,20 @@ class Hunt:
             self.aligned_edge(limit, meanwhile, pace)
             meanwhile = 0.0
         e.sleep_until(before)
-        self.burst(key, "hunt-first-edge", limit - 1)
+        first = self.burst(key, "hunt-first-edge", limit - 1) if limit > 1 else [opened]
         e.sleep_until(opened.done + window_s + m)
-        self.after_edge(key, "hunt-first-edge", limit, window_s, pace)
+        after = self.after_edge(key, "hunt-first-edge", limit, window_s, pace)
         if meanwhile:
             self.aligned_edge(limit, meanwhile, pace)
+        return landed(first, after, opened.sent + window_s, opened.done + window_s, window_s)
+
+
+def landed(before: list[Answer], after: list[Answer], edge_from: float, edge_to: float, window_s: float) -> bool:
+    """Whether two bursts aimed at an edge (somewhere in ``edge_from``..``edge_to``) landed there,
+    on the times the client recorded: the first answered before the edge, the second sent after
+    it, all inside one W. A busy machine spills a burst past its edge: the try proves nothing."""
+    return (bool(before) and bool(after) and before[-1].done <= edge_from and after[0].sent >= edge_to
+            and after[-1].done - before[0].sent < window_s)
 
 
 def next_edge(now: float, limit: int, window_s: float, pace: float) -> float:

@@ -17,11 +17,17 @@ from contract.schema import JUDGE_LOG_COLUMNS
 from harness.sim.fingerprint import Fit
 
 from .endpoint import CapReached, Endpoint, JudgeError
-from .hunt import Hunt, NoLimit, fingerprint_of
+from .hunt import MARGIN, Hunt, NoLimit, fingerprint_of
 
 EDGE_WORTH = 1.9
-"""Below this share of its bound found at an edge of a model that allows 2L, the hunt tries once
-more, aimed at the edge the fingerprint names (a busy machine can spill a burst past an edge)."""
+"""Below this share of its bound found at an edge of a model that allows 2L, the hunt tries again,
+aimed at the edge the fingerprint names (a busy machine can spill a burst past an edge)."""
+AIMED_TRIES = 3
+"""Aimed tries at most after the first hunt: one when the worst case found is short of the fitted
+model's bound, and another while the last one did not land as aimed (``hunt.landed``: a first-hit
+window the fingerprint cannot tell from a sliding log until a first-hit try lands), each at the
+pace the latest burst achieved (a machine busy since the learning sends slower than the learned
+pace, and a burst aimed at that pace spills past the edge)."""
 
 
 @dataclass
@@ -63,15 +69,20 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
     first = fingerprint_of([s.answer for s in endpoint.log])[0]
     capped = False
     try:
-        hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
-                            meanwhile=first.policy.window_s)
-        verdict = verdict_of(endpoint, start, capped)
-        if verdict.bound is not None and verdict.ratio < EDGE_WORTH <= verdict.bound:  # one more aimed try
+        landed = hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
+                                     meanwhile=first.policy.window_s)
+        short_tried = False
+        for _ in range(AIMED_TRIES):
+            verdict = verdict_of(endpoint, start, capped)
+            short = verdict.bound is not None and verdict.ratio < EDGE_WORTH <= verdict.bound
+            if landed and (short_tried or not short):
+                break
+            short_tried = short_tried or short
             limit, window = max(1, round(verdict.best.policy.limit)), verdict.best.policy.window_s
-            if verdict.best.model == "limits_fixed_window":
-                hunt.first_hit_edge(limit, window, pace)
-            else:
-                hunt.aligned_edge(limit, window, pace)
+            # both bursts inside one W still: 2 margins and 3L requests (2L of lead, L past the edge)
+            pace = min(max(pace, hunt.achieved), window * (1 - 2 * MARGIN) / (3 * limit) * 0.9)
+            first_hit = "limits_fixed_window" in (verdict.best.model, *([] if landed else verdict.best.alike))
+            landed = (hunt.first_hit_edge if first_hit else hunt.aligned_edge)(limit, window, pace)
     except CapReached:
         capped = True
     return verdict_of(endpoint, start, capped)

@@ -1,8 +1,10 @@
 """``judge`` against the suite's own limiters served as black boxes on loopback (real processes),
 keyed by source address and by API key; a first-hit window from a third-party library (slowapi).
 
-Judged on the times the client recorded (a run proven inside W: first sent to last answered less
-than W apart), never on the times the hunt meant to send: the machine may be busy.
+The verdict's figures are judged on the times the limiter recorded deciding (its decision log:
+the fingerprint and the worst case recomputed on them, each answer the limiter's logged decision),
+never on the times the hunt meant to send: on a busy machine a request waits before the limiter
+sees it and after it decided, and the client's clock says so late.
 """
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ import math
 import re
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from harness.cli.main import main
 from harness.judge.endpoint import HttpEndpoint, KeySpec
 from harness.judge.verdict import Verdict, judge
+from harness.live.peers import live_peer
 from harness.live.peers.standalone import peer_before_none
 from harness.processes.target import TargetProcess, start_target
 from targets.algorithms import Policy
+from tests.recorded import client_answers, limiter_dated, logged, recorded_verdict
 
 L = 10
 SERVED = {"fixed_window": 2.0, "sliding_log": 1.0, "token_bucket": 1.0}
@@ -30,8 +35,8 @@ SERVED = {"fixed_window": 2.0, "sliding_log": 1.0, "token_bucket": 1.0}
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, TargetProcess]]:
     logs = tmp_path_factory.mktemp("judge-targets")
-    argv = {name: ["--algorithm", name, "--limit", str(L), "--window", str(w), "--service-ms", "0"]
-            for name, w in SERVED.items()}
+    argv = {name: ["--algorithm", name, "--limit", str(L), "--window", str(w), "--service-ms", "0",
+                   "--decision-log", str(logs / f"{name}.parquet")] for name, w in SERVED.items()}
     with ThreadPoolExecutor(len(argv)) as pool:
         futures = {name: pool.submit(start_target, a, log_dir=logs) for name, a in argv.items()}
         started = {name: f.result() for name, f in futures.items()}
@@ -50,6 +55,10 @@ def judged(url: str, key: str) -> tuple[Verdict, HttpEndpoint]:
         endpoint.close()
 
 
+def decision_log(served: dict[str, TargetProcess], model: str) -> Path:
+    return served[model].stderr_path.parent / f"{model}.parquet"
+
+
 def assert_named(v: Verdict, model: str, window_s: float) -> None:
     assert model in (v.best.model, *v.best.alike), v.best.sentence()
     assert v.best.agreement >= 0.99, v.best.sentence()
@@ -61,9 +70,14 @@ def test_a_clock_aligned_window_keyed_by_address_through_the_command(served, tmp
     url = f"{served['fixed_window'].url}/api/items"
     assert main(["judge", url, "--max-rate", "500", "--max-wait", "10", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "fingerprint: behaves like a fixed window of 10 per 2 s aligned to the clock" in out
+    answers = client_answers(tmp_path / "judge-client.csv")
+    v = recorded_verdict(None, limiter_dated(answers, logged(decision_log(served, "fixed_window"), answers)))
+    assert v.best.model == "fixed_window" and v.best.agreement == 1.0, v.best.sentence()
+    assert (v.best.policy.limit, v.best.policy.window_s) == (L, 2.0), v.best.sentence()
+    assert v.worst.admitted == 2 * L  # the hunt's bursts at a clock edge, inside W on the limiter's clock
+    fingerprint = next(line for line in out.splitlines() if line.startswith("fingerprint: behaves like a "))
     worst = next(line for line in out.splitlines() if line.startswith("worst case: "))
-    assert int(worst.split()[2]) >= 1.9 * L  # the hunt's bursts at a clock edge, proven inside W
+    assert int(worst.split()[2]) <= 2 * L and "evidence: key 127." in worst, fingerprint
     kept = re.search(r"Retry-After (\d+) of (\d+) kept", out)
     assert kept and kept[1] == kept[2] and int(kept[1]) >= 1, out  # at least the retry sent when a refusal said
     with (tmp_path / "judge-client.csv").open() as f:
@@ -77,7 +91,9 @@ def test_a_clock_aligned_window_keyed_by_address_through_the_command(served, tmp
 
 @pytest.mark.parametrize(("model", "key"), [("sliding_log", "header:X-API-Key"), ("token_bucket", "ip")])
 def test_sliding_logs_and_buckets_are_named_and_held_to_their_bound(served, model, key):
-    v, endpoint = judged(f"{served[model].url}/api/items", key)
+    client, endpoint = judged(f"{served[model].url}/api/items", key)
+    answers = [s.answer for s in endpoint.log]
+    v = recorded_verdict(client, limiter_dated(answers, logged(decision_log(served, model), answers)))
     assert_named(v, model, SERVED[model])
     assert v.bound is not None and v.ratio <= v.bound
     assert v.truth.retry_after.broken == 0 and v.truth.remaining.broken == 0
@@ -88,9 +104,12 @@ def test_sliding_logs_and_buckets_are_named_and_held_to_their_bound(served, mode
 def test_a_window_opened_by_each_keys_first_request_in_a_third_party_library(tmp_path):
     """slowapi (limits' fixed window, its headers off): nothing told, everything measured; keyed
     by the API key, else by the client's address, as its users deploy it."""
-    with peer_before_none("slowapi-fixed-window", Policy(L, 2), tmp_path) as (url, _):
-        for key in ("header:X-API-Key", "ip"):
-            v, _ = judged(f"{url}/api/items", key)
-            assert_named(v, "limits_fixed_window", 2.0)
-            assert v.worst.admitted >= 1.9 * L
-            assert v.truth.forms == {"none": sum(v.roles.values())}
+    with peer_before_none("slowapi-fixed-window", Policy(L, 2), tmp_path) as (url, logs):
+        sessions = [judged(f"{url}/api/items", key) for key in ("header:X-API-Key", "ip")]
+    decisions = live_peer("slowapi-fixed-window").decisions(logs, store="memory").to_pandas()
+    for client, endpoint in sessions:
+        answers = [s.answer for s in endpoint.log]
+        v = recorded_verdict(client, limiter_dated(answers, decisions[decisions["key"].isin({a.key for a in answers})]))
+        assert_named(v, "limits_fixed_window", 2.0)
+        assert v.worst.admitted == 2 * L - 1  # L - 1 before a key's window ends, L after: inside W
+        assert v.truth.forms == {"none": sum(v.roles.values())}

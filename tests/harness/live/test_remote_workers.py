@@ -112,14 +112,17 @@ def test_two_remote_workers_follow_a_campaign_and_their_logs_reach_the_results(t
         for w in workers:
             w.kill()
     assert "2 failed" not in stdout and "1 failed" not in stdout, stdout[-3000:]
+    runs = ("steady__none__memory", "adversarial_drip__sliding_window_counter__memory")
+    infos = {run: json.loads((out / "runs" / run / "run.json").read_text()) for run in runs}
+    # a run started again (its side was late on a busy machine) is one more run each worker joined
+    attempts = len(runs) + sum("started_again" in info for info in infos.values())
     for w, text in zip(workers, said):
-        assert w.returncode == 0 and "the campaign is over after 2 run(s)" in text, text
+        assert w.returncode == 0 and f"the campaign is over after {attempts} run(s)" in text, text
         # nothing of the run was written on the worker's side: it all went over the connection
         assert {p.name for p in (tmp_path / f"machine-{workers.index(w)}").iterdir()} == {"joined", "worker.log"}
     assert _alive(seen) == []
-    for run in ("steady__none__memory", "adversarial_drip__sliding_window_counter__memory"):
+    for run, info in infos.items():
         run_dir = out / "runs" / run
-        info = json.loads((run_dir / "run.json").read_text())
         assert info["status"] == "ok", info.get("error")
         assert [w["index"] for w in info["remote_workers"]] == [0, 1] and info["workers"] == 2
         assert len({w["client_id"] for w in info["remote_workers"]}) == 2

@@ -14,6 +14,7 @@ import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pandas as pd
 import psutil
 import pytest
 import yaml
@@ -21,7 +22,7 @@ import yaml
 from contract.stores import StoreChoice
 from harness.campaign.policy_file import load_policy
 from harness.cli.main import main
-from harness.validate.probes import plan_live
+from harness.validate.probes import REDIS_TIMEOUT_S, plan_live
 
 ROOT = Path(__file__).resolve().parents[3]
 POLICIES = ROOT / "campaigns" / "policies"
@@ -48,29 +49,32 @@ def live_checks(doc: dict) -> dict[str, dict]:
 
 
 @pytest.fixture(scope="module")
-def good(tmp_path_factory) -> tuple[int, dict, str, Path]:
+def good(tmp_path_factory) -> tuple[int, dict, str, Path, Path]:
     tmp = tmp_path_factory.mktemp("good")
     path = policy_copy(tmp, "good.yaml", [*GENEROUS, "api.live_over_admission <= 1.5"])
-    junit = tmp / "validate.xml"
-    return (*validate_live(str(path), "--junit", str(junit)), junit)
+    junit, out = tmp / "validate.xml", tmp / "live"
+    return (*validate_live(str(path), "--junit", str(junit), "--out", str(out)), junit, out)
 
 
 @pytest.fixture(scope="module")
-def bad(tmp_path_factory) -> tuple[int, dict, str, Path]:
+def bad(tmp_path_factory) -> tuple[int, dict, str]:
     tmp = tmp_path_factory.mktemp("bad")
-    out = tmp / "live"
-    return (*validate_live(str(policy_copy(tmp, "bad-burst-below-page-load.yaml", GENEROUS)), "--out", str(out)), out)
+    return validate_live(str(policy_copy(tmp, "bad-burst-below-page-load.yaml", GENEROUS)))
 
 
 def test_good_policy_passes_live_with_every_live_check_computed(good):
-    code, doc, err, _ = good
+    code, doc, err, _, out = good
     assert code == 0 and doc["passed"], [c for c in doc["checks"] if not c["passed"]]
     live = live_checks(doc)
     assert set(live) == {"live: legit_rejection_rate", "live: p99_ms", "live: cpu_ms_per_1k", "live: api: over_admission"}
     assert all(c["value"] is not None and c["passed"] for c in live.values())
     assert live["live: legit_rejection_rate"]["value"] == 0.0
     assert "simulated: api 0.0%" in live["live: legit_rejection_rate"]["message"]
-    assert doc["live"]["results"] is None  # a temp dir, gone
+    assert doc["live"]["results"] == str(out)
+    assert (out / "report.html").is_file() and (out / "summary.json").is_file()
+    for run in (out / "runs").iterdir():  # decided by the store under test, never its fallback: Redis stays up live
+        sources = pd.read_parquet(run / "decisions.parquet", columns=["source"])["source"].value_counts().to_dict()
+        assert set(sources) == {"redis"}, (run.name, sources)
     assert any("login-ip, login-account" in n for n in doc["live"]["notes"])
     assert "live 1/2 page-loads" in err and "live 2/2 burst-api" in err
 
@@ -91,15 +95,14 @@ def test_junit_lists_the_live_testcases(good):
 
 
 def test_bad_policy_fails_its_live_legit_rejection_rate_with_the_measured_fix(bad):
-    code, doc, _, out = bad
+    code, doc, _ = bad
     assert code == 1
     check = live_checks(doc)["live: legit_rejection_rate"]
     assert not check["passed"] and check["value"] > 0.1  # 3 of a page's 8 calls find the bucket of 5 empty
     assert "of legitimate requests saw a 429 live" in check["message"] and "rejected by 'api'" in check["message"]
     assert "simulated: api 37.5%" in check["message"]
     assert "burst >= 8 gives 0.0%" in check["suggestion"]
-    assert doc["live"]["results"] == str(out)
-    assert (out / "report.html").is_file() and (out / "summary.json").is_file()
+    assert doc["live"]["results"] is None  # a temp dir, gone
 
 
 def test_out_needs_live(tmp_path, capsys):
@@ -112,6 +115,7 @@ def test_plan_replays_the_policy_as_deployed():
     assert [p.run.name for p in good.probes] == ["page_load_burst__gcra__redis-shared",
                                                  "boundary_burst-api__gcra__redis-shared"]
     burst = good.probes[1]
+    assert good.campaign is not None and good.campaign.redis.timeout_s == REDIS_TIMEOUT_S >= 1.0  # no busy-machine outage
     assert burst.run.policy.window_s == 2.0 and burst.burst_size == 100  # 600/min: cost 6 a request
     proxy = plan_live(load_policy(POLICIES / "bad-ip-behind-proxy.yaml"))
     page, nat = proxy.probes[0].run.scenario, proxy.probes[1].run.scenario

@@ -2,8 +2,9 @@
 loopback (a real process, a clock-aligned fixed window of 10 per 1 s, keyed by API key when one is
 sent, else by the client's address), judged by the claims made about it.
 
-Every figure compared is the session's own measurement on the times the client recorded; the
-claim rows are pure functions of that session, so one session judges a true claim and two lies.
+The claim rows are pure functions of one session, so one session judges a true claim and two
+lies; the session's figures are recomputed on the times the target recorded deciding (its
+decision log), never on the client's clock, which a busy machine makes late.
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from harness.judge.virtual import VirtualEndpoint
 from harness.processes.target import TargetProcess, start_target
 from harness.validate.measured import Caps, claim_verdicts, measure
 from targets.algorithms import Policy
+from tests.recorded import client_answers, limiter_dated, logged, recorded_verdict
 
 L, W = 10, 1.0
+DECISION_LOG = "decisions.parquet"
 CAPS = Caps(max_requests=1000, max_rate=500.0, max_wait_s=10.0)
 
 
@@ -39,8 +42,9 @@ def policy(**kw) -> PolicyFile:
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetProcess]:
-    served = start_target(["--algorithm", "fixed_window", "--limit", str(L), "--window", str(W), "--service-ms", "0"],
-                          log_dir=tmp_path_factory.mktemp("url-target"))
+    logs = tmp_path_factory.mktemp("url-target")
+    served = start_target(["--algorithm", "fixed_window", "--limit", str(L), "--window", str(W), "--service-ms", "0",
+                           "--decision-log", str(logs / DECISION_LOG)], log_dir=logs)
     try:
         yield served
     finally:
@@ -54,7 +58,13 @@ def test_a_true_claim_passes_keyed_by_address_with_every_request_logged_by_role(
     live = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"] if c["kind"] == "live"}
     measured = {k: v for k, v in live.items() if k.startswith("live: api: ")}
     assert set(measured) == {"live: api: limit", "live: api: window", "live: api: model", "live: api: worst case"}
-    assert all(v["passed"] for v in measured.values()), measured
+    assert all("claimed a fixed window of 10 per 1 s" in v["message"] or "the claim allows" in v["message"]
+               for v in measured.values()), measured
+    # the claim rows on the session the command logged, dated by the target's own decision log
+    sent = client_answers(out / "judge-client.csv")
+    dated = limiter_dated(sent, logged(target.stderr_path.parent / DECISION_LOG, sent))
+    recorded = {r.name: (r.passed, r.message) for r in claim_verdicts(policy(), recorded_verdict(None, dated), dated)}
+    assert set(recorded) == set(measured) and all(passed for passed, _ in recorded.values()), recorded
     assert all(live[f"live: {n}"]["passed"] for n in ("refusal status", "refusal body", "retry after", "no store"))
     with (out / "judge-client.csv").open() as f:
         rows = list(csv.DictReader(f))
@@ -65,8 +75,10 @@ def test_a_true_claim_passes_keyed_by_address_with_every_request_logged_by_role(
 
 
 def test_lies_fail_naming_what_was_measured_keyed_by_api_key(target):
-    v, endpoint = measure(f"{target.url}/api/items", KeySpec("X-API-Key"), CAPS)
-    answers = [s.answer for s in endpoint.log]
+    client, endpoint = measure(f"{target.url}/api/items", KeySpec("X-API-Key"), CAPS)
+    sent = [s.answer for s in endpoint.log]
+    answers = limiter_dated(sent, logged(target.stderr_path.parent / DECISION_LOG, sent))
+    v = recorded_verdict(client, answers)
     assert len({a.key for a in answers}) >= 4 and all(a.key.startswith("judge-") for a in answers)
 
     def rows(**kw) -> dict[str, tuple[bool, str]]:

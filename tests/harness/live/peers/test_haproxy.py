@@ -32,7 +32,7 @@ from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from harness.live.supervise import Processes, RunFailed
 from harness.processes.ports import free_ports
 from targets.algorithms import Policy, build_params, get_algorithm
-from tests.recorded import peer_model_agrees, planned, suite_model_agrees
+from tests.recorded import all_logged, peer_model_agrees, planned, suite_model_agrees
 
 ROOT = Path(__file__).resolve().parents[4]
 HAVE_HAPROXY = shutil.which("haproxy") is not None
@@ -173,8 +173,7 @@ def test_haproxy_decides_as_its_model_on_its_own_times(haproxy):
                 statuses[rid] = _send(http, url, rid, key)
                 start = start or time.monotonic()
 
-    time.sleep(0.2)  # the last lines reach the log
-    table = live_peer("haproxy").decisions(logs, store="zone")
+    table = all_logged(lambda: live_peer("haproxy").decisions(logs, store="zone"), len(statuses))
     assert table.schema == DECISION_SCHEMA
     df = table.to_pandas()
     assert dict(zip(df["request_id"], df["allowed"])) == {rid: s == 200 for rid, s in statuses.items()}

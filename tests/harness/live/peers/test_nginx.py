@@ -30,7 +30,7 @@ from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from harness.live.supervise import Processes, RunFailed
 from harness.processes.ports import free_ports
 from targets.algorithms import Policy
-from tests.recorded import peer_model_agrees, planned, suite_model_agrees
+from tests.recorded import all_logged, peer_model_agrees, planned, suite_model_agrees
 
 ROOT = Path(__file__).resolve().parents[4]
 HAVE_NGINX = shutil.which("nginx") is not None
@@ -115,8 +115,7 @@ def test_nginx_decides_as_its_mapped_model_on_its_own_times(nginx, tmp_path):
                 statuses[rid] = _send(http, url, rid, key)
     assert [statuses[f"ip-0.0-{i}"] for i in range(3)] == [200] * 3  # a fresh address bucket of 5: any timing
 
-    time.sleep(0.2)  # the last lines reach the access log
-    table = access_log_decisions(logs / ACCESS_LOG, store="zone")
+    table = all_logged(lambda: access_log_decisions(logs / ACCESS_LOG, store="zone"), len(statuses))
     assert table.schema == DECISION_SCHEMA
     path = tmp_path / "decisions.parquet"
     write_parquet(path, table)

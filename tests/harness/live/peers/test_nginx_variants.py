@@ -7,27 +7,31 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 
 import httpx
 import pytest
 
 from harness.live.peers.nginx import ACCESS_LOG, access_log_decisions
-from harness.live.peers.response import PROBE_PREFIX, refusal, without_probe
-from harness.live.peers.standalone import peer_before_none
+from harness.live.peers.response import PROBE_PREFIX, Refusal, refusal, without_probe
+from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from targets.algorithms import Policy
-from tests.recorded import peer_model_agrees
+from tests.recorded import all_logged, peer_model_agrees
 
 pytestmark = pytest.mark.skipif(shutil.which("nginx") is None and os.environ.get("CI", "").lower() != "true",
                                 reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")
+
+
+def sent(probe: Refusal) -> int:
+    """Requests the refusal probe sent: its burst and the retry at Retry-After, if any."""
+    return len(probe.statuses) + (probe.retry_status is not None)
 
 
 def test_plain_nginx_refuses_with_an_html_page_and_nginx_problem_as_the_suite_does(tmp_path):
     policy = Policy(10, 1, 3)  # burst=2: 3 at once on a fresh key, then one back every 100 ms
     with peer_before_none("nginx", policy, tmp_path / "plain") as (url, logs):
         plain = refusal(url, 20)
-        time.sleep(0.2)  # the last lines reach the access log
-        peer_model_agrees("nginx", policy, access_log_decisions(logs / ACCESS_LOG, store="zone").to_pandas())
+        table = all_logged(lambda: access_log_decisions(logs / ACCESS_LOG, store="zone"), sent(plain))
+        peer_model_agrees("nginx", policy, table.to_pandas())
     # 3 at once always; a busy machine that takes 100 ms for a request earns one more
     assert (plain.statuses[:3], plain.statuses[-1], plain.content_type, plain.retry_after) == (
         [200] * 3, 429, "text/html", None)
@@ -37,8 +41,7 @@ def test_plain_nginx_refuses_with_an_html_page_and_nginx_problem_as_the_suite_do
         "no Cache-Control: no-store: a shared cache may serve one client's refusal to others"]
     with peer_before_none("nginx-problem", policy, tmp_path / "problem") as (url, logs):
         problem = refusal(url, 20)
-        time.sleep(0.2)  # the last lines reach the access log
-        table = access_log_decisions(logs / ACCESS_LOG, store="zone")
+        table = all_logged(lambda: access_log_decisions(logs / ACCESS_LOG, store="zone"), sent(problem))
     admitted = len(problem.statuses) - 1
     assert problem.statuses == [200] * admitted + [429] and admitted >= 3 and problem.findings() == []
     assert (problem.content_type, problem.retry_after, problem.cache_control, problem.retry_status) == \
@@ -62,7 +65,11 @@ def _forged(http: httpx.Client, url: str, xff: str) -> int:
 def test_real_ip_keys_by_the_address_the_trusted_proxy_wrote(tmp_path, peer, statuses, keys):
     with peer_before_none(peer, Policy(1, 1, 2), tmp_path) as (url, logs), httpx.Client(timeout=5) as http:
         got = [_forged(http, url, f"10.9.8.{i}, 192.0.2.66") for i in range(4)] + [_forged(http, url, "203.0.113.5")]
-        time.sleep(0.2)
-        table = access_log_decisions(logs / ACCESS_LOG, store="zone")
-    assert got == statuses
-    assert set(table.column("key").to_pylist()) == keys
+        table = all_logged(lambda: access_log_decisions(logs / ACCESS_LOG, store="zone"), len(got))
+    df = table.to_pandas()
+    assert df["allowed"].tolist() == [s == 200 for s in got]  # one request at a time: logged in the order sent
+    assert set(df["key"]) == keys
+    peer_model_agrees("nginx", Policy(1, 1, 2), df)  # on NGINX's own times
+    # hand-computed, back to back (1 ms apart): the model on the times meant
+    assert mapped_decisions("nginx", Policy(1, 1, 2), [i / 1000 for i in range(5)], list(df["key"])) == \
+        [s == 200 for s in statuses]
