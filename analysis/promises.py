@@ -62,8 +62,8 @@ class _Reader:
         self.known: dict[str, LimitFields] = {}
         self.timed: set[str] = set()
 
-    def __call__(self, text: str | None, received_at: float) -> LimitFields:
-        if not text:
+    def __call__(self, text: str | float | None, received_at: float) -> LimitFields:
+        if not isinstance(text, str) or not text:  # none kept: null, or NaN where pandas filled a gap
             return NONE
         known = self.known.get(text)
         if known is not None:

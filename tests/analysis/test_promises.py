@@ -94,3 +94,12 @@ def test_a_text_that_depends_on_when_it_came_is_read_every_time():
     at = 1_796_227_200.0  # 2026-12-02 16:00:00 UTC
     assert (read(date, at).retry_after_s, read(date, at + 4).retry_after_s) == (10.0, 6.0)
     assert read(_fields(1, 1, 2), at) is read(_fields(1, 1, 2), at + 4)  # read once, remembered
+
+
+def test_an_answer_without_fields_reads_as_none_however_pandas_filled_the_gap():
+    """A client log whose rows of one run kept no fields may reach the reader as NaN, not None
+    (a peer's run in a live campaign did, and the summary stopped on it)."""
+    from analysis.promises import NONE, _Reader
+
+    read = _Reader()
+    assert read(float("nan"), 0.0) is NONE and read(None, 0.0) is NONE and read("", 0.0) is NONE
