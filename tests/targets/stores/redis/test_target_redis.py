@@ -66,12 +66,18 @@ def statuses(urls: list[str], n: int, key: str = "k") -> list[int]:
 def test_two_nodes_sharing_redis_admit_exactly_the_limit(own_redis, targets, tmp_path):
     nodes = targets(config(own_redis.url, nodes=2, timeout_s=1.0), n=2)  # generous: a slow machine, not a fallback
     got = statuses([t.url for t in nodes], 100)
-    assert got.count(200) == 40 and got.count(429) == 60
     for t in nodes:
         t.stop()
     log = pd.concat([pd.read_parquet(p) for p in tmp_path.glob("decisions-*.parquet")])
     assert len(log) == 100 and set(log["source"]) == {"redis"} and log["adaptive_limit"].isna().all()
     assert set(log["node"]) == {"node-1", "node-2"} and set(log["store"]) == {"redis"}
+    # exactly the limit in each clock-aligned window the decisions were recorded in (a busy moment
+    # may spread the 100 over a window's edge: then each window admits its own 40)
+    windows = (log["t"] // 600).astype(int)
+    per_window = log.groupby(windows)["allowed"].agg(["sum", "size"])
+    assert (per_window["sum"] == per_window["size"].clip(upper=40)).all(), per_window
+    assert got.count(200) == int(log["allowed"].sum()) and got.count(429) == 100 - got.count(200)
+    assert len(per_window) > 1 or got.count(200) == 40
 
 
 def test_outage_falls_back_is_counted_and_recovers_without_restart(own_redis, targets):
