@@ -20,8 +20,8 @@ from .endpoint import CapReached, Endpoint, JudgeError
 from .hunt import MARGIN, Hunt, NoLimit, fingerprint_of
 
 EDGE_WORTH = 1.9
-"""Below this share of its bound found at an edge of a model that allows 2L, the hunt tries again,
-aimed at the edge the fingerprint names (a busy machine can spill a burst past an edge)."""
+"""A fitted model whose bound is at least this many L has an edge worth aiming at: two bursts
+across it admit (nearly) 2L."""
 AIMED_TRIES = 3
 """Aimed tries at most after the first hunt: one when the worst case found is short of the fitted
 model's bound, and another while the last one did not land as aimed (``hunt.landed``: a first-hit
@@ -49,6 +49,16 @@ class Verdict:
         return self.worst.admitted / self.best.policy.limit
 
     @property
+    def short(self) -> bool:
+        """Whether the worst case found is short of what bursts across the fitted model's edge admit:
+        2L at a window shared by every key, 2L - 1 where a key's first request opens its window (the
+        opener is a window earlier). One request short is a burst a busy machine spilled past the edge."""
+        bound, limit = self.bound, max(1, round(self.best.policy.limit))
+        if bound is None or bound < EDGE_WORTH:
+            return False
+        return self.worst.admitted < round(bound * limit) - (self.best.model == "limits_fixed_window")
+
+    @property
     def bound(self) -> float | None:
         """The fitted model's own bound on admitted cost in any W, as a multiple of L."""
         p = self.best.policy
@@ -74,10 +84,9 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
         short_tried = False
         for _ in range(AIMED_TRIES):
             verdict = verdict_of(endpoint, start, capped)
-            short = verdict.bound is not None and verdict.ratio < EDGE_WORTH <= verdict.bound
-            if landed and (short_tried or not short):
+            if landed and (short_tried or not verdict.short):
                 break
-            short_tried = short_tried or short
+            short_tried = short_tried or verdict.short
             limit, window = max(1, round(verdict.best.policy.limit)), verdict.best.policy.window_s
             # both bursts inside one W still: 2 margins and 3L requests (2L of lead, L past the edge)
             pace = min(max(pace, hunt.achieved), window * (1 - 2 * MARGIN) / (3 * limit) * 0.9)

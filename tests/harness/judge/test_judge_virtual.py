@@ -49,3 +49,25 @@ def test_no_limit_and_a_cap_too_small_are_one_line_each():
         judge(VirtualEndpoint("none", POLICY), max_wait_s=30)
     with pytest.raises(JudgeError, match=r"request cap \(30\) was reached before the window was learned"):
         judge(VirtualEndpoint("fixed_window", POLICY, max_requests=30), max_wait_s=30)
+
+
+class SpillsOnce(VirtualEndpoint):
+    """A busy moment: the clock-edge hunt's last request before the edge is sent 0.1 s late, past
+    the edge, once (the first key it hunts on)."""
+
+    def send(self, key: int, role: str):
+        hunted = [s for s in self.log if s.role == "hunt-clock-edge"]
+        if role == "hunt-clock-edge" and len(hunted) == POLICY.limit - 1 and len({s.answer.key for s in hunted}) == 1:
+            self.sleep_until(math.ceil(self.now() / POLICY.window_s) * POLICY.window_s + 0.1)
+        return super().send(key, role)
+
+
+def test_a_burst_spilled_past_the_edge_is_hunted_again_until_the_model_s_worst_case_is_found():
+    endpoint = SpillsOnce("fixed_window", POLICY)
+    v = judge(endpoint, max_wait_s=30)
+    assert v.best.model == "fixed_window"
+    hunted = [s for s in endpoint.log if s.role == "hunt-clock-edge"]
+    first_key = hunted[0].answer.key
+    first = [s.answer for s in hunted if s.answer.key == first_key]
+    assert sum(a.allowed for a in first) == 2 * 10 - 1  # the spill: 9 before the edge, 10 after it
+    assert len({s.answer.key for s in hunted}) == 2 and v.worst.admitted == 2 * 10 and v.worst.key != first_key
