@@ -39,7 +39,7 @@ def seen(answers: list[Answer]) -> list[Seen]:
     loop picking it up), its answer comes back as fast as any (measured: a token bucket's first
     request taking 0.18 s, dated at its middle, gave the model 0.9 tokens the limiter never had)."""
     fastest = min((a.done - a.sent for a in answers), default=0.0)
-    return [Seen(max(a.sent, a.done - fastest / 2), a.key, a.allowed, a.done) for a in answers]
+    return [Seen(max(a.sent, a.done - fastest / 2), a.key, a.allowed, a.done, a.sent) for a in answers]
 
 
 class Hunt:

@@ -89,7 +89,11 @@ def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> lis
     claimed model replayed on the recorded decisions, and the worst case within the claim's bound.
     A figure passes within 5% of the fitted one, or when the claimed figure, put in the fitted
     policy, repeats the decisions as well as the fit: a few dozen decisions do not pin a bucket's
-    refill to 5% (measured on NGINX at 10 r/s: 5 per 0.469 s and 5 per 0.5 s, both 100%)."""
+    refill to 5% (measured on NGINX at 10 r/s: 5 per 0.469 s and 5 per 0.5 s, both 100%). The
+    claim is replayed with each decision allowed anywhere in its round trip (``agreement``'s
+    ``within_round_trip``): only what no such time explains contradicts it. On a machine busy
+    beside the endpoint (stress-ng on both cores) a request waits before or after the decision,
+    and a refusal dated a few ms late read as a token the claim would have had."""
     lim, best = policy.limits[0], v.best
     claim, got = claimed(lim), best.policy
     said = f"claimed {described(lim.algorithm, claim)}; measured: {best.sentence()}"
@@ -98,7 +102,8 @@ def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> lis
     decisions = seen(answers)
 
     def fits(measured: float, claim_value: float, instead: Policy) -> bool:
-        return near(measured, claim_value) or max(agreement(best.model, instead, decisions), 0) >= best.agreed
+        return near(measured, claim_value) or agreement(best.model, instead, decisions,
+                                                         within_round_trip=True) >= best.agreed
 
     if best.model in BUCKETED:
         rate, got_rate = claim.limit / claim.window_s, got.limit / got.window_s
@@ -115,9 +120,10 @@ def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> lis
 
 
 def _replayed(lim: Limit, claim: Policy, decisions: list[Seen], said: str) -> CheckVerdict:
-    share = max(agreement(lim.algorithm, claim, decisions), 0) / len(decisions)
+    share = max(agreement(lim.algorithm, claim, decisions, within_round_trip=True), 0) / len(decisions)
     return _row("live_measured_model", lim, f"{share:.1%}", f">= {AGREE:.0%}", share >= AGREE,
-                f"{lim.algorithm} under the claim repeats {share:.1%} of {len(decisions)} recorded decisions; {said}")
+                f"{lim.algorithm} under the claim repeats {share:.1%} of {len(decisions)} recorded decisions "
+                f"(each at any time in its round trip); {said}")
 
 
 def _worst(lim: Limit, claim: Policy, v: Verdict) -> CheckVerdict:

@@ -28,6 +28,27 @@ def test_agreement_counts_the_decisions_a_model_repeats():
     assert agreement("sliding_log", Policy(2, 1.0), ALIGNED, misses=1) == -1  # dropped at its second miss
 
 
+def trip(t: float, key: str, allowed: bool, sent: float, done: float) -> Seen:
+    return Seen(EDGE + t, key, allowed, EDGE + done, EDGE + sent)
+
+
+def test_a_decision_is_repeated_anywhere_in_its_round_trip_only_when_asked():
+    # L = 2 per 1 s, clock-aligned. The third request is estimated at 0.999 (window full: refused)
+    # but its round trip runs past the edge: the limiter admitted it at 1.0 or later, as the model
+    # does at its answer (1.003); the window it opened then holds one more (1.1).
+    rows = [trip(0.1, "a", True, 0.099, 0.101), trip(0.2, "a", True, 0.199, 0.201),
+            trip(0.999, "a", True, 0.998, 1.003), trip(1.1, "a", True, 1.099, 1.101)]
+    assert agreement("fixed_window", Policy(2, 1.0), rows) == 3
+    assert agreement("fixed_window", Policy(2, 1.0), rows, within_round_trip=True) == 4
+    # a refusal the model admits at the estimate is repeated at the round trip's start, the fuller window
+    refused = [trip(0.1, "b", True, 0.09, 0.11), trip(0.5, "b", True, 0.49, 0.51), trip(1.001, "b", False, 0.999, 1.003)]
+    assert agreement("fixed_window", Policy(2, 1.0), refused) == 2
+    assert agreement("fixed_window", Policy(2, 1.0), refused, within_round_trip=True) == 3
+    # a third admission inside one window at every time of its round trip contradicts the model still
+    over = [trip(0.1, "c", True, 0.09, 0.11), trip(0.2, "c", True, 0.19, 0.21), trip(0.3, "c", True, 0.29, 0.31)]
+    assert agreement("fixed_window", Policy(2, 1.0), over, within_round_trip=True) == 2
+
+
 def test_what_the_decisions_show_seeds_the_search():
     assert first_runs(ALIGNED) == [2]
     assert readmissions(ALIGNED) == [(EDGE + 0.5, EDGE + 1.0)]
