@@ -23,9 +23,10 @@ from analysis.header_truth import Answer, header_truth
 from analysis.worst_case import worst_case
 from contract import decision_file
 from contract.limit_headers import LimitFields
-from harness.judge.hunt import fingerprint_of
+from harness.judge.hunt import fingerprint_of, seen
 from harness.judge.verdict import Verdict
 from harness.live.peers.standalone import mapped_decisions, model_decisions
+from harness.sim.fingerprint import agreement
 from targets.algorithms import Policy, build_params, get_algorithm
 
 
@@ -112,8 +113,15 @@ def limiter_dated(answers: list[Answer], decisions: pd.DataFrame) -> list[Answer
 def recorded_verdict(client: Verdict | None, dated: list[Answer]) -> Verdict:
     """The session's verdict recomputed on the limiter's own times (``limiter_dated``): its
     fingerprint and worst case; the header truth is the client's (a promise made to it), its
-    own verdict's where the test has it."""
+    own verdict's where the test has it. Where the client's fit repeats the limiter's decisions
+    as well as the best fit on its times, it stays first: two models can tie on a session's
+    decisions (a sliding log of 10 per 1 s, and a clock-aligned window of 10 per 1.546 s whose
+    edges the hunt never met), and the order of the tie is not the question."""
     fits = fingerprint_of(dated)
+    if client is not None:
+        again = agreement(client.best.model, client.best.policy, seen(dated))
+        if again >= fits[0].agreed:
+            fits = [replace(client.best, agreed=again, decisions=len(dated)), *fits]
     truth = client.truth if client else header_truth(dated)
     return Verdict(fits, worst_case(dated, fits[0].policy.window_s), truth, client.roles if client else Counter(),
                    client.seconds if client else 0.0, bool(client and client.capped))

@@ -90,7 +90,9 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
             limit, window = max(1, round(verdict.best.policy.limit)), verdict.best.policy.window_s
             # both bursts inside one W still: 2 margins and 3L requests (2L of lead, L past the edge)
             pace = min(max(pace, hunt.achieved), window * (1 - 2 * MARGIN) / (3 * limit) * 0.9)
-            first_hit = "limits_fixed_window" in (verdict.best.model, *([] if landed else verdict.best.alike))
+            # a first-hit try that did not land (a busy moment past the edge) leaves its refusals
+            # in the data: a first-hit window then fits a little worse, still within the slack
+            first_hit = "limits_fixed_window" in ({verdict.best.model} if landed else {f.model for f in verdict.fits})
             landed = (hunt.first_hit_edge if first_hit else hunt.aligned_edge)(limit, window, pace)
     except CapReached:
         capped = True

@@ -199,7 +199,7 @@ def fit_model(model: str, seen: Sequence[Seen], limits: Sequence[float], windows
         grid = [(1.0, 1.0)]
     best: tuple[int, float, float] | None = None
     for L, W in grid:
-        agreed = agreement(model, policy(L, W), seen, misses)
+        agreed = agreement(model, policy(L, W), seen, misses, within_round_trip=True)
         if agreed >= 0 and (best is None or agreed > best[0]):
             best, misses = (agreed, L, W), len(seen) - agreed
     if best is None:
@@ -207,11 +207,11 @@ def fit_model(model: str, seen: Sequence[Seen], limits: Sequence[float], windows
     if model not in IN_FLIGHT and model != "none":
         _, L, W = best
         for w in sorted((round(W * (1 + k / 500), 3) for k in range(-10, 11)), key=lambda w: abs(w - W)):
-            agreed = agreement(model, policy(L, w), seen, misses - 1)
+            agreed = agreement(model, policy(L, w), seen, misses - 1, within_round_trip=True)
             if agreed > best[0]:
                 best, misses = (agreed, L, w), len(seen) - agreed
         if told is not None and (best[1], best[2]) != told:
-            agreed = agreement(model, policy(*told), seen, misses + TOLD_SLACK)
+            agreed = agreement(model, policy(*told), seen, misses + TOLD_SLACK, within_round_trip=True)
             if agreed >= best[0] - TOLD_SLACK:
                 best = (agreed, *told)
     return Fit(model, policy(best[1], best[2]), best[0], len(seen))
