@@ -6,8 +6,8 @@ times slower than the 250,000 lines/s this reader must reach. So the format is c
 
 - a format made of space-separated variables, each bare, in quotes or ``[$time_local]`` (combined,
   common, NGINX's default ``main``, most custom ones) is read by pyarrow's multithreaded CSV
-  parser with a space delimiter and ``"`` quoting (``delimited.py``): about twice the speed of a
-  compiled regex (``run_bench.py bench traffic`` prints both);
+  parser with a space delimiter and ``"`` quoting (``delimited.py``): 4x the speed of a compiled
+  regex on ``combined`` (``run_bench.py bench traffic`` prints both; docs/validate.md);
 - any other format becomes one compiled regex (each variable matches up to the next literal
   character), run with ``findall`` over blocks of lines.
 """
