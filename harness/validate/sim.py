@@ -148,9 +148,13 @@ def page_result(dep: Deployment, traffic: PageTraffic) -> PageResult:
 @dataclass(frozen=True)
 class AttackResult:
     over_admission: float
-    """Worst of boundary burst and adversarial drip."""
+    """Worst of the boundary burst, the edge hunt and the adversarial drip."""
     retry_after_p50_s: float
     """Median Retry-After the limiter computed for the rejected attack requests."""
+
+
+OPEN_ATTACKS = ("boundary_burst", "edge_hunt")
+"""The attacks replayed as their planned arrivals (no reactions)."""
 
 
 @lru_cache(maxsize=256)
@@ -159,8 +163,10 @@ def attack_result(dep: Deployment, seed: int) -> AttackResult:
         return AttackResult(0.0, math.inf)
     # against no limit at all (fail-open without fallback) the drip would only measure the
     # attacker's own pacing, at a million requests; the boundary burst already shows the excess
-    scenarios = ("boundary_burst",) if dep.algorithm == "none" else ("boundary_burst", "adversarial_drip")
-    frames = [run(dep, build_model(name, dep.limit, dep.window_s, seed).arrivals() if name == "boundary_burst"
+    # the edge hunt finds the edge of a window each key's first request opens, which the clock's
+    # boundary burst meets mid-window
+    scenarios = ("boundary_burst",) if dep.algorithm == "none" else ("boundary_burst", "edge_hunt", "adversarial_drip")
+    frames = [run(dep, build_model(name, dep.limit, dep.window_s, seed).arrivals() if name in OPEN_ATTACKS
                   else build_model(name, dep.limit, dep.window_s, seed))
               for name in scenarios]
     retry = np.concatenate([f.loc[~f["allowed"], "retry_after_s"].to_numpy(dtype=float) for f in frames])

@@ -18,7 +18,7 @@ def test_models_are_deterministic_and_sorted(name):
     assert all(x <= y for x, y in zip(a.t, a.t[1:]))
     assert set(a.client_class) <= {"legit", "abusive"}
     # the seed shapes these models' follow-ups, not their first sends
-    assert build_model(name, 100, 60, seed=4).arrivals() != a or name in ("boundary_burst", "adversarial_drip", "retry_storm")
+    assert build_model(name, 100, 60, seed=4).arrivals() != a or name in ("boundary_burst", "edge_hunt", "adversarial_drip", "retry_storm")
 
 
 def test_boundary_burst_shape():
@@ -28,6 +28,19 @@ def test_boundary_burst_shape():
     for edge in (60, 180, 300):
         assert ((t >= edge - 0.1) & (t < edge)).sum() == 100
         assert ((t >= edge) & (t < edge + 0.1)).sum() == 100
+
+
+def test_edge_hunt_shape():
+    a = build_model("edge_hunt", 100, 60, seed=1, overrides={"rounds": "2"}).arrivals()
+    t, keys = np.array(a.t), np.array(a.key)
+    assert len(t) == 800
+    for i, start in enumerate((0, 240)):
+        first, clock = t[keys == f"hunt-first-{i}"], t[keys == f"hunt-clock-{i}"]
+        # the opener half a window after a clock edge, 99 just before its own edge, 100 just after
+        assert first[0] == start + 30 and list(np.unique(first[1:], return_counts=True)[1]) == [99, 100]
+        assert np.unique(first[1:]).tolist() == [start + 89.95, start + 90.05]
+        assert np.unique(clock, return_counts=True)[1].tolist() == [100, 100]
+        assert np.unique(clock).tolist() == [start + 179.95, start + 180.05]
 
 
 def test_page_load_shape():
@@ -61,6 +74,7 @@ def test_drip_reacts_to_retry_after():
         ("page_load_burst", {"page_size": "-1"}, "page_size=-1: out of bounds, must be between 1 and 1,000"),
         ("cost_mix", {"expensive_share": "2"}, "expensive_share=2.0: out of bounds, must be between 0 and 1"),
         ("boundary_burst", {"delta_s": "120"}, "delta_s must be shorter than the window"),
+        ("edge_hunt", {"delta_s": "30"}, "delta_s must be shorter than half the window"),
         ("steady", {"speed": "1"}, "unknown scenario parameter 'speed'"),
         ("steady", {"load": "lots"}, "expected a number"),
     ],

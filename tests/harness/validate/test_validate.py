@@ -177,3 +177,16 @@ def test_a_nodes_share_is_divided_after_the_parameter_overrides() -> None:
     whole, share = params_of(limit), params_of(limit, 4)
     assert (whole.capacity, share.capacity) == (40, 10)
     assert share.rate == pytest.approx(100 / 60 / 4)
+
+
+def test_a_window_opened_by_each_keys_first_request_fails_capacity_on_its_own_edge(
+        capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    """limits' fixed window (slowapi's default) meets the clock's boundary burst mid-window and holds
+    it to L; bursts at its own edge (the edge hunt) get 2L - 1 through: 1.99x of 600 per 60 s."""
+    text = (POLICIES / "bad-fixed-window.yaml").read_text().replace("algorithm: fixed_window", "algorithm: limits_fixed_window")
+    policy = tmp_path / "first-hit.yaml"
+    policy.write_text(text)
+    assert main(["validate", str(policy)]) == 1
+    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]] for line in capsys.readouterr().out.splitlines()
+            if line.startswith("│")}
+    assert rows["api: over_admission"] == ["2.00×", "<= 1.25×"]
