@@ -14,9 +14,9 @@ import httpx
 from pydantic import Field, field_validator
 
 from scenarios.addresses import WARM_UP_ADDRESS, on_loopback
-from targets.algorithms import Policy
+from targets.algorithms import ALGORITHMS, PEER_MODELS, Policy
 
-from ..config_file import StrictModel, check_algorithms
+from ..config_file import StrictModel
 from .base import Peer, PeerError
 
 SYSTEM = "url"
@@ -43,7 +43,10 @@ class Claims(StrictModel):
     @field_validator("algorithm")
     @classmethod
     def _known(cls, value: str) -> str:
-        check_algorithms([value], all_allowed=False)
+        """A suite algorithm or a peer model (limits' first-hit window, HAProxy's counter): an
+        endpoint may run either, and the twin replays both."""
+        if value not in ALGORITHMS and value not in PEER_MODELS:
+            raise ValueError(f"unknown algorithm {value!r}; choose from: {', '.join([*ALGORITHMS, *PEER_MODELS])}")
         return value
 
 

@@ -1,0 +1,57 @@
+"""The edge hunt against a limiter the suite did not write: slowapi's fixed window (limits' window,
+opened by each key's first request) as a url peer, judged client-side. The clock's boundary burst
+meets that window mid-way and is held to L; the hunt's bursts at the key's own edge get 2L - 1
+through, and the campaign's worst-case answer names that run. Judged on slowapi's own times."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from analysis.metrics import over_admission
+from harness.live.peers import live_peer
+from harness.live.peers.standalone import peer_before_none
+from targets.algorithms import Policy
+from tests.recorded import peer_model_agrees
+
+ROOT = Path(__file__).resolve().parents[4]
+POLICY = Policy(10, 1)
+CAMPAIGN = {
+    "name": "hunt", "policy": {"limit": 10, "window_s": 1}, "algorithms": ["sliding_log"],
+    "scenarios": [{"name": "boundary_burst", "params": {"instant": 1, "boundaries": 1, "delta_s": 0.4}},
+                  {"name": "edge_hunt", "params": {"rounds": 1, "delta_s": 0.4}}],
+    "scale": {"workers": 1, "lead_s": 2.0, "drain_s": 1.0}, "downstream": {"concurrency": 8, "median_ms": 10, "sigma": 0.3},
+}
+
+
+def test_the_hunt_finds_the_edge_of_a_window_opened_by_each_keys_first_request(tmp_path):
+    path, out = tmp_path / "hunt.yaml", tmp_path / "res"
+    with peer_before_none("slowapi-fixed-window", POLICY, tmp_path / "endpoint") as (url, logs):
+        peers = [{"name": "gw", "url": url, "claims": {"algorithm": "limits_fixed_window"}}]
+        path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": peers}))
+        proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    own = live_peer("slowapi-fixed-window").decisions(logs, store="memory").to_pandas()
+    peer_model_agrees("slowapi-fixed-window", POLICY, own)  # limits' first-hit window on its own times
+
+    rows = {r["run"]: r for r in json.loads((out / "summary.json").read_text())["runs"]}
+    # the claimed model on the planned times: exact (virtual time)
+    assert rows["boundary_burst__gw~twin"]["over_admission"] == pytest.approx(1.0)
+    assert rows["edge_hunt__gw~twin"]["over_admission"] == pytest.approx(1.9)
+
+    hunt = own[own["key"].isin(["hunt-first-0", "hunt-clock-0"])]
+    first = hunt[hunt["key"] == "hunt-first-0"].sort_values("t")
+    before_edge = int((first["t"].iloc[1:] < first["t"].iloc[0] + POLICY.window_s).sum())
+    if before_edge == POLICY.limit - 1:  # on slowapi's times, the 9 aimed before the key's edge fell before it
+        assert over_admission(hunt, POLICY.limit, POLICY.window_s) == pytest.approx(1.9)
+        assert rows["edge_hunt__gw"]["over_admission"] == pytest.approx(1.9)
+        answer = next(line for line in (out / "report.md").read_text().splitlines() if "window against a limit of" in line)
+        assert "edge_hunt__gw" in answer, answer
+    # the clock's burst: one window, opened by its first request, holds both halves to L
+    assert over_admission(own[own["key"] == "attacker"], POLICY.limit, POLICY.window_s) == pytest.approx(1.0)
