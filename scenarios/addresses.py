@@ -21,6 +21,11 @@ n mod 1,000 (each address holds warm connections on every worker, and a target p
 connections at 4,096). The client log says which address each request came from."""
 CLIENT_NET = (127, 10)
 """Client n sends from 127.10.(n // 250).(n % 250 + 1): clear of 127.0.0.x, the suite's own."""
+PER_OCTET = 250 * 250
+ADDRESS_BLOCKS = (255 - CLIENT_NET[1]) * PER_OCTET // MAX_ADDRESSES
+"""Blocks of MAX_ADDRESSES addresses, from 127.10.0.1 up through 127.254.x.y: a run against a side
+that outlives it (a url endpoint keyed by address) takes a block no earlier run of the campaign
+used, so its clients meet no quota a previous run's clients spent (15,312 runs before one repeats)."""
 WARM_UP_ADDRESS = "127.0.0.2"
 """The warm-up's requests (is the side up?) come from here."""
 PROBE_ADDRESS = "127.0.0.3"
@@ -36,15 +41,16 @@ def on_loopback(url: str) -> bool:
     return host == "localhost" or host.startswith("127.")
 
 
-def client_address(n: int) -> str:
-    """The n-th distinct client's own address."""
-    n %= MAX_ADDRESSES
-    return f"{CLIENT_NET[0]}.{CLIENT_NET[1]}.{n // 250}.{n % 250 + 1}"
+def client_address(n: int, block: int = 0) -> str:
+    """The n-th distinct client's own address, in address block ``block``."""
+    index = (block % ADDRESS_BLOCKS) * MAX_ADDRESSES + n % MAX_ADDRESSES
+    return f"{CLIENT_NET[0]}.{CLIENT_NET[1] + index // PER_OCTET}.{index % PER_OCTET // 250}.{index % 250 + 1}"
 
 
-def addresses(client_ids: Sequence[str], shared: str | None) -> list[str]:
+def addresses(client_ids: Sequence[str], shared: str | None, block: int = 0) -> list[str]:
     """Each request's source address, by its client (an id, or a key where a model's ids split
-    one client): in order of each client's first request, or ``shared`` for all of them."""
+    one client): in order of each client's first request, from address block ``block``, or
+    ``shared`` for all of them."""
     if shared is not None:
         return [shared] * len(client_ids)
     own: dict[str, str] = {}
@@ -52,6 +58,6 @@ def addresses(client_ids: Sequence[str], shared: str | None) -> list[str]:
     for client in client_ids:
         address = own.get(client)
         if address is None:
-            address = own[client] = client_address(len(own))
+            address = own[client] = client_address(len(own), block)
         out.append(address)
     return out

@@ -48,6 +48,9 @@ class LivePlan:
     """How requests are dealt over ``hosts``: round_robin or sticky (hash of the client id)."""
     joins_s: list[float] = field(default_factory=list)
     """Per host: the model time from which it takes traffic (autoscale); empty: all from t = 0."""
+    address_block: int = 0
+    """Which block of client addresses the clients send from (``scenarios.addresses``): a fresh one
+    per run against a side that outlives its runs (a url endpoint keeps its limiter's state)."""
 
     def host_urls(self) -> list[str]:
         """The host every planned request goes to, by arrival index (``scenarios.fleet``)."""
@@ -65,7 +68,8 @@ class LivePlan:
         arrivals = model.arrivals()
         if not self.loopback:
             return [None] * len(arrivals)
-        return list(addresses(arrivals.key if model.one_client_per_key else arrivals.client_id, model.shared_address))
+        return list(addresses(arrivals.key if model.one_client_per_key else arrivals.client_id, model.shared_address,
+                              self.address_block))
 
     @property
     def loopback(self) -> bool:

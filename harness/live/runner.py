@@ -109,6 +109,8 @@ class LiveRunner:
         self.processes = Processes()
         self.redis: RedisServer | None = None
         """Our own redis-server, when no REDIS_URL was given (started on first use)."""
+        self.address_blocks = 0
+        """Client address blocks taken by runs against sides that outlive them (``_plan``)."""
 
     def redis_url(self) -> str:
         """The Redis every redis run uses: REDIS_URL, the campaign's ``redis.url``, else our own."""
@@ -219,7 +221,7 @@ class LiveRunner:
         start_at = aligned_start(time.time(), self._lead(run, side), run.policy.window_s)
         record.add(start_at=start_at)
         side.configure(start_at)
-        plan = self._plan(run, run_dir, hosts, start_at)
+        plan = self._plan(run, run_dir, hosts, start_at, side)
         end_at = self._schedule(run, plan, record)
         # Locust imports for seconds: start it first, the side meanwhile; all are ready before
         # start_at, or the late groups say so
@@ -239,11 +241,16 @@ class LiveRunner:
         lead = self.lead_s + NODE_LEAD_S * (len(run.nodes) - 1)
         return max(lead, self.campaign.scale.lead_s + side.start_s) if side.start_s else lead
 
-    def _plan(self, run: LiveRun, run_dir: Path, hosts: list[str], start_at: float) -> LivePlan:
-        """The plan Locust replays, saved in the run folder; it carries the run's own model."""
+    def _plan(self, run: LiveRun, run_dir: Path, hosts: list[str], start_at: float, side: Side) -> LivePlan:
+        """The plan Locust replays, saved in the run folder; it carries the run's own model. A side
+        that outlives its runs meets each run's clients on addresses no earlier run used."""
+        block = 0
+        if side.outlives_run:
+            self.address_blocks += 1
+            block = self.address_blocks
         plan = LivePlan(run.scenario.name, run.policy.limit, run.policy.window_s, run.seed, start_at,
                         hosts, str(run_dir / HANDSHAKE_DIR), self.workers, dict(run.scenario.params),
-                        routing=run.routing, joins_s=list(run.joins_s)).with_model(run.model)
+                        routing=run.routing, joins_s=list(run.joins_s), address_block=block).with_model(run.model)
         plan.save(run_dir / PLAN_FILE)
         return plan
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from scenarios.addresses import MAX_ADDRESSES, PROBE_ADDRESS, SHARED, WARM_UP_ADDRESS, addresses, client_address
+from scenarios.addresses import ADDRESS_BLOCKS, MAX_ADDRESSES, PROBE_ADDRESS, SHARED, WARM_UP_ADDRESS, addresses, client_address
 from scenarios.live_plan import LivePlan
 from scenarios.raw_replay import connections_needed, wires
 
@@ -19,6 +19,19 @@ def test_each_client_has_its_own_address_in_order_of_its_first_request():
     assert len(own) == MAX_ADDRESSES and not own & {SHARED, WARM_UP_ADDRESS, PROBE_ADDRESS}
     assert client_address(MAX_ADDRESSES + 7) == client_address(7)  # past the cap, addresses repeat
     assert client_address(249) == "127.10.0.250" and client_address(250) == "127.10.1.1"
+
+
+def test_each_block_of_addresses_is_its_own_and_a_valid_loopback_address():
+    """Runs against a url endpoint (it keeps its limiter's state between runs) take a block each."""
+    assert client_address(0, 1) == "127.10.4.1" and client_address(999, 1) == "127.10.7.250"
+    assert client_address(0, 62) == "127.10.248.1" and client_address(0, 63) == "127.11.2.1"
+    assert client_address(499, 62) == "127.10.249.250" and client_address(500, 62) == "127.11.0.1"  # 62,500 a second octet
+    last = client_address(MAX_ADDRESSES - 1, ADDRESS_BLOCKS - 1)
+    assert last.startswith("127.254.") and all(0 <= int(o) <= 255 for o in last.split("."))
+    assert client_address(5, ADDRESS_BLOCKS + 3) == client_address(5, 3)
+    blocks = [{client_address(n, b) for n in range(MAX_ADDRESSES)} for b in (0, 1, 62, 63)]
+    assert sum(map(len, blocks)) == len(set().union(*blocks)) == 4 * MAX_ADDRESSES
+    assert addresses(["b", "a", "b"], None, 2) == ["127.10.8.1", "127.10.8.2", "127.10.8.1"]
 
 
 def test_a_plan_says_where_each_request_leaves_from():

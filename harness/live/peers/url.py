@@ -93,6 +93,8 @@ class UrlSide(Side):
     """The load goes to the user's URL; its decisions come from the client log, uncertain by
     each request's round trip (it keeps no arrival times for us: no landing measures)."""
 
+    outlives_run = True
+
     def __init__(self, live: UrlLivePeer, setup: SideSetup) -> None:
         super().__init__(setup)
         self.live = live

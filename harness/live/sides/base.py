@@ -50,6 +50,9 @@ class Side(ABC):
     live_counters: bool = False
     """It answers ``/_bench/counters`` while the load is on; otherwise the runner counts its
     decisions from decisions.parquet once it has them."""
+    outlives_run: bool = False
+    """Nobody starts or stops it (a url endpoint): its limiter keeps every run's state, so each run
+    sends from client addresses of its own (``LivePlan.address_block``)."""
 
     def __init__(self, setup: SideSetup) -> None:
         self.setup = setup

@@ -10,10 +10,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 import yaml
 
 from analysis.metrics import over_admission
+from contract.schema import CLIENT_FILE, ROLE_PLAN
 from harness.live.peers import live_peer
 from harness.live.peers.standalone import peer_before_none
 from targets.algorithms import Policy
@@ -53,5 +55,10 @@ def test_the_hunt_finds_the_edge_of_a_window_opened_by_each_keys_first_request(t
         assert rows["edge_hunt__gw"]["over_admission"] == pytest.approx(1.9)
         answer = next(line for line in (out / "report.md").read_text().splitlines() if "window against a limit of" in line)
         assert "edge_hunt__gw" in answer, answer
+    # the endpoint keeps its limiter's state between runs: each run's clients send from addresses of their own
+    sent_from = [set(pq.read_table(out / "runs" / run / CLIENT_FILE, columns=["client_address"],
+                                   filters=[("role", "==", ROLE_PLAN)]).column("client_address").to_pylist())
+                 for run in ("boundary_burst__gw", "edge_hunt__gw")]
+    assert all(sent_from) and not sent_from[0] & sent_from[1]
     # the clock's burst: one window, opened by its first request, holds both halves to L
     assert over_admission(own[own["key"] == "attacker"], POLICY.limit, POLICY.window_s) == pytest.approx(1.0)
