@@ -166,8 +166,9 @@ def attack_result(dep: Deployment, seed: int) -> AttackResult:
     # the edge hunt finds the edge of a window each key's first request opens, which the clock's
     # boundary burst meets mid-window
     scenarios = ("boundary_burst",) if dep.algorithm == "none" else ("boundary_burst", "edge_hunt", "adversarial_drip")
-    frames = [run(dep, build_model(name, dep.limit, dep.window_s, seed).arrivals() if name in OPEN_ATTACKS
-                  else build_model(name, dep.limit, dep.window_s, seed))
+    hunt = {"delta_s": min(0.1, dep.window_s / 4)}  # its bursts inside half a window, however short
+    frames = [run(dep, build_model(name, dep.limit, dep.window_s, seed, hunt if name == "edge_hunt" else None).arrivals()
+                  if name in OPEN_ATTACKS else build_model(name, dep.limit, dep.window_s, seed))
               for name in scenarios]
     retry = np.concatenate([f.loc[~f["allowed"], "retry_after_s"].to_numpy(dtype=float) for f in frames])
     retry = retry[np.isfinite(retry)]
