@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "twin": ("benchmarks.twin", "live vs virtual time: P99, admitted, rejected, sustained rate per run, with their ratio"),
     "traffic": ("benchmarks.traffic", "access log parse rate per format; 5M combined lines x 3 policies: wall time, peak RSS"),
     "marginal-cpu": ("benchmarks.marginal_cpu", "a live run's marginal target CPU per request vs bench targets', per algorithm"),
+    "judge": ("benchmarks.judge", "run_bench.py judge against every model in virtual time: seconds, requests, fit, worst case vs goals"),
     "adaptive": ("benchmarks.adaptive", "µs per request of each adaptive rule vs gradient2; a CPU reading's push at 1k-100k keys"),
 }
 """NAME -> (module, what it measures)."""

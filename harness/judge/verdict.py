@@ -19,12 +19,13 @@ from harness.sim.fingerprint import Fit
 from .endpoint import CapReached, Endpoint, JudgeError
 from .hunt import MARGIN, Hunt, NoLimit, fingerprint_of
 
-EDGE_WORTH = 1.9
-"""A fitted model whose bound is at least this many L has an edge worth aiming at: two bursts
-across it admit (nearly) 2L."""
+EDGE_MODELS = ("fixed_window", "limits_fixed_window")
+"""Windows whose edge two bursts cross for 2L (2L - 1 where a key's first request opened the
+window): aligned to the clock, or opened by a key's first request. A sliding counter's or a ring's
+bound of 2L is not reached by bursts at one edge, so a hunt that found less than it is no miss."""
 AIMED_TRIES = 3
 """Aimed tries at most after the first hunt: one when the worst case found is short of the fitted
-model's bound, and another while the last one did not land as aimed (``hunt.landed``: a first-hit
+window's 2L (``Verdict.short``), and another while the last one did not land as aimed (``hunt.landed``: a first-hit
 window the fingerprint cannot tell from a sliding log until a first-hit try lands), each at the
 pace the latest burst achieved (a machine busy since the learning sends slower than the learned
 pace, and a burst aimed at that pace spills past the edge)."""
@@ -53,10 +54,9 @@ class Verdict:
         """Whether the worst case found is short of what bursts across the fitted model's edge admit:
         2L at a window shared by every key, 2L - 1 where a key's first request opens its window (the
         opener is a window earlier). One request short is a burst a busy machine spilled past the edge."""
-        bound, limit = self.bound, max(1, round(self.best.policy.limit))
-        if bound is None or bound < EDGE_WORTH:
+        if self.best.model not in EDGE_MODELS:
             return False
-        return self.worst.admitted < round(bound * limit) - (self.best.model == "limits_fixed_window")
+        return self.worst.admitted < 2 * max(1, round(self.best.policy.limit)) - (self.best.model == "limits_fixed_window")
 
     @property
     def bound(self) -> float | None:

@@ -71,3 +71,24 @@ def test_a_burst_spilled_past_the_edge_is_hunted_again_until_the_model_s_worst_c
     first = [s.answer for s in hunted if s.answer.key == first_key]
     assert sum(a.allowed for a in first) == 2 * 10 - 1  # the spill: 9 before the edge, 10 after it
     assert len({s.answer.key for s in hunted}) == 2 and v.worst.admitted == 2 * 10 and v.worst.key != first_key
+
+
+def test_the_clock_edge_is_hunted_while_a_first_hit_window_is_open():
+    """Opened just after a clock edge, a first-hit window's wait would end before the next clock
+    edge could be hunted inside it; the opener waits the little it takes for the edge to fit, so
+    both edges are hunted in one W (at W = 10 s: 31.5 s for the session, was 40.4 s)."""
+    endpoint = VirtualEndpoint("fixed_window", Policy(20, 10.0, None), headers=False)
+    v = judge(endpoint, max_wait_s=30)
+    first_hit = [s.answer for s in endpoint.log if s.role == "hunt-first-edge"]
+    clock = [s.answer for s in endpoint.log if s.role == "hunt-clock-edge"]
+    opener, burst = first_hit[0], first_hit[1:]
+    assert opener.sent < clock[0].sent and clock[-1].done < burst[0].sent  # inside the first-hit key's wait
+    assert v.worst.admitted == 40 and endpoint.now() - endpoint.start < 35
+
+
+def test_a_sliding_counter_is_not_hunted_again_for_a_bound_no_edge_reaches():
+    """A sliding counter's bound is 2L, but bursts at one edge get about L: no aimed retry for it."""
+    endpoint = VirtualEndpoint("sliding_window_counter", Policy(20, 10.0, None), headers=False)
+    v = judge(endpoint, max_wait_s=30)
+    assert v.best.model == "sliding_window_counter" and not v.short
+    assert len({s.answer.key for s in endpoint.log if s.role.startswith("hunt")}) == 2  # one try at each edge
