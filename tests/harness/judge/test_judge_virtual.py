@@ -4,14 +4,17 @@ the fingerprint names it, the hunt finds its worst case, within the caps."""
 from __future__ import annotations
 
 import math
+from collections import Counter
 
 import pytest
 
+from analysis.header_truth import header_truth
+from analysis.worst_case import WorstCase
 from harness.judge.endpoint import JudgeError
 from harness.judge.hunt import NoLimit
-from harness.judge.verdict import judge, render
+from harness.judge.verdict import Verdict, judge, render
 from harness.judge.virtual import VirtualEndpoint
-from harness.sim.fingerprint import BUCKETED, WINDOWED
+from harness.sim.fingerprint import BUCKETED, WINDOWED, Fit
 from targets.algorithms import Policy
 
 POLICY = Policy(10, 1.0, 10)
@@ -92,3 +95,14 @@ def test_a_sliding_counter_is_not_hunted_again_for_a_bound_no_edge_reaches():
     v = judge(endpoint, max_wait_s=30)
     assert v.best.model == "sliding_window_counter" and not v.short
     assert len({s.answer.key for s in endpoint.log if s.role.startswith("hunt")}) == 2  # one try at each edge
+
+
+@pytest.mark.parametrize(("first_hit_agreed", "short"), [(99, True), (98, True), (97, False)])
+def test_a_first_hit_window_that_fits_nearly_as_well_as_a_sliding_log_is_hunted_again(first_hit_agreed, short):
+    """A first-hit try that spilled (a refusal where a new window opens) leaves a first-hit window
+    fitting a little worse than a sliding log: 11 of 10 found is short of its 19 while it misses at
+    most NEAR_MISSES more decisions than the best fit."""
+    fits = [Fit("sliding_log", Policy(10, 2.0, None), 100, 100), Fit("limits_fixed_window", Policy(10, 2.0, None), first_hit_agreed, 100)]
+    v = Verdict(fits, WorstCase(11, "k3", 0.0, 1.0), header_truth([]), Counter(), 10.0, False)
+    assert v.short is short
+    assert Verdict(fits, WorstCase(19, "k3", 0.0, 1.0), header_truth([]), Counter(), 10.0, False).short is False
