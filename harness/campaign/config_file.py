@@ -223,10 +223,12 @@ def _check_gateway(entry: ScenarioEntry, algorithms: list[str]) -> None:
                          "limiter (one that observes latency); layer rate limits with a live entry's target limits")
 
 
-def check_algorithms(names: list[str], *, all_allowed: bool) -> None:
-    unknown = [a for a in names if a not in ALGORITHMS]
+def check_algorithms(names: list[str], *, all_allowed: bool, also: tuple[str, ...] = ()) -> None:
+    """Every name one of the suite's algorithms (or of ``also``: the peer models a url claim may name)."""
+    known = [*ALGORITHMS, *also]
+    unknown = [a for a in names if a not in known]
     if unknown:
-        choices = ", ".join((["all"] if all_allowed else []) + list(ALGORITHMS))
+        choices = ", ".join((["all"] if all_allowed else []) + known)
         raise ValueError(f"unknown algorithm {unknown[0]!r}; choose from: {choices}")
 
 

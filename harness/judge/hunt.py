@@ -181,8 +181,8 @@ class Hunt:
         the clock-edge hunt runs meanwhile when it fits inside the wait (``meanwhile`` its W).
         Whether the first-hit bursts landed as aimed (``landed``)."""
         e, key, m = self.endpoint, self.fresh(), MARGIN * window_s
+        # from the opener to the first-hit burst; the clock hunt's bursts past its edge
         room, lead = window_s - m - 2 * (limit - 1) * pace, MARGIN * meanwhile + 4 * limit * pace
-        """From the opener to the first-hit burst; the clock hunt's bursts past its edge."""
         if meanwhile:  # opened just after a clock edge, the next one comes too late to hunt meanwhile:
             edge = next_edge(e.now(), limit, meanwhile, pace)  # open a little later, as it fits
             later = edge + lead - room + m / 10

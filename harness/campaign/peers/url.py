@@ -14,9 +14,9 @@ import httpx
 from pydantic import Field, field_validator
 
 from scenarios.addresses import WARM_UP_ADDRESS, on_loopback
-from targets.algorithms import ALGORITHMS, PEER_MODELS, Policy
+from targets.algorithms import PEER_MODELS, Policy
 
-from ..config_file import StrictModel
+from ..config_file import StrictModel, check_algorithms
 from .base import Peer, PeerError
 
 SYSTEM = "url"
@@ -45,8 +45,7 @@ class Claims(StrictModel):
     def _known(cls, value: str) -> str:
         """A suite algorithm or a peer model (limits' first-hit window, HAProxy's counter): an
         endpoint may run either, and the twin replays both."""
-        if value not in ALGORITHMS and value not in PEER_MODELS:
-            raise ValueError(f"unknown algorithm {value!r}; choose from: {', '.join([*ALGORITHMS, *PEER_MODELS])}")
+        check_algorithms([value], all_allowed=False, also=PEER_MODELS)
         return value
 
 

@@ -109,6 +109,12 @@ def test_good_policy_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     assert suite.get("tests") == str(len(names)) and suite.get("failures") == "0"
 
 
+def table_rows(out: str) -> dict[str, list[str]]:
+    """The verdict table's rows: check name -> [measured, threshold]."""
+    return {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]] for line in out.splitlines()
+            if line.startswith("│")}
+
+
 def test_junit_reports_each_failure(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     junit = tmp_path / "validate.xml"
     assert main(["validate", str(POLICIES / "bad-naive-store.yaml"), "--junit", str(junit)]) == 1
@@ -124,8 +130,7 @@ def test_table_output_shows_verdict_and_suggestions(capsys: pytest.CaptureFixtur
     out = capsys.readouterr().out
     assert "FAIL" in out and "burst >= 8 gives 0.0%" in out
     # measured and threshold in one unit: 37.5% against < 0.1% (the file's 0.001), 1.01× against <= 1.25×
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]] for line in out.splitlines()
-            if line.startswith("│")}
+    rows = table_rows(out)
     assert rows["api: legit_rejection_rate"] == ["37.5%", "< 0.1%"]
     assert rows["api: over_admission"] == ["1.01×", "<= 1.25×"]
     assert rows["lint: burst_below_page_load"] == ["1 finding", "no findings"]
@@ -187,6 +192,5 @@ def test_a_window_opened_by_each_keys_first_request_fails_capacity_on_its_own_ed
     policy = tmp_path / "first-hit.yaml"
     policy.write_text(text)
     assert main(["validate", str(policy)]) == 1
-    rows = {line.split("│")[1].strip(): [c.strip() for c in line.split("│")[2:4]] for line in capsys.readouterr().out.splitlines()
-            if line.startswith("│")}
+    rows = table_rows(capsys.readouterr().out)
     assert rows["api: over_admission"] == ["2.00×", "<= 1.25×"]
