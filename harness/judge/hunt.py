@@ -29,6 +29,10 @@ MARGIN = 0.04
 """How far from a learned edge a burst stops or starts, as a fraction of W."""
 
 
+EDGES = ("first-hit", "clock")
+"""The two edges hunted: a window opened by a key's first request, one aligned to the clock."""
+
+
 class NoLimit(JudgeError):
     """No refusal within the requests the cap allows."""
 
@@ -53,6 +57,8 @@ class Hunt:
         """How long one request of the latest burst took: a busy machine's pace, not the learned one."""
         self.refilled = False
         """A key's refill was read already (``refill``): the second key's answers need not repeat it."""
+        self.landed: set[str] = set()
+        """The edges (``EDGES``) a try landed at as aimed (``landed``): each must, once, for the worst case to be trusted."""
 
     def fresh(self) -> int:
         self.keys += 1
@@ -161,7 +167,19 @@ class Hunt:
         e.sleep_until(edge - m - 2 * limit * pace)  # early is harmless, late spills past the edge
         before = self.burst(key, "hunt-clock-edge", limit)
         e.sleep_until(edge + m)
-        return landed(before, self.after_edge(key, "hunt-clock-edge", limit, window_s, pace), edge, edge, window_s)
+        return self.tried("clock", landed(before, self.after_edge(key, "hunt-clock-edge", limit, window_s, pace),
+                                          edge, edge, window_s))
+
+    def pace(self, learned: float, limit: int, window_s: float) -> float:
+        """The pace to aim at: the latest burst's where a busy machine sends slower than learned
+        (a burst aimed at the learned pace spills past the edge), yet slow enough for both bursts
+        inside one W: 2 margins and 3L requests (2L of lead, L past the edge)."""
+        return min(max(learned, self.achieved), window_s * (1 - 2 * MARGIN) / (3 * limit) * 0.9)
+
+    def tried(self, edge: str, hit: bool) -> bool:
+        if hit:
+            self.landed.add(edge)
+        return hit
 
     def after_edge(self, key: int, role: str, limit: int, window_s: float, pace: float) -> list[Answer]:
         """Past the edge: knock until admitted (for a tenth of W at most: a W learned a little
@@ -181,8 +199,9 @@ class Hunt:
         the clock-edge hunt runs meanwhile when it fits inside the wait (``meanwhile`` its W).
         Whether the first-hit bursts landed as aimed (``landed``)."""
         e, key, m = self.endpoint, self.fresh(), MARGIN * window_s
-        # from the opener to the first-hit burst; the clock hunt's bursts past its edge
-        room, lead = window_s - m - 2 * (limit - 1) * pace, MARGIN * meanwhile + 4 * limit * pace
+        # from the opener to the first-hit burst; the clock hunt past its edge: a margin, its knocks
+        # (a tenth of W where the window is not the clock's: ``after_edge``), its burst
+        room, lead = window_s - m - 2 * (limit - 1) * pace, (MARGIN + 1 / 10) * meanwhile + 4 * limit * pace
         if meanwhile:  # opened just after a clock edge, the next one comes too late to hunt meanwhile:
             edge = next_edge(e.now(), limit, meanwhile, pace)  # open a little later, as it fits
             later = edge + lead - room + m / 10
@@ -192,6 +211,8 @@ class Hunt:
         before = opened.sent + room
         if meanwhile and next_edge(e.now(), limit, meanwhile, pace) + lead < before:
             self.aligned_edge(limit, meanwhile, pace)
+            if e.now() > before:  # a busy machine ran the clock hunt past the burst's time: a fresh key
+                return self.first_hit_edge(limit, window_s, self.pace(pace, limit, window_s))
             meanwhile = 0.0
         e.sleep_until(before)
         first = self.burst(key, "hunt-first-edge", limit - 1) if limit > 1 else [opened]
@@ -199,7 +220,7 @@ class Hunt:
         after = self.after_edge(key, "hunt-first-edge", limit, window_s, pace)
         if meanwhile:
             self.aligned_edge(limit, meanwhile, pace)
-        return landed(first, after, opened.sent + window_s, opened.done + window_s, window_s)
+        return self.tried("first-hit", landed(first, after, opened.sent + window_s, opened.done + window_s, window_s))
 
 
 def landed(before: list[Answer], after: list[Answer], edge_from: float, edge_to: float, window_s: float) -> bool:

@@ -17,7 +17,7 @@ from contract.schema import JUDGE_LOG_COLUMNS
 from harness.sim.fingerprint import Fit
 
 from .endpoint import CapReached, Endpoint, JudgeError
-from .hunt import MARGIN, Hunt, NoLimit, fingerprint_of
+from .hunt import EDGES, Hunt, NoLimit, fingerprint_of
 
 EDGE_MODELS = ("fixed_window", "limits_fixed_window")
 """Windows whose edge two bursts cross for 2L (2L - 1 where a key's first request opened the
@@ -28,11 +28,12 @@ NEAR_MISSES = 2
 suspect: a first-hit try whose burst spilled (a refusal where a new window opens, on a busy
 machine) makes such a window fit a little worse than a sliding log, and only another try tells."""
 AIMED_TRIES = 3
-"""Aimed tries at most after the first hunt: one when the worst case found is short of the fitted
-window's 2L (``Verdict.short``), and another while the last one did not land as aimed (``hunt.landed``: a first-hit
-window the fingerprint cannot tell from a sliding log until a first-hit try lands), each at the
-pace the latest burst achieved (a machine busy since the learning sends slower than the learned
-pace, and a burst aimed at that pace spills past the edge)."""
+"""Aimed tries at most after the first hunt: again at an edge no try landed at as aimed
+(``Hunt.landed``: a first-hit window the fingerprint cannot tell from a sliding log until a
+first-hit try lands, and a spilled try leaves the data fitting a sliding log best), and one more
+when the worst case found is short of a fitted window's 2L (``Verdict.short``), each at the pace
+the latest burst achieved (a machine busy since the learning sends slower than the learned pace,
+and a burst aimed at that pace spills past the edge)."""
 
 
 @dataclass
@@ -54,14 +55,14 @@ class Verdict:
         return self.worst.admitted / self.best.policy.limit
 
     @property
-    def short(self) -> bool:
-        """Whether the worst case found is short of what bursts across a fixed window's edge admit,
-        for the best fit or a fixed window within ``NEAR_MISSES`` of it: 2L at a window shared by
-        every key, 2L - 1 where a key's first request opens its window (the opener is a window
-        earlier). One request short is a burst a busy machine spilled past the edge."""
+    def short(self) -> set[str]:
+        """The edge models (``EDGE_MODELS``) whose 2L the worst case found is short of, among the
+        best fit and fixed windows within ``NEAR_MISSES`` of it: 2L at a window shared by every
+        key, 2L - 1 where a key's first request opens its window (the opener is a window earlier).
+        One request short is a burst a busy machine spilled past the edge."""
         near = [f for f in self.fits if f.model in EDGE_MODELS and f.agreed >= self.best.agreed - NEAR_MISSES]
-        return any(self.worst.admitted < 2 * max(1, round(f.policy.limit)) - (f.model == "limits_fixed_window")
-                   for f in near)
+        return {f.model for f in near
+                if self.worst.admitted < 2 * max(1, round(f.policy.limit)) - (f.model == "limits_fixed_window")}
 
     @property
     def bound(self) -> float | None:
@@ -84,21 +85,20 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
     first = fingerprint_of([s.answer for s in endpoint.log])[0]
     capped = False
     try:
-        landed = hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
-                                     meanwhile=first.policy.window_s)
+        hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
+                            meanwhile=first.policy.window_s)
         short_tried = False
         for _ in range(AIMED_TRIES):
             verdict = verdict_of(endpoint, start, capped)
-            if landed and (short_tried or not verdict.short):
+            short = set() if short_tried else verdict.short
+            missed = [edge for edge in EDGES if edge not in hunt.landed]
+            if not short and not missed:
                 break
-            short_tried = short_tried or verdict.short
             limit, window = max(1, round(verdict.best.policy.limit)), verdict.best.policy.window_s
-            # both bursts inside one W still: 2 margins and 3L requests (2L of lead, L past the edge)
-            pace = min(max(pace, hunt.achieved), window * (1 - 2 * MARGIN) / (3 * limit) * 0.9)
-            # a first-hit try that did not land (a busy moment past the edge) leaves its refusals
-            # in the data: a first-hit window then fits a little worse, still within the slack
-            first_hit = "limits_fixed_window" in ({verdict.best.model} if landed else {f.model for f in verdict.fits})
-            landed = (hunt.first_hit_edge if first_hit else hunt.aligned_edge)(limit, window, pace)
+            pace = hunt.pace(pace, limit, window)
+            edge = ("first-hit" if "limits_fixed_window" in short else "clock") if short else missed[0]
+            hit = (hunt.first_hit_edge if edge == "first-hit" else hunt.aligned_edge)(limit, window, pace)
+            short_tried = short_tried or (bool(short) and hit)
     except CapReached:
         capped = True
     return verdict_of(endpoint, start, capped)
