@@ -15,6 +15,7 @@ both are always tried (the hunt does not trust one fingerprint), each on its own
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from analysis.header_truth import Answer, header_truth
 from harness.sim.fingerprint import Fit, Seen, fingerprint
@@ -25,12 +26,23 @@ GROWTH = 1.05
 """Each probe waits 5% longer than the last since the key's first request: a window of W is
 found within 5% in about 60 probes whatever W is; the second key narrows it to 0.5%."""
 FINE_STEPS = 10
+LATE = 0.8
+"""A quota back later than this share of the window fitted to it: refusals counted (``Hunt.learn``)."""
 MARGIN = 0.04
 """How far from a learned edge a burst stops or starts, as a fraction of W."""
 
 
 EDGES = ("first-hit", "clock")
 """The two edges hunted: a window opened by a key's first request, one aligned to the clock."""
+
+
+@dataclass(frozen=True)
+class Refill:
+    """A key whose quota came back a little: about a token per ``gap`` s, after ``longest`` s."""
+
+    key: int
+    gap: float
+    longest: float
 
 
 class NoLimit(JudgeError):
@@ -55,8 +67,8 @@ class Hunt:
         self.refusal: Answer | None = None
         self.achieved = 0.0
         """How long one request of the latest burst took: a busy machine's pace, not the learned one."""
-        self.refilled = False
-        """A key's refill was read already (``refill``): the second key's answers need not repeat it."""
+        self.due: list[tuple[float, int]] = []
+        """Refill bursts due (when, on which key), sent while the hunt waits (``wait_until``)."""
         self.landed: set[str] = set()
         """The edges (``EDGES``) a try landed at as aimed (``landed``): each must, once, for the worst case to be trusted."""
 
@@ -75,68 +87,97 @@ class Hunt:
             self.achieved = (answers[-1].done - answers[0].sent) / len(answers)
         return answers
 
-    def probe_back(self, key: int, t0: float, fine: tuple[float, float] | None = None) -> tuple[float, Answer]:
+    def probe_back(self, key: int, t0: float, fine: tuple[float, float] | None = None,
+                   quiet: float = 0.0) -> tuple[float, Answer]:
         """Probe ``key`` until admitted; (when the last refused probe was answered, the admitted one).
-        Delays since ``t0`` grow by ``GROWTH``; inside ``fine`` (delays) they step by a tenth of it."""
+        Delays since ``t0`` grow by ``GROWTH`` from ``quiet`` on; inside ``fine`` (delays) they step
+        by a tenth of it, and no refill burst due meanwhile (``wait_until``) delays them there."""
         e = self.endpoint
         refused_at = e.now()
         while True:
             elapsed = e.now() - t0
-            step = elapsed * (GROWTH - 1)
-            if fine is not None and fine[0] - step <= elapsed <= fine[1] + (fine[1] - fine[0]):
+            step = max(elapsed * (GROWTH - 1), quiet - elapsed)
+            finely = fine is not None and fine[0] - step <= elapsed <= fine[1] + (fine[1] - fine[0])
+            if finely:
                 step = max((fine[1] - fine[0]) / FINE_STEPS, 1e-3)
             elif fine is not None and elapsed < fine[0]:
                 step = min(step, fine[0] - elapsed)
             if elapsed + step > self.max_wait_s:
                 raise JudgeError(f"no quota came back within {self.max_wait_s:g} s of a key's first request "
                                  "(a window longer than --max-wait?)")
-            e.sleep_until(t0 + elapsed + step)
+            self.wait_until(t0 + elapsed + step, bursts=not finely)
             answer = e.send(key, "probe")
             if answer.allowed:
                 return refused_at, answer
             refused_at = answer.done
 
-    def learn_key(self, fine: tuple[float, float] | None) -> tuple[tuple[float, float], float]:
-        """One key saturated, probed until admitted, saturated again: (when its quota came back,
-        between two delays after its first request; how long one request took, a burst's pace)."""
+    def wait_until(self, t: float, bursts: bool = True) -> None:
+        """Wait until ``t``, sending meanwhile the refill bursts due by then (``bursts``)."""
+        while bursts and self.due and self.due[0][0] <= t:
+            at, key = self.due.pop(0)
+            self.endpoint.sleep_until(at)
+            self.burst(key, "learn", self.first_burst)
+        self.endpoint.sleep_until(t)
+
+    def learn_key(self, fine: tuple[float, float] | None = None,
+                  quiet: float = 0.0) -> tuple[tuple[float, float], float, Refill | None]:
+        """One key saturated, probed until admitted (``probe_back``), saturated again: (when its
+        quota came back, between two delays after its first request; how long one request took, a
+        burst's pace; the refill to read when the quota came back only a little)."""
         key = self.fresh()
         first = self.burst(key, "learn", self.first_burst)
         if first[-1].allowed:
             raise NoLimit(f"no limit found within {len(first)} requests of one key")
         self.refusal, t0 = first[-1], first[0].sent
-        refused_at, back = self.probe_back(key, t0, fine)
+        refused_at, back = self.probe_back(key, t0, fine, quiet)
         again = self.burst(key, "learn", max(2, len(first) // 2))
-        if sum(a.allowed for a in again) < len(first) // 2 and not self.refilled:
-            gap = back.done - first[-1].done
-            self.refill(key, gap, max(back.done - t0, 1.0))
-            self.refilled = True
+        refill = None
+        if sum(a.allowed for a in again) < len(first) // 2:
+            refill = Refill(key, back.done - first[-1].done, back.done - t0)
         pace = (first[-1].done - t0) / len(first)
-        return (refused_at - t0, back.done - t0), pace
+        return (refused_at - t0, back.done - t0), pace, refill
 
-    def refill(self, key: int, gap: float, longest: float) -> None:
-        """The quota came back a little (about a token per ``gap``): let the key rest 3 gaps, then
-        6 (never longer than ``longest``), saturating it after each; a bucket admits its refill
-        rate times the rest, which the fingerprint reads off these answers. Bursts after a rest,
-        not a steady knock: only a burst's last request sits on a token's edge, where a few ms of
-        the client's timing can flip a decision, not every knock. Read on one key only: a second
-        key's would repeat it and cost up to 1.5 of its waits (30 s on HAProxy's counter at W = 10 s)."""
-        e = self.endpoint
-        for rest in (min(3 * gap, longest / 2), min(6 * gap, longest)):
-            e.sleep_until(e.now() + rest)
-            self.burst(key, "learn", self.first_burst)
+    def refill(self, refill: Refill, longest: float) -> None:
+        """The quota came back a little (about a token per ``gap``): the key rests 3 gaps, then 6,
+        saturated after each; the rests at most half a span, then the span: the quota's return or
+        ``longest`` if shorter, at least 1 s. A bucket admits its refill rate times the rest, which
+        the fingerprint reads off these answers. Bursts after a rest, not a steady knock: only a
+        burst's last request sits on a token's edge, where a few ms of the client's timing can flip
+        a decision, not every knock. The bursts are due while the second key is learned
+        (``wait_until``), on one key only."""
+        longest = max(min(refill.longest, longest), 1.0)
+        first = self.endpoint.now() + min(3 * refill.gap, longest / 2)
+        self.due += [(first, refill.key), (first + min(6 * refill.gap, longest), refill.key)]
 
     def learn(self) -> float:
-        """Two keys, the second started half a window after the first came back: windows opened by
-        a first request bring each back a whole W after its start, clock-aligned ones bring them
-        back at edges a whole W apart. (Started one W apart, both kinds would look alike.) Returns
-        a burst's pace: how long one request took."""
-        start = self.endpoint.now()
-        back, pace = self.learn_key(None)
+        """Two keys, the second started half a window after the first: windows opened by a first
+        request bring each back a whole W after its start, clock-aligned ones bring them back at
+        edges a whole W apart. (Started one W apart, both kinds would look alike.) Where the first
+        key's fingerprint has a window shorter than its quota took to come back, the limiter
+        counts refused requests (HAProxy's counter: probed, a key's quota came back after 2 W) and
+        is no window with a phase: the second key starts at once and is first probed a window after
+        its burst, so its own probes do not hold its quota back. Returns a burst's pace: how long
+        one request took."""
+        e = self.endpoint
+        start = e.now()
+        back, pace, refill = self.learn_key()
         if self.refusal is not None:
-            self.check_fields(self.refusal, [s.answer for s in self.endpoint.log])
-        half = start + 0.5 * back[1]
-        self.endpoint.sleep_until(half + math.ceil((self.endpoint.now() - half) / back[1]) * back[1])
-        self.learn_key(back)
+            self.check_fields(self.refusal, [s.answer for s in e.log])
+        fits = fingerprint_of([s.answer for s in e.log])
+        window = min(f.policy.window_s for f in fits if f.agreed == fits[0].agreed
+                     and math.isclose(f.policy.limit, fits[0].policy.limit, rel_tol=0.05))
+        late = window < LATE * back[1]
+        if refill is not None:
+            self.refill(refill, window if late else refill.longest)
+        if late:
+            second = self.learn_key(quiet=window * GROWTH)[2]
+        else:
+            half = start + 0.5 * back[1]
+            self.wait_until(half + math.ceil((e.now() - half) / back[1]) * back[1])
+            second = self.learn_key(back)[2]
+        if refill is None and second is not None:
+            self.refill(second, second.longest)
+        self.wait_until(max([e.now(), *(at for at, _ in self.due)]))
         return pace
 
     def check_fields(self, refusal: Answer, so_far: list[Answer]) -> None:

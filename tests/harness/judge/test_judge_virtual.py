@@ -139,3 +139,19 @@ def test_a_first_hit_try_a_busy_moment_spoiled_is_made_again_on_a_fresh_key(mome
     assert len({a.key for a in opened}) == 2 and v.worst.admitted == 2 * 10 - 1 and v.worst.key != opened[0].key
     if moment == "slow":  # the spoiled key is left at its opener, its burst not sent in vain
         assert sum(a.key == opened[0].key for a in opened) == 1
+
+
+@pytest.mark.parametrize("limit", [20, 100])
+def test_a_limiter_that_counts_refusals_is_learned_without_its_probes_holding_its_quota_back(limit):
+    """HAProxy's counter counts refused requests: probed every 5%, a key's quota came back after 2 W,
+    and the session took 102 s at W = 10 s. Its first key's fingerprint has a window half that
+    return: the second key starts at once, is probed first a window after its burst, and the
+    refill bursts are sent while it waits."""
+    endpoint = VirtualEndpoint("haproxy_freq_ctr", Policy(limit, 10.0, None), headers=False)
+    v = judge(endpoint, max_wait_s=30)
+    assert v.best.model == "haproxy_freq_ctr" and (round(v.best.policy.limit), v.best.policy.window_s) == (limit, 10.0)
+    first, second = ([s.answer for s in endpoint.log if s.answer.key == k] for k in ("k1", "k2"))
+    probes = [s.answer for s in endpoint.log if s.role == "probe" and s.answer.key == "k2"]
+    assert second[0].sent - first[-1].done < 10.0 and len(probes) == 1
+    assert 10.0 * 1.05 <= probes[0].sent - second[0].sent < 11.0 and probes[0].allowed
+    assert endpoint.now() - endpoint.start < 60

@@ -71,6 +71,7 @@ def test_a_pinned_run_puts_each_side_on_its_cores(tmp_path, monkeypatch):
     assert info["status"] == "ok", info.get("error")
     generator, target = cpus.split(cpus.available()).generator, cpus.split(cpus.available()).targets
     assert info["cpus"] == {"targets": list(target), "generator": list(generator)}
-    (gen_cores, _, gen_seen), (target_cores, target_procs, target_seen) = pinned  # Locust first, then the node
+    # Locust first, then the node, in the run's last attempt (a busy machine retries a run whose side started late)
+    (gen_cores, _, gen_seen), (target_cores, target_procs, target_seen) = pinned[-2:]
     assert (gen_cores, gen_seen) == (generator, set(generator))
     assert (target_cores, target_seen) == (target, set(target)) and target_procs >= 2  # both of the node's processes
