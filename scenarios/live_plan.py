@@ -72,6 +72,13 @@ class LivePlan:
                               self.address_block))
 
     @property
+    def key_prefix(self) -> str:
+        """What each API key the clients send starts with: nothing against the suite's own sides,
+        ``b<block>-`` in a fresh address block (``address_block``), so a url endpoint's limiter,
+        which keeps its state between runs, meets each run's keys as new."""
+        return f"b{self.address_block}-" if self.address_block else ""
+
+    @property
     def loopback(self) -> bool:
         """Every host is on 127.0.0.0/8: requests can leave from addresses of their own."""
         return all(on_loopback(host) for host in self.hosts)
@@ -146,24 +153,27 @@ def origin_of(request_id: str) -> str:
     return request_id.partition(".")[0]
 
 
-def request_headers(request: Request, request_id: str) -> dict[str, str]:
+def request_headers(request: Request, request_id: str, key_prefix: str = "") -> dict[str, str]:
     """What the target keys on and logs: the model's explicit headers, else ``x-api-key`` from
-    its key; the benchmark tags; an Idempotency-Key on POSTs (the same on every retry)."""
+    its key, the API key after ``key_prefix`` (``LivePlan.key_prefix``); the benchmark tags; an
+    Idempotency-Key on POSTs (the same on every retry)."""
     headers: dict[str, str] = dict(request.headers) if request.headers is not None else {"x-api-key": request.key}
+    if key_prefix and "x-api-key" in headers:
+        headers["x-api-key"] = key_prefix + headers["x-api-key"]
     headers.update({"x-client-id": request.client_id, "x-client-class": request.client_class, "x-request-id": request_id})
     if model_route(request.route).method == "POST":
         headers["idempotency-key"] = request_id
     return headers
 
 
-def worker_share(arrivals: Arrivals, worker: int, workers: int) -> list[Shot]:
+def worker_share(arrivals: Arrivals, worker: int, workers: int, key_prefix: str = "") -> list[Shot]:
     """Every ``workers``-th request, starting at ``worker``, with the headers the target keys on."""
     shots = []
     for i, request in enumerate(arrivals.requests()):
         if i % workers != worker:
             continue
         route = model_route(request.route)
-        shots.append(Shot(i, request.t, route.method, route.path, request_headers(request, f"r{i}")))
+        shots.append(Shot(i, request.t, route.method, route.path, request_headers(request, f"r{i}", key_prefix)))
     return shots
 
 

@@ -219,7 +219,7 @@ class PlanUser(User):
     def on_start(self) -> None:
         plan, worker = _start(self)
         self.plan = plan
-        shots = worker_share(plan.arrivals(), worker, plan.workers)
+        shots = worker_share(plan.arrivals(), worker, plan.workers, plan.key_prefix)
         urls = plan.host_urls()  # by arrival index: the plan's routing over its hosts
         sources = plan.addresses()  # by arrival index: each client's own address, or the model's shared one
         self.ids = [s.headers["x-request-id"] for s in shots]
@@ -341,7 +341,8 @@ class ReactiveUser(FastHttpUser):
         address = self.addresses[request.client_id]  # a follow-up leaves from its client's address
         sent = time.time() - shift
         LOG.in_flight[request_id] = (deadline, sent, request.attempt, address)
-        with self.sessions.get(address).request(method, path, headers=request_headers(request, request_id), name=f"{method} {path}",
+        sending = request_headers(request, request_id, self.plan.key_prefix)
+        with self.sessions.get(address).request(method, path, headers=sending, name=f"{method} {path}",
                                  catch_response=True) as response:
             status = response.status_code or 0
             headers = {k.lower(): v for k, v in (response.headers or {}).items()}

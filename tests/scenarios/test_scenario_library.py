@@ -206,6 +206,10 @@ def test_live_requests_carry_explicit_headers_and_an_idempotency_key():
     forged = post._replace(route="GET /api/items", headers={"x-forwarded-for": "1.2.3.4, 5.6.7.8"})
     h = request_headers(forged, "r2")
     assert h["x-forwarded-for"] == "1.2.3.4, 5.6.7.8" and "x-api-key" not in h and "idempotency-key" not in h
+    # a run in a fresh address block sends its API keys after the run's prefix, explicit ones too
+    assert request_headers(post, "r1", "b3-")["x-api-key"] == "b3-k"
+    keyed = forged._replace(headers={"x-forwarded-for": "1.2.3.4", "x-api-key": "key-u1"})
+    assert request_headers(keyed, "r3", "b3-")["x-api-key"] == "b3-key-u1" and "x-api-key" not in request_headers(forged, "r2", "b3-")
 
 
 def test_answers_become_decisions():

@@ -33,21 +33,21 @@ NO_KEY = "(none)"
 """The key of a request that did not carry the header the endpoint's limiter keys on."""
 
 
-def request_key(key: str | None, request: Request | None, rid: str, address: str | None) -> str:
+def request_key(key: str | None, request: Request | None, rid: str, address: str | None, key_prefix: str = "") -> str:
     """The key the endpoint's limiter counted a request by, as the peer declares it (``key``):
-    ``ip``, its source address; ``header:NAME``, that header's value; undeclared, as the suite's
-    targets key (the API key, else the source address)."""
+    ``ip``, its source address; ``header:NAME``, that header's value (an API key after the run's
+    ``key_prefix``); undeclared, as the suite's targets key (the API key, else the source address)."""
     if request is None:
         return UNPLANNED
     if key == "ip":
         return f"ip:{address}"
-    headers = request_headers(request, rid)
+    headers = request_headers(request, rid, key_prefix)
     if key is not None:
         return headers.get(key.partition(":")[2].lower(), NO_KEY)
-    return request.key or headers.get("x-api-key") or f"ip:{address}"
+    return (key_prefix + request.key if request.key else None) or headers.get("x-api-key") or f"ip:{address}"
 
 
-def client_decisions(client: pa.Table, arrivals: Arrivals, peer: UrlPeer) -> pa.Table:
+def client_decisions(client: pa.Table, arrivals: Arrivals, peer: UrlPeer, key_prefix: str = "") -> pa.Table:
     """DECISION_SCHEMA rows from the client log: one per answered attempt of the plan, in
     send-time order (unanswered attempts decided nothing the client could see; the suite's own
     requests are not the plan's). Keyed by the key the peer declares its limiter uses."""
@@ -60,7 +60,7 @@ def client_decisions(client: pa.Table, arrivals: Arrivals, peer: UrlPeer) -> pa.
         r = planned.get(origin_of(rid))  # a follow-up keeps its origin's key, class and client
         rows.append({
             "t": float(sent), "node": "node-1", "algorithm": peer.name, "store": peer.store, "limit_name": "per-client",
-            "key": request_key(declared, r, origin_of(rid), address), "cost": 1.0 if r is None else float(r.cost),
+            "key": request_key(declared, r, origin_of(rid), address, key_prefix), "cost": 1.0 if r is None else float(r.cost),
             "allowed": int(status) not in refused, "client_class": None if r is None else r.client_class,
             "request_id": rid, "client_id": None if r is None else r.client_id, "route": None if r is None else r.route,
             "source": "client",
@@ -113,6 +113,6 @@ class UrlSide(Side):
         run_dir = self.setup.run_dir
         measured = gather_client(run_dir, plan, landing=False)
         client = pq.read_table(run_dir / CLIENT_FILE)
-        write_parquet(run_dir / DECISIONS_FILE, client_decisions(client, plan.arrivals(), self.live.spec))
+        write_parquet(run_dir / DECISIONS_FILE, client_decisions(client, plan.arrivals(), self.live.spec, plan.key_prefix))
         return {**measured, "decided_from": DECIDED_BY_CLIENT, "round_trip_ms": round_trip_ms(client),
                 "keyed_by": self.live.spec.entry.key}

@@ -5,8 +5,10 @@ judged client-side only. Here it is a real slowapi process the test starts (movi
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import psutil
@@ -17,6 +19,7 @@ import yaml
 from harness.live.peers import live_peer
 from harness.live.peers.standalone import peer_before_none
 from harness.processes.ports import free_ports
+from scenarios.live_plan import LivePlan, worker_share
 from targets.algorithms import Policy
 from tests.recorded import peer_model_agrees, suite_model_agrees
 
@@ -62,11 +65,16 @@ def test_a_campaign_judges_a_running_endpoint_client_side_and_labels_its_rows(tm
     assert json.loads((out / "runs" / "boundary_burst__gw-bare" / "run.json").read_text())["virtual_over_admission"] is None
     assert not (out / "runs" / "boundary_burst__gw" / "target.yaml").exists()  # nothing of the suite's in front or behind
 
-    # what the client inferred is what the endpoint decided, request by request
+    # what the client inferred is what the endpoint decided, request by request, on the run's own
+    # API keys: the endpoint kept its state between the two url runs, neither met the other's keys
     inferred = pq.read_table(out / "runs" / "boundary_burst__gw" / "decisions.parquet").to_pandas()
     assert set(inferred["source"]) == {"client"}
-    ids = set(inferred["request_id"])
-    endpoint_said = dict(zip(own["request_id"], own["allowed"]))
+    prefix = inferred["key"].iloc[0].split("-")[0]
+    assert {k.split("-")[0] for k in own["key"] if re.match(r"b\d+-", k)} == {"b1", "b2"}  # beside the suite's own
+    assert set(inferred["key"]) <= set(own["key"])  # requests (keyed by the suite's address, 127.0.0.2)
+    assert inferred["key"].str.startswith(f"{prefix}-").all()
+    ids, mine = set(inferred["request_id"]), own[own["key"].str.startswith(f"{prefix}-")]
+    endpoint_said = dict(zip(mine["request_id"], mine["allowed"]))
     assert dict(zip(inferred["request_id"], inferred["allowed"])) == {r: endpoint_said[r] for r in ids}
     assert gw["rejected"] == int((~inferred["allowed"]).sum())
     assert "client-side ±" in (out / "report.md").read_text()
@@ -143,3 +151,25 @@ def test_a_url_peer_is_keyed_by_the_key_it_declares(key, expected):
     peer = UrlPeer(UrlPeerEntry(name="gw", url="http://127.0.0.1:1", key=key))
     keys = client_decisions(client, arrivals, peer).column("key").to_pylist()
     assert keys == (expected or [r.client_class for r in list(arrivals.requests())[:2]])
+
+
+@pytest.mark.parametrize("key", [None, "header:X-API-Key"])
+def test_a_url_peers_api_keys_are_the_runs_own(key):
+    """An endpoint keeps its limiter's state between runs: each run in a fresh address block sends
+    its API keys after the block's prefix, and its rows are keyed by what the endpoint counted."""
+    import pyarrow as pa
+
+    from harness.campaign.peers.url import UrlPeer, UrlPeerEntry
+    from harness.live.peers.url import client_decisions
+    from scenarios import build_model
+
+    plan = LivePlan("adversarial_drip", 10, 1, 1, 0.0, ["http://127.0.0.1:1"], "", address_block=2)
+    arrivals = plan.arrivals()
+    assert plan.key_prefix == "b2-" and replace(plan, address_block=0).key_prefix == ""
+    client = pa.table({"request_id": ["r0", "r0.1"], "sent_t": [1.0, 2.0], "status": [200, 429],
+                       "client_address": ["127.10.0.1"] * 2, "role": ["plan", "plan"]})
+    peer = UrlPeer(UrlPeerEntry(name="gw", url="http://127.0.0.1:1", key=key))
+    keys = client_decisions(client, arrivals, peer, plan.key_prefix).column("key").to_pylist()
+    origin = next(iter(build_model("adversarial_drip", 10, 1, seed=1).arrivals().requests()))
+    assert keys == ["b2-" + (origin.key or origin.headers["x-api-key"])] * 2
+    assert {s.headers["x-api-key"][:3] for s in worker_share(arrivals, 0, 1, plan.key_prefix)} == {"b2-"}
