@@ -41,6 +41,11 @@ def test_the_hunt_finds_the_edge_of_a_window_opened_by_each_keys_first_request(t
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     own = live_peer("slowapi-fixed-window").decisions(logs, store="memory").to_pandas()
     peer_model_agrees("slowapi-fixed-window", POLICY, own)  # limits' first-hit window on its own times
+    # the endpoint keeps its limiter's state between runs: each run's API keys after a prefix of its own
+    prefix = own["key"].str.extract(r"^(b\d+)-(.*)$")
+    assert set(prefix[0].dropna()) == {"b1", "b2"}  # the boundary burst's run, then the hunt's
+    assert set(prefix.loc[prefix[1] == "attacker", 0]) == {"b1"} and set(prefix.loc[prefix[1] == "hunt-first-0", 0]) == {"b2"}
+    own = own.assign(key=prefix[1].fillna(own["key"]))
 
     rows = {r["run"]: r for r in json.loads((out / "summary.json").read_text())["runs"]}
     # the claimed model on the planned times: exact (virtual time)
