@@ -218,6 +218,7 @@ class Hunt:
         return min(max(learned, self.achieved), window_s * (1 - 2 * MARGIN) / (3 * limit) * 0.9)
 
     def tried(self, edge: str, hit: bool) -> bool:
+        """Whether a try at ``edge`` landed (``landed``), kept in ``self.landed`` when it did."""
         if hit:
             self.landed.add(edge)
         return hit
