@@ -49,8 +49,9 @@ class LivePlan:
     joins_s: list[float] = field(default_factory=list)
     """Per host: the model time from which it takes traffic (autoscale); empty: all from t = 0."""
     address_block: int = 0
-    """Which block of client addresses the clients send from (``scenarios.addresses``): a fresh one
-    per run against a side that outlives its runs (a url endpoint keeps its limiter's state)."""
+    """Which block of client addresses the clients send from (``scenarios.addresses``), and the
+    prefix of their API keys (``key_prefix``): a fresh one per run against a side that outlives its
+    runs (a url endpoint keeps its limiter's state)."""
 
     def host_urls(self) -> list[str]:
         """The host every planned request goes to, by arrival index (``scenarios.fleet``)."""

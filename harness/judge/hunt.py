@@ -137,15 +137,15 @@ class Hunt:
         pace = (first[-1].done - t0) / len(first)
         return (refused_at - t0, back.done - t0), pace, refill
 
-    def refill(self, refill: Refill, longest: float) -> None:
+    def refill(self, refill: Refill, cap: float = math.inf) -> None:
         """The quota came back a little (about a token per ``gap``): the key rests 3 gaps, then 6,
         saturated after each; the rests at most half a span, then the span: the quota's return or
-        ``longest`` if shorter, at least 1 s. A bucket admits its refill rate times the rest, which
+        ``cap`` if shorter, at least 1 s. A bucket admits its refill rate times the rest, which
         the fingerprint reads off these answers. Bursts after a rest, not a steady knock: only a
         burst's last request sits on a token's edge, where a few ms of the client's timing can flip
         a decision, not every knock. The bursts are due while the second key is learned
         (``wait_until``), on one key only."""
-        longest = max(min(refill.longest, longest), 1.0)
+        longest = max(min(refill.longest, cap), 1.0)
         first = self.endpoint.now() + min(3 * refill.gap, longest / 2)
         self.due += [(first, refill.key), (first + min(6 * refill.gap, longest), refill.key)]
 
@@ -168,7 +168,7 @@ class Hunt:
                      and math.isclose(f.policy.limit, fits[0].policy.limit, rel_tol=0.05))
         late = window < LATE * back[1]
         if refill is not None:
-            self.refill(refill, window if late else refill.longest)
+            self.refill(refill, window if late else math.inf)
         if late:
             second = self.learn_key(quiet=window * GROWTH)[2]
         else:
@@ -176,7 +176,7 @@ class Hunt:
             self.wait_until(half + math.ceil((e.now() - half) / back[1]) * back[1])
             second = self.learn_key(back)[2]
         if refill is None and second is not None:
-            self.refill(second, second.longest)
+            self.refill(second)
         self.wait_until(max([e.now(), *(at for at, _ in self.due)]))
         return pace
 

@@ -52,7 +52,7 @@ class Side(ABC):
     decisions from decisions.parquet once it has them."""
     outlives_run: bool = False
     """Nobody starts or stops it (a url endpoint): its limiter keeps every run's state, so each run
-    sends from client addresses of its own (``LivePlan.address_block``)."""
+    sends from client addresses and API keys of its own (``LivePlan.address_block``, ``key_prefix``)."""
 
     def __init__(self, setup: SideSetup) -> None:
         self.setup = setup
