@@ -2,7 +2,9 @@
 live (real targets, Locust) and as its virtual twin (the same entries, policy, algorithms and
 downstream through the simulator's system model: harness/sim/system.py), both analysed by the
 same report code; per run, P99, admitted, rejected, (a ramp) the sustained rate and (an adaptive
-run) its goodput side by side with their ratio virtual / live.
+run) its goodput side by side with their ratio virtual / live. Both sides draw the downstream's
+service times from one seeded stream (targets/service_times.py), so they are compared on the same
+calls, and the model holds each slot the live stack's overhead longer (``bench slot-overhead``).
 
 Default: the default campaign's unhealthy_downstream and campaigns/throughput.yaml (about 12
 minutes on 2 cores). ``--only`` and ``--scale`` make a short variant (``--scale 0.25`` runs each

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import bisect
-import math
-import random
 import time
 from dataclasses import dataclass
 
@@ -20,6 +18,7 @@ from starlette.exceptions import HTTPException
 
 from .config import DownstreamConfig, Phase
 from .downstream_phases import call_duration
+from .service_times import ServiceTimes
 
 OUTAGE = "outage"
 GONE = 499
@@ -49,14 +48,15 @@ class Counters:
 class Downstream:
     def __init__(self, config: DownstreamConfig, start_at: float) -> None:
         self.slots = asyncio.Semaphore(config.concurrency)
-        self.median_s = config.service_time.median_ms / 1000.0
-        self.sigma = config.service_time.sigma
         self.start_at = start_at
         self._phase_at = [p.at_s for p in config.schedule]
         self._phases = list(config.schedule)
         self.override: tuple[str, float] | None = None
         self.counters = Counters()
-        self._random = random.Random(config.seed)
+        self.median_s = config.service_time.median_ms / 1000.0
+        self._times = ServiceTimes(self.median_s, config.service_time.sigma, config.seed, block=1024)
+        """The model's own stream (harness/sim/downstream_model.py): a virtual twin's k-th call takes
+        the time this one's k-th call takes."""
 
     def health(self, now: float | None = None) -> tuple[str, float]:
         """(phase name, service-time factor) at ``now``: the override, else the schedule."""
@@ -78,9 +78,7 @@ class Downstream:
     def service_time(self) -> float:
         """This call's duration: a lognormal draw shaped by the health phase (an admin override
         first, else the schedule's phase: ``downstream_phases.call_duration``)."""
-        base = 0.0
-        if self.median_s > 0:
-            base = self.median_s * math.exp(self._random.gauss(0.0, self.sigma)) if self.sigma else self.median_s
+        base = self._times.next()
         now = time.time()
         phase = None if self.override is not None else self.phase(now)
         if phase is None:

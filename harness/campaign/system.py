@@ -35,6 +35,9 @@ class SystemSettings(StrictModel):
     store: StoreKind = "memory"
     """``redis`` adds its round trip to every decision (`bench redis`' figure for the algorithm)."""
     store_rtt_us: float | None = Field(default=None, ge=0, le=MAX_US, allow_inf_nan=False)
+    slot_overhead_us: float | None = Field(default=None, ge=0, le=MAX_US, allow_inf_nan=False)
+    """What each downstream call holds its slot beyond its service time; default: the live
+    stack's, as `run_bench.py bench slot-overhead` measures it (0: the downstream as a pure queue)."""
 
 
 DOWNSTREAM_KEYS = tuple(DownstreamSettings.model_fields)

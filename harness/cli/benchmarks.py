@@ -22,6 +22,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "hostile": ("benchmarks.hostile", "a normal client's P99 under big heads, slowloris and a key flood; the in-debt key's admissions"),
     "analysis-10m": ("benchmarks.analysis_10m", "the report of a 10-million-row results folder: wall time, peak memory"),
     "peer-agreement": ("benchmarks.peer_agreement", "a peer (NGINX, HAProxy, slowapi) vs its mapped model, request by request, bursty"),
+    "slot-overhead": ("benchmarks.slot_overhead", "what the live stack adds to each downstream call (the model's default) vs virtual time"),
     "twin": ("benchmarks.twin", "live vs virtual time: P99, admitted, rejected, sustained rate per run, with their ratio"),
     "traffic": ("benchmarks.traffic", "access log parse rate per format; 5M combined lines x 3 policies: wall time, peak RSS"),
     "marginal-cpu": ("benchmarks.marginal_cpu", "a live run's marginal target CPU per request vs bench targets', per algorithm"),

@@ -67,7 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--repeats", type=int, metavar="N",
                      help="each run N times at seed offsets 0..N-1 (default: the campaign's repeats, else 1)")
     sim.add_argument("--system", action="append", type=key_value, default=[], metavar="KEY=VALUE",
-                     help="the path around the limiter: processes, cpu_us, one_way_us, store, store_rtt_us, "
+                     help="the path around the limiter: processes, cpu_us, one_way_us, store, store_rtt_us, slot_overhead_us, "
                           "concurrency, median_ms, sigma (docs/architecture.md: the sim room)")
     sim.add_argument("--json", metavar="PATH|-", help="write the summary as JSON ('-' for stdout)")
     sim.add_argument("--out", type=Path, help="write the results folder here")

@@ -5,25 +5,21 @@ a lognormal service time (``median_ms`` x exp(N(0, sigma))), shaped by the healt
 when the call gets its slot (``targets.downstream_phases.call_duration``, the live downstream's
 own: ``degraded`` factors, ``stuck`` and ``paused`` phases), and ``outage`` phases during which a
 call is answered 503 at once, without a slot or any service time (as live). Pure and seeded: the
-service times come from one numpy generator, drawn in blocks (a draw per call would cost more
-than the rest of the model).
+service times are the live downstream's own stream (targets/service_times.py), so with one seed
+the model's k-th call takes what the live one's k-th call takes.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
-import math
 from collections.abc import Callable
-
-import numpy as np
 
 from targets.config import DownstreamConfig
 from targets.downstream import OUTAGE
 from targets.downstream_phases import call_duration
+from targets.service_times import ServiceTimes
 
-DRAW_BLOCK = 65_536
-"""Standard normals drawn at a time for the service times."""
 CALLER_DRAWS = 1024
 """Service times ``caller`` computes at a time (a short run needs no block of 65,536)."""
 UNAVAILABLE = -1.0
@@ -34,18 +30,17 @@ class DownstreamModel:
     """``serve(arrive) -> done`` for each call in the order they reach the downstream: a heap of
     the slots' free times (an M/G/c FIFO queue), plus what the run's report needs (busy time)."""
 
-    def __init__(self, config: DownstreamConfig, seed: int) -> None:
+    def __init__(self, config: DownstreamConfig, seed: int, overhead_s: float = 0.0) -> None:
         self.slots = [0.0] * config.concurrency
         self.concurrency = config.concurrency
         self.median_s = config.service_time.median_ms / 1000.0
-        self.sigma = config.service_time.sigma
+        self.overhead_s = overhead_s
+        """What a call holds its slot beyond its service time (the live stack's own: ``SystemSpec``)."""
         self._phase_at = [p.at_s for p in config.schedule]
         self._phases = list(config.schedule)
-        self._rng = np.random.default_rng(seed if config.seed is None else config.seed)
-        self._draws: list[float] = []
-        self._next = 0
+        self._times = ServiceTimes(self.median_s, config.service_time.sigma, seed if config.seed is None else config.seed)
         self.busy_s = 0.0
-        """Slot-seconds of service given: utilisation = busy_s / (concurrency x span)."""
+        """Slot-seconds held (service and overhead): utilisation = busy_s / (concurrency x span)."""
         self.calls = 0
         self.failed = 0
 
@@ -56,13 +51,7 @@ class DownstreamModel:
 
     def service_time(self, start: float) -> float:
         """A call's duration when it gets its slot at ``start``: a lognormal draw, shaped by the phase."""
-        base = self.median_s
-        if base > 0 and self.sigma:
-            if self._next >= len(self._draws):
-                self._draws = self._rng.standard_normal(DRAW_BLOCK).tolist()
-                self._next = 0
-            base *= math.exp(self.sigma * self._draws[self._next])
-            self._next += 1
+        base = self._times.next()
         if not self._phase_at:
             return base
         i = bisect.bisect_right(self._phase_at, start)
@@ -79,7 +68,7 @@ class DownstreamModel:
             return UNAVAILABLE
         free = self.slots[0]
         start = arrive if arrive > free else free
-        service = self.service_time(start)
+        service = self.service_time(start) + self.overhead_s
         done = start + service
         heapq.heapreplace(self.slots, done)
         self.busy_s += service
@@ -92,9 +81,9 @@ class DownstreamModel:
         from the same draws; and ``settle()``, which writes the calls' totals (``busy_s``,
         ``calls``, ``failed``) back once the loop is done."""
         slots, replace, bisect_right = self.slots, heapq.heapreplace, bisect.bisect_right
-        phase_at, phases, median = self._phase_at, self._phases, self.median_s
+        phase_at, phases, median, overhead = self._phase_at, self._phases, self.median_s, self.overhead_s
         outage = [p.health == OUTAGE for p in phases]
-        drawn = median > 0 and bool(self.sigma)
+        drawn, take = self._times.drawn, self._times.take
         services: list[float] = []
         k = calls = failed = 0
         busy = 0.0
@@ -111,7 +100,7 @@ class DownstreamModel:
             service = median
             if drawn:
                 if k == len(services):
-                    services, k = self._lognormal(CALLER_DRAWS), 0
+                    services, k = take(CALLER_DRAWS), 0
                 service = services[k]
                 k += 1
             if phase_at:
@@ -119,6 +108,7 @@ class DownstreamModel:
                 if i:
                     p = phases[i - 1]
                     service = call_duration(p.health, service, start - p.at_s, p.factor, p.latency_ms, p.period_s, p.pause_ms)
+            service += overhead
             done = start + service
             replace(slots, done)
             busy += service
@@ -136,33 +126,22 @@ class DownstreamModel:
         """``serve`` of each call in order, the same results; without a health schedule in a
         tight loop over service times drawn ahead (a method call and a phase lookup per call
         were most of an open-path replay's time)."""
-        if self._phase_at or not (self.median_s > 0 and self.sigma):
+        if self._phase_at or not self._times.drawn:
             return [self.serve(a) for a in arrive]
-        services = self._lognormal(len(arrive))
+        services = self._times.take(len(arrive))
+        overhead = self.overhead_s
         slots, replace = self.slots, heapq.heapreplace
         out: list[float] = []
         busy = self.busy_s
         for a, service in zip(arrive, services):
             free = slots[0]
+            service += overhead  # as ``serve`` adds it: the same floats
             done = (a if a > free else free) + service
             replace(slots, done)
             busy += service
             out.append(done)
         self.busy_s = busy
         self.calls += len(out)
-        return out
-
-    def _lognormal(self, n: int) -> list[float]:
-        """The next ``n`` service times of ``service_time`` (no schedule), from the same draws."""
-        median, sigma, exp = self.median_s, self.sigma, math.exp
-        out: list[float] = []
-        while len(out) < n:
-            if self._next >= len(self._draws):
-                self._draws = self._rng.standard_normal(DRAW_BLOCK).tolist()
-                self._next = 0
-            take = self._draws[self._next:self._next + n - len(out)]
-            self._next += len(take)
-            out.extend([median * exp(sigma * z) for z in take])
         return out
 
     def utilisation(self, span_s: float) -> float | None:

@@ -92,7 +92,7 @@ def run_planned(arrivals: Arrivals, store: ReplayStore, spec: SystemSpec, feedba
     process = processes_of(arrivals.client_id, spec.processes)
     cpu_done = TargetProcesses(spec.processes, spec.cpu_s).serve_all(arrivals.t, process)
     ready = cpu_done + spec.store_rtt_s
-    downstream = DownstreamModel(spec.downstream, spec.seed)
+    downstream = DownstreamModel(spec.downstream, spec.seed, spec.slot_overhead_s)
     serve, settle = downstream.caller()
     out = Columns.of(n)
     keys = itertools.repeat(feedback.scope_key, n) if feedback.scope_key is not None else arrivals.key

@@ -30,6 +30,7 @@ from targets.config import DownstreamConfig, deep_merge
 from .downstream_model import UNAVAILABLE, DownstreamModel
 from .target_model import (
     LOOPBACK_ONE_WAY_US,
+    SLOT_OVERHEAD_US,
     TargetProcesses,
     cpu_samples,
     cpu_us_for,
@@ -51,6 +52,8 @@ class SystemSpec:
     one_way_s: float = 0.0
     store_rtt_s: float = 0.0
     seed: int = 1
+    slot_overhead_s: float = 0.0
+    """What each downstream call holds its slot beyond its service time (target_model.SLOT_OVERHEAD_US)."""
 
 
 def system_for(model: TrafficModel, algorithm: str, settings: SystemSettings | None = None,
@@ -66,7 +69,8 @@ def system_for(model: TrafficModel, algorithm: str, settings: SystemSettings | N
     rtt_us = settings.store_rtt_us
     if rtt_us is None:
         rtt_us = redis_round_trip_us(algorithm) if settings.store == "redis" else 0.0
-    return SystemSpec(config, settings.processes, cpu_us / 1e6, one_way_us / 1e6, rtt_us / 1e6, seed)
+    overhead_us = SLOT_OVERHEAD_US if settings.slot_overhead_us is None else settings.slot_overhead_us
+    return SystemSpec(config, settings.processes, cpu_us / 1e6, one_way_us / 1e6, rtt_us / 1e6, seed, overhead_us / 1e6)
 
 
 @dataclass
@@ -107,7 +111,7 @@ def serve_open(spec: SystemSpec, t: np.ndarray, client_id: list[str], allowed: n
     admitted = np.flatnonzero(allowed)
     arrive = ready[admitted] + np.asarray(delay_s, dtype=np.float64)[admitted]
     order = np.argsort(arrive, kind="stable")
-    downstream = DownstreamModel(spec.downstream, spec.seed)
+    downstream = DownstreamModel(spec.downstream, spec.seed, spec.slot_overhead_s)
     finished = np.empty(len(admitted))
     finished[order] = downstream.serve_many(arrive[order].tolist())
     served = finished != UNAVAILABLE
@@ -129,7 +133,7 @@ class Path:
     def __init__(self, spec: SystemSpec) -> None:
         self.spec = spec
         self.target = TargetProcesses(spec.processes, spec.cpu_s)
-        self.downstream = DownstreamModel(spec.downstream, spec.seed)
+        self.downstream = DownstreamModel(spec.downstream, spec.seed, spec.slot_overhead_s)
         self._process_of: dict[str, int] = {}
         # typed arrays, not lists: 8 bytes a value instead of a float object's 32
         self.sent, self.done, self.cpu_done = array("d"), array("d"), array("d")

@@ -8,7 +8,11 @@ Defaults are the suite's own measurements, so a virtual run prices a request as 
 - Redis round trip: `run_bench.py bench redis`, one sync client (docs/redis.md, 2026-11-29:
   1 / decisions per second), for the store ``redis``;
 - one-way network delay: half the median round trip of a TCP echo over 127.0.0.1 on the
-  development machine (19 us, 2026-12-01).
+  development machine (19 us, 2026-12-01);
+- what a downstream call holds its slot beyond its service time: `run_bench.py bench
+  slot-overhead` (docs/high-qps.md, 2026-12-03: a queued 8 x 10 ms downstream drains at 8 / (10 ms
+  + this), live; the sleep's timer and the event loop's hops to wake the caller and hand the
+  slot on).
 
 A request goes to the process its client is dealt to (each client keeps one connection, and
 SO_REUSEPORT deals connections over the processes): client i of the run, by first appearance,
@@ -36,6 +40,7 @@ REDIS_DECISIONS_PER_S = {
 }
 """One sync client's Redis decisions per second by algorithm: one round trip each (concurrency: two)."""
 LOOPBACK_ONE_WAY_US = 10.0
+SLOT_OVERHEAD_US = 1150.0
 
 
 def cpu_us_for(algorithm: str) -> float:

@@ -89,6 +89,7 @@ CASES: dict[str, list[str]] = {
     "simulate: --system negative network time": ["simulate", "--scenario", "steady", "--system", "one_way_us=-5"],
     "simulate: --system cpu 1e300": ["simulate", "--scenario", "steady", "--system", "cpu_us=1e300"],
     "simulate: --system store round trip nan": ["simulate", "--scenario", "steady", "--system", "store_rtt_us=nan"],
+    "simulate: --system negative slot overhead": ["simulate", "--scenario", "steady", "--system", "slot_overhead_us=-1"],
     "simulate: campaign downstream nan": ["simulate", "--campaign", "in/nan-service.yaml"],
     "simulate: campaign system of 0 processes": ["simulate", "--campaign", "in/no-processes.yaml"],
     # validate

@@ -32,14 +32,16 @@ from targets.stores.memory import MemoryStore
 
 class PlainDownstream:
     """The downstream as its docstring says: FIFO slots, median x exp(sigma z) drawn one at a time
-    when a call gets its slot, shaped by the phase in force then; an outage answers at once."""
+    when a call gets its slot, shaped by the phase in force then, the slot held ``overhead`` more;
+    an outage answers at once."""
 
-    def __init__(self, config: DownstreamConfig, seed: int) -> None:
+    def __init__(self, config: DownstreamConfig, seed: int, overhead: float) -> None:
         self.slots = [0.0] * config.concurrency
         self.median, self.sigma = config.service_time.median_ms / 1000.0, config.service_time.sigma
         self.phases = config.schedule
         self.rng = np.random.default_rng(seed if config.seed is None else config.seed)
         self.busy_s, self.calls, self.failed = 0.0, 0, 0
+        self.overhead = overhead
 
     def phase(self, t: float):
         now = [p for p in self.phases if p.at_s <= t]
@@ -58,6 +60,7 @@ class PlainDownstream:
         if phase is not None:
             service = call_duration(phase.health, service, start - phase.at_s, phase.factor, phase.latency_ms,
                                     phase.period_s, phase.pause_ms)
+        service += self.overhead
         heapq.heapreplace(self.slots, start + service)
         self.busy_s += service
         self.calls += 1
@@ -90,7 +93,8 @@ def plain_events(store: MemoryStore, traffic: TrafficModel | Arrivals, spec: Sys
     if model is not None:
         model.reset()
     waiting, follow_ups, completions = planned(traffic), [], []
-    out, downstream, free, process_of = Plain(), PlainDownstream(spec.downstream, spec.seed), [0.0] * spec.processes, {}
+    out, free, process_of = Plain(), [0.0] * spec.processes, {}
+    downstream = PlainDownstream(spec.downstream, spec.seed, spec.slot_overhead_s)
     busy, busy_seen = 0.0, 0.0
     due = READING_S if algorithm.needs_readings(store.params) else math.inf
     i = seq = 0
@@ -146,7 +150,7 @@ def plain_open(store: MemoryStore, traffic: TrafficModel | Arrivals, spec: Syste
         cpu_done[process == p] = fifo_done(t[process == p], spec.cpu_s)
     ready = cpu_done + spec.store_rtt_s
     arrive = {i: ready[i] + d.delay_s for i, d in enumerate(out.decisions) if d.allowed}
-    answered, status, downstream = ready.tolist(), [429] * len(t), PlainDownstream(spec.downstream, spec.seed)
+    answered, status, downstream = ready.tolist(), [429] * len(t), PlainDownstream(spec.downstream, spec.seed, spec.slot_overhead_s)
     for i in sorted(arrive, key=lambda i: arrive[i]):
         finished = downstream.serve(arrive[i])
         status[i], answered[i] = (503, arrive[i]) if finished is None else (200, finished)
@@ -257,9 +261,9 @@ PHASES = st.lists(st.tuples(st.sampled_from(["degraded", "outage", "stuck", "pau
 @given(times_ms=st.lists(st.integers(0, 80), min_size=1, max_size=60), clients=st.integers(1, 4),
        slots=st.integers(1, 3), median_ms=st.sampled_from([0.0, 2.0, 5.0]), sigma=st.sampled_from([0.0, 0.8]),
        phases=PHASES, processes=st.integers(1, 3), cpu_ms=st.sampled_from([0.0, 0.5, 1.0]),
-       limiter=st.sampled_from(["concurrency", "gradient2", "aimd", "gozero"]))
+       limiter=st.sampled_from(["concurrency", "gradient2", "aimd", "gozero"]), overhead_ms=st.sampled_from([0.0, 1.0]))
 def test_any_small_run_on_a_millisecond_grid_is_the_plain_loops(times_ms, clients, slots, median_ms, sigma, phases,
-                                                               processes, cpu_ms, limiter):
+                                                               processes, cpu_ms, limiter, overhead_ms):
     """Ties everywhere: arrivals, completions and phase edges on whole milliseconds (a completion
     at a request's time is seen before its decision), in every health phase."""
     at, schedule = 0, []
@@ -272,6 +276,6 @@ def test_any_small_run_on_a_millisecond_grid_is_the_plain_loops(times_ms, client
                                     ["legit"] * n, ["GET /api/items"] * n, np.ones(n))
     config = DownstreamConfig.model_validate({"concurrency": slots, "schedule": schedule,
                                               "service_time": {"median_ms": median_ms, "sigma": sigma}})
-    spec = SystemSpec(config, processes, cpu_ms / 1000, 0.0001, 0.0, seed=4)
+    spec = SystemSpec(config, processes, cpu_ms / 1000, 0.0001, 0.0, seed=4, slot_overhead_s=overhead_ms / 1000)
     algorithm, params = ("concurrency", {}) if limiter == "concurrency" else ("adaptive", {"rule": limiter})
     check(algorithm, Policy(10, 1, 2), traffic, spec, **params)

@@ -11,10 +11,11 @@ from benchmarks.queue import MEAN_S, SLOTS, erlang_c_wait, mean_wait
 from harness.sim.downstream_model import DownstreamModel
 from harness.sim.simulator import client_table, replay, replay_on
 from harness.sim.system import SystemSpec, system_for
-from harness.sim.target_model import fifo_done
+from harness.sim.target_model import SLOT_OVERHEAD_US, fifo_done
 from scenarios import Arrivals, build_model
 from targets.algorithms import Policy, adaptive, build_params, get_algorithm
 from targets.config import DownstreamConfig
+from targets.downstream import Downstream
 from targets.stores.memory import MemoryStore
 
 
@@ -38,6 +39,16 @@ def test_three_slots_queue_the_fourth_and_fifth_arrival():
         0.010, 0.010, 0.010, 0.020, 0.020, 0.035]
 
 
+def test_the_live_stacks_overhead_holds_each_slot_past_the_service_time():
+    # 10 ms + 1 ms each: the second waits for the first (done 22 ms), the third finds the slot free;
+    # a degraded phase scales the service, not the overhead (20 x 10 + 1)
+    held = DownstreamModel(fixed(1, 10), 1, overhead_s=0.001)
+    assert serve_all(held, [0.0, 0.005, 0.030]) == [0.011, 0.022, 0.041]
+    slow = DownstreamModel(fixed(1, 10, [{"at_s": 0, "health": "degraded", "factor": 20}]), 1, overhead_s=0.001)
+    assert serve_all(slow, [0.0]) == [0.201]
+    assert system_for(build_model("steady", 10, 1.0), "fixed_window").slot_overhead_s == SLOT_OVERHEAD_US / 1e6
+
+
 def test_a_degraded_phase_scales_the_service_time_when_the_slot_is_taken_and_an_outage_answers_at_once():
     schedule = [{"at_s": 0, "health": "healthy"}, {"at_s": 0.015, "health": "degraded", "factor": 5},
                 {"at_s": 0.2, "health": "outage"}]
@@ -45,6 +56,23 @@ def test_a_degraded_phase_scales_the_service_time_when_the_slot_is_taken_and_an_
     model = DownstreamModel(fixed(1, 10, schedule), 1)
     # the second arrives at 5 ms, gets the slot at 10 ms (healthy): 10 ms; the third at 20 ms (degraded): 50 ms
     assert serve_all(model, [0.0, 0.005, 0.020, 0.3]) == [0.010, 0.020, 0.070, -1.0]
+
+
+def test_the_model_gives_each_call_the_time_the_live_downstream_gives_it(monkeypatch):
+    # one seed, one stream (targets/service_times.py): the k-th call of a virtual twin takes what
+    # the live downstream's k-th call takes, healthy (10 ms x e^(0.5 z_k)) or 20x slower when degraded
+    config = DownstreamConfig.model_validate({
+        "concurrency": 4, "service_time": {"median_ms": 10, "sigma": 0.5}, "seed": 7,
+        "schedule": [{"at_s": 0, "health": "healthy"}, {"at_s": 1, "health": "degraded", "factor": 20}]})
+    live, model = Downstream(config, start_at=1000.0), DownstreamModel(config, seed=1)  # the config's seed wins
+    z = np.random.default_rng(7).standard_normal(30)
+    for k, start in enumerate(0.1 * i for i in range(30)):
+        monkeypatch.setattr("targets.downstream.time.time", lambda start=start: 1000.0 + start)
+        expected = 0.010 * np.exp(0.5 * z[k]) * (20 if start >= 1 else 1)
+        assert live.service_time() == model.service_time(start) == pytest.approx(expected, rel=1e-12)
+    # the model's fast paths read the same stream: a fresh model's caller serves call k for the same time
+    serve, _ = DownstreamModel(config, seed=1).caller()
+    assert serve(0.5) == pytest.approx(0.5 + 0.010 * np.exp(0.5 * z[0]), rel=1e-12)
 
 
 def test_target_processes_are_fifo_servers_in_closed_form():
