@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from analysis.ramp import BIN_S
 from analysis.report import build_report
 from contract.folder import utc_stamp
 from harness.campaign.live import Campaign, load_campaign
@@ -34,6 +35,10 @@ DEFAULTS = ((Path("campaigns/default.yaml"), "unhealthy_downstream"), (Path("cam
 MEASURES = (("P99 ms", "latency_p99_intended_ms"), ("admitted", "admitted"), ("rejected", "rejected"),
             ("sustained /s", "ramp_sustained_rps"), ("goodput /s", "goodput_in_bound_rps"))
 """``goodput /s``: an adaptive run's goodput within the head to head's bound (analysis/adaptive.py)."""
+P99_FLOOR_MS = 20.0
+"""The goals judge a run whose live P99 exceeds this (below, the Python stack's own latency rules)."""
+WITHIN = {"P99 ms": 0.25, "admitted": 0.02}
+ADAPTIVE_REJECTED_WITHIN = 0.10
 
 
 def scaled(campaign: Campaign, only: str | None, scale: float) -> Campaign:
@@ -73,8 +78,46 @@ def side_by_side(live: Iterable[dict[str, Any]], virtual: Iterable[dict[str, Any
         for name, key in MEASURES:
             a, b = lr.get(key), vr.get(key)
             row[name] = (a, b, round(b / a, 3) if a and b is not None else None)
+        row["goals"] = goals(lr, vr)
         rows.append(row)
     return rows
+
+
+def goals(live: dict[str, Any], virtual: dict[str, Any]) -> str:
+    """The fidelity goals for one run (docs/high-qps.md): ``met``, what missed, or ``-`` where
+    none applies. P99 within 25% and admitted within 2% when the live P99 exceeds 20 ms; an
+    adaptive run's rejections within 10%; a ramp the live run stopped on P99 (not on late sends:
+    the machine's) sustained within one bin of the offered rate. A live run that sent less than
+    its plan is judged on its ramp alone."""
+    missed: list[str] = []
+    judged = False
+
+    def off(key: str) -> float | None:
+        a, b = live.get(key), virtual.get(key)
+        return None if not a or b is None else b / a - 1
+
+    sent, planned = live.get("requests") or 0, virtual.get("requests") or 0
+    whole = sent >= planned
+    if not whole:  # the live side stopped before its plan's end: its run totals are of another run
+        missed.append(f"live sent {sent / planned:.0%} of the plan")
+    if whole and (live.get("latency_p99_intended_ms") or 0) > P99_FLOOR_MS:
+        judged = True
+        for name, key in MEASURES[:2]:
+            gap = off(key)
+            if gap is not None and abs(gap) > WITHIN[name]:
+                missed.append(f"{name.split()[0]} {gap:+.1%}")
+    if whole and live["algorithm"] == "adaptive" and live.get("rejected"):
+        judged = True
+        gap = off("rejected")
+        if gap is not None and abs(gap) > ADAPTIVE_REJECTED_WITHIN:
+            missed.append(f"rejected {gap:+.1%}")
+    if live.get("ramp_stopped_by") == "p99" and virtual.get("ramp_sustained_rps") is not None:
+        judged = True
+        p = live.get("scenario_params") or {}
+        bin_rps = abs(p["end_rps"] - p["start_rps"]) / p["duration_s"] * (p.get("bin_s") or BIN_S)
+        if abs(virtual["ramp_sustained_rps"] - live["ramp_sustained_rps"]) > bin_rps + 1e-9:
+            missed.append(f"sustained {virtual['ramp_sustained_rps'] - live['ramp_sustained_rps']:+,.0f}/s")
+    return "; ".join(missed) if missed else "met" if judged else "-"
 
 
 def _fmt(value: float | None) -> str:
@@ -86,9 +129,10 @@ def print_table(rows: list[dict[str, Any]], console: Console) -> None:
     table.add_column("run")
     for name, _ in MEASURES:
         table.add_column(f"{name}\nlive / virtual / ratio", justify="right")
+    table.add_column("goals")
     for row in rows:
         table.add_row(row["run"], *(" / ".join((_fmt(a), _fmt(b), "-" if r is None else f"{r:.2f}"))
-                                    for a, b, r in (row[name] for name, _ in MEASURES)))
+                                    for a, b, r in (row[name] for name, _ in MEASURES)), row["goals"])
     console.print(table)
 
 
