@@ -110,7 +110,7 @@ def goals(live: dict[str, Any], virtual: dict[str, Any]) -> str:
         judged = True
         gap = off("rejected")
         if gap is not None and abs(gap) > ADAPTIVE_REJECTED_WITHIN:
-            missed.append(f"rejected {gap:+.1%}")
+            missed.append(f"rejected {gap:+.1%} ({live['rejected']:,} / {virtual['rejected']:,})")
     if live.get("ramp_stopped_by") == "p99" and virtual.get("ramp_sustained_rps") is not None:
         judged = True
         p = live.get("scenario_params") or {}

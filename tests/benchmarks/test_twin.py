@@ -56,7 +56,7 @@ def test_goals_judge_p99_and_admissions_above_20_ms_and_adaptive_refusals():
     assert goals(run(p99=100), run(p99=126, admitted=1021)) == "P99 +26.0%; admitted +2.1%"
     assert goals(run(p99=19), run(p99=40, admitted=900)) == "-"  # the stack's own latency: no goal
     adaptive = run("adaptive", p99=10, admitted=600, rejected=400)
-    assert goals(adaptive, run("adaptive", p99=10, admitted=560, rejected=442)) == "rejected +10.5%"
+    assert goals(adaptive, run("adaptive", p99=10, admitted=560, rejected=442)) == "rejected +10.5% (400 / 442)"
 
 
 def test_a_ramp_stopped_on_p99_is_judged_within_one_bin_and_one_stopped_late_is_not():
