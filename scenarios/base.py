@@ -216,8 +216,9 @@ MAX_SECONDS = 31 * 86_400.0
 """A model's durations and instants: at most a month of model time."""
 MAX_FACTOR = 10_000.0
 """A rate as a multiple (or fraction) of L/W, a cost or a service-time factor."""
-MAX_RPS = 1_000_000.0
-"""An offered rate in requests per second."""
+MAX_RPS = 10_000_000.0
+"""An offered rate in requests per second: campaigns/throughput-1m.yaml ramps to 1.9 million;
+what a planned run may hold is bounded apart (harness/campaign/system.py)."""
 Count = Annotated[int, Bounds(0, MAX_COUNT)]
 Seconds = Annotated[float, Bounds(0, MAX_SECONDS)]
 Factor = Annotated[float, Bounds(0, MAX_FACTOR)]

@@ -58,7 +58,7 @@ def test_seeded_and_keys() -> None:
 
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"start_rps": "0", "end_rps": "0"}, "cannot both be 0"),
-    ({"end_rps": "-1"}, "end_rps=-1.0: out of bounds, must be between 0 and 1,000,000"),
+    ({"end_rps": "-1"}, "end_rps=-1.0: out of bounds, must be between 0 and 10,000,000"),
     ({"duration_s": "0"}, "duration_s must be > 0"),
     ({"shared_key": "2"}, "shared_key='2': expected true or false"),
     ({"p99_bound_ms": "0"}, "p99_bound_ms must be > 0"),
