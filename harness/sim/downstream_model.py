@@ -145,5 +145,5 @@ class DownstreamModel:
         return out
 
     def utilisation(self, span_s: float) -> float | None:
-        """Share of slot time in service over ``span_s`` seconds (None for an empty span)."""
+        """Share of slot time held over ``span_s`` seconds (None for an empty span)."""
         return round(self.busy_s / (self.concurrency * span_s), 4) if span_s > 0 else None
