@@ -145,6 +145,11 @@ class RunRecord:
     clock_unbounded: list[int] = field(default_factory=list)
     sent: int | None = None
     """The plan's requests sent (its follow-ups included; the suite's own are ``own_requests``)."""
+    planned_sent: int | None = None
+    """How many of the planned requests were sent (each counted once): ``planned_requests``, or the
+    run failed (harness/live/logs.py: ``plan_not_kept``)."""
+    sent_twice: int | None = None
+    """Requests sent again under the same id and attempt (a share replayed twice): 0, or the run failed."""
     client_addresses: int | None = None
     """How many source addresses the plan's clients sent from (scenarios/addresses.py)."""
     own_requests: dict[str, int] | None = None

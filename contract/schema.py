@@ -119,6 +119,12 @@ def ready_marker(worker: int | str) -> str:
     return f"ready-{worker}"
 
 
+def sent_marker(worker: int | str) -> str:
+    """A local worker has sent the last request of its share (an open-loop plan): the runner stops
+    Locust once every worker has, or at the plan's end plus a grace, whichever is later."""
+    return f"sent-{worker}"
+
+
 def client_part(worker: int | str, pid: int) -> str:
     return f"client-{worker}-{pid}.parquet"
 
@@ -134,6 +140,7 @@ def clock_file(worker: int | str) -> str:
 
 
 READY_GLOB = ready_marker("*")
+SENT_GLOB = sent_marker("*")
 JOINED_GLOB = joined_marker("*")
 CLOCK_GLOB = clock_file("*")
 CLIENT_PART_GLOB = "client-*.parquet"

@@ -35,19 +35,29 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 from gevent.pool import Group
-from locust import FastHttpUser, User, events, task
+from locust import FastHttpUser, User, events, runners, task
 from locust.exception import CatchResponseError, StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from contract.limit_headers import limit_lines
 from contract.routes import model_route
-from contract.schema import CLIENT_SCHEMA, LATE_S, LATE_SUFFIX, ROLE_PLAN, ROLE_WARM_UP, client_part, ready_marker
+from contract.schema import (
+    CLIENT_SCHEMA,
+    LATE_S,
+    LATE_SUFFIX,
+    ROLE_PLAN,
+    ROLE_WARM_UP,
+    client_part,
+    ready_marker,
+    sent_marker,
+)
 from scenarios.addresses import WARM_UP_ADDRESS
 from scenarios.base import Request
 from scenarios.bound_http import BoundSessions
-from scenarios.live_plan import LivePlan, follow_up_id, outcome, releases, request_headers, worker_share
-from scenarios.raw_replay import Origin, RawReplay, Wire, connections_needed, wires
+from scenarios.live_plan import LivePlan, follow_up_id, outcome, request_headers
+from scenarios.raw_replay import Origin, RawReplay, Wire, connections_needed
 from scenarios.remote_sides import MasterSide, WorkerSide
+from scenarios.share import build_share, off_loop
 
 WARM_LATENCY_S = 0.02
 """Warm connections for this long of the offered rate in flight, beyond the largest group."""
@@ -63,6 +73,13 @@ def _add_plan_argument(parser) -> None:
     parser.add_argument("--campaign-over", action="store_true", help="master: the campaign's last run (remote workers then exit)")
     parser.add_argument("--plan-from-master", action="store_true", help="worker: the plan and the logs travel over the connection")
 
+
+# A worker's heartbeat is missed when it has not been sent for HEARTBEAT_LIVENESS intervals of
+# 1 s; the master then deals the worker's users to the others (or, all missed, stops the test).
+# Locust's 3 s suit users that sleep between tasks; a replay worker whose core is busy past its plan
+# can miss that long and come back a second later ("self-healed"), so here a worker is missing after
+# 10 s. A lost worker is still found and fails the run (harness/live/logs.py: plan_not_kept).
+runners.HEARTBEAT_LIVENESS = 10
 
 REMOTE: WorkerSide | None = None
 """This worker's half of the remote protocol, when it runs on another machine than the master."""
@@ -159,9 +176,19 @@ def _flush(environment, **_kwargs) -> None:
     LOG.write()
 
 
+STARTED: list[User] = []
+"""The user replaying this worker's share: one per worker process, whatever the master deals."""
+
+
 def _start(user: User) -> tuple[LivePlan, int]:
     """Load the plan (a remote worker: from the master, and its clock against the master's),
-    point the user at the target, open this worker's client log."""
+    point the user at the target, open this worker's client log. A second user on the same worker
+    stops at once: a master that lost a worker for a moment deals its users to the others, and each
+    would replay its worker's share again (the runner then fails the run: the lost worker is in
+    Locust's log, and its share is missing from the client log)."""
+    if STARTED:
+        raise StopUser()
+    STARTED.append(user)
     user.shift_s = 0.0
     if REMOTE is not None:
         plan, worker = REMOTE.plan()
@@ -219,23 +246,12 @@ class PlanUser(User):
     def on_start(self) -> None:
         plan, worker = _start(self)
         self.plan = plan
-        shots = worker_share(plan.arrivals(), worker, plan.workers, plan.key_prefix)
-        urls = plan.host_urls()  # by arrival index: the plan's routing over its hosts
-        sources = plan.addresses()  # by arrival index: each client's own address, or the model's shared one
-        self.ids = [s.headers["x-request-id"] for s in shots]
-        self.methods = [s.method for s in shots]
-        self.names = [f"{s.method} {s.path}" for s in shots]
-        self.intended = np.zeros(len(shots))
-        planned = releases(shots, plan.start_at, plan.burst_gap_s)
-        for release in planned:
-            self.intended[release.requests.start:release.requests.stop] = release.deadline
-        self.batches = [r._replace(deadline=r.deadline + self.shift_s) for r in planned]  # on this worker's clock
-        requests = wires([(s.method, s.path, s.headers) for s in shots], [urls[s.index] for s in shots],
-                         [sources[s.index] for s in shots])
-        self.sources = np.asarray([w.origin.source for w in requests], dtype=object)
-        self.engine = RawReplay(requests, self._reply)
+        share = off_loop(build_share, plan, worker, self.shift_s)  # seconds for a large plan: heartbeats go on
+        self.ids, self.methods, self.names = share.ids, share.methods, share.names
+        self.intended, self.batches, self.sources = share.intended, share.batches, share.sources
+        self.engine, self.worker = RawReplay(share.requests, self._reply), worker
         LOG.tables.append(self._table)
-        self._warm_up(requests, Path(plan.client_dir), worker)
+        self._warm_up(share.requests, Path(plan.client_dir), worker)
 
     def _warm_up(self, requests: list[Wire], client_dir: Path, worker: int) -> None:
         """Wait for the side (asked from the warm-up's own address, each answer in the client
@@ -276,6 +292,8 @@ class PlanUser(User):
                 if time.time() - deadline > LATE_S:
                     LOG.late_groups += 1
                 engine.send_group(indexes)
+            if REMOTE is None:
+                (Path(self.plan.client_dir) / sent_marker(self.worker)).write_text(f"{time.time():.6f}")
             engine.drain()
         finally:
             engine.close()
@@ -317,9 +335,7 @@ class ReactiveUser(FastHttpUser):
         self.plan = plan
         self.model = plan.model()
         self.worker = worker
-        arrivals = self.model.arrivals()
-        self.initial = [(f"r{i}", r) for i, r in enumerate(arrivals.requests()) if i % plan.workers == worker]
-        self.addresses = plan.address_of()
+        self.initial, self.addresses = off_loop(_reactive_share, plan, worker)
         self.sessions = BoundSessions(self)
         self.ids = itertools.count(1)
         self.in_flight = Group()
@@ -359,6 +375,12 @@ class ReactiveUser(FastHttpUser):
         for follow in self.model.react(request._replace(t=done - start_at), answer):
             follow_id = request_id if follow.attempt > request.attempt else follow_up_id(request_id, next(self.ids))
             self.in_flight.spawn(self._fire, follow, follow_id)
+
+
+def _reactive_share(plan: LivePlan, worker: int) -> tuple[list[tuple[str, Request]], dict[str, str | None]]:
+    """A closed-loop worker's planned requests (every n-th, by id) and each client's address."""
+    arrivals = plan.arrivals()
+    return [(f"r{i}", r) for i, r in enumerate(arrivals.requests()) if i % plan.workers == worker], plan.address_of()
 
 
 def _sleep_until(t: float) -> None:

@@ -333,11 +333,16 @@ class RawReplay:
 
     def wait_until(self, t: float, spin: bool = False) -> None:
         """Read replies until ``t`` (epoch seconds); ``spin``: keep the last ``SPIN_S`` without
-        blocking or yielding (a burst's deadline)."""
+        blocking or yielding (a burst's deadline). Past ``t`` already (a worker behind its plan):
+        read what has come without waiting, and let gevent run if ``YIELD_S`` has passed, so a
+        worker that cannot keep up still answers its master's heartbeats (a loop that only sent
+        starved them: the master marked its workers missing and stopped the test) and frees the
+        connections its replies release instead of opening new ones."""
         now = time.time
         while True:
             remaining = t - now()
             if remaining <= 0:
+                self._poll(0.0)
                 return
             if spin and remaining <= SPIN_S:
                 self._poll(0.0, may_yield=False)

@@ -22,7 +22,7 @@ from contract.schema import (
     ROLE_PLAN,
 )
 from harness.processes.target import TargetProcess
-from scenarios.live_plan import LivePlan, groups, worker_share
+from scenarios.live_plan import LivePlan, group_ranges
 
 from .measures import burst_spread, pct_ms
 from .supervise import RunFailed, tail
@@ -65,9 +65,12 @@ def gather_client(run_dir: Path, plan: LivePlan, landing: bool = True) -> dict[s
     everything = client.to_pandas()
     df = everything[everything["role"] == ROLE_PLAN]
     lag = (df["sent_t"] - df["intended_t"]).to_numpy()
-    n_groups = len(groups(worker_share(plan.arrivals(), 0, 1), plan.burst_gap_s))
+    n_groups = len(group_ranges(plan.arrivals().t, plan.burst_gap_s))
+    planned = df["request_id"].str.partition(".")[0]  # a follow-up's planned origin (live_plan.origin_of)
     info: dict[str, Any] = {
         "sent": len(df),
+        "planned_sent": int(planned.nunique()),
+        "sent_twice": int(df.duplicated(["request_id", "attempt"]).sum()),
         "client_addresses": int(df["client_address"].nunique()),
         "own_requests": {str(k): int(v) for k, v in everything.loc[everything["role"] != ROLE_PLAN, "role"].value_counts().items()},
         "unanswered": int((df["status"] == 0).sum()),
@@ -78,3 +81,28 @@ def gather_client(run_dir: Path, plan: LivePlan, landing: bool = True) -> dict[s
     if landing:
         info.update(burst_spread(run_dir, plan))
     return info
+
+
+LOST_WORKER = "failed to send heartbeat"
+"""What Locust's master logs when a worker's heartbeats stopped (it then deals that worker's users
+to the workers still ready, which replay their share again, or stops the test)."""
+
+
+def plan_not_kept(record: dict[str, Any], locust_log: Path) -> str | None:
+    """Why the generator did not replay the plan exactly, or None: every planned request sent
+    once (a follow-up or a retry is a request of its own), and no worker lost by the master."""
+    lost = sum(LOST_WORKER in line for line in _lines(locust_log))
+    planned, sent, twice = record.get("planned_requests"), record.get("planned_sent"), record.get("sent_twice")
+    why = []
+    if lost:
+        why.append(f"the Locust master lost workers {lost} time(s) (heartbeats missed: {locust_log.name})")
+    if planned is not None and sent is not None and sent != planned:
+        why.append(f"{sent:,} of {planned:,} planned requests were sent")
+    if twice:
+        why.append(f"{twice:,} were sent twice")
+    return "; ".join(why) if why else None
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []
+

@@ -30,7 +30,7 @@ from contract.schema import (
     RAMP_PHASE,
 )
 from scenarios.base import TrafficModel
-from scenarios.live_plan import LivePlan, groups, worker_share
+from scenarios.live_plan import LivePlan, group_ranges
 from scenarios.multi_node import SKEWED
 
 FALLBACK_SOURCES = ("fallback", "fail_closed")
@@ -121,15 +121,14 @@ def burst_spread(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
     reached the target (``burst_spread_ms``: how tightly the burst landed) and when the target
     decided them (``burst_decision_spread_ms``: one target process decides them one after the
     other, so this adds its per-request work). Read against the send lag of the client log."""
-    shots = worker_share(plan.arrivals(), 0, 1)
-    big = [g for g in groups(shots, plan.burst_gap_s) if len(g) >= 10]
+    big = [g for g in group_ranges(plan.arrivals().t, plan.burst_gap_s) if len(g) >= 10]
     if not big:
         return {}
     decisions = pq.read_table(run_dir / DECISIONS_FILE, columns=["t", "arrived_t", "request_id"]).to_pandas()
     first = decisions.groupby("request_id")[["t", "arrived_t"]].min()
     spreads: dict[str, list[float]] = {"arrived_t": [], "t": []}
     for g in big:
-        rows = first.reindex([s.headers["x-request-id"] for s in g])
+        rows = first.reindex([f"r{i}" for i in g])  # arrival i's request id (live_plan.worker_share)
         for column, values in spreads.items():
             ts = rows[column].dropna()
             if len(ts) > 1:

@@ -66,14 +66,15 @@ from targets.redact import redacted
 
 from . import cpus
 from .cpu_sampler import CpuSampler, cpu_csv
-from .logs import slowest_ready
+from .generator import GeneratorWatch
+from .logs import plan_not_kept, slowest_ready
 from .measures import fleet_measures, measured_window, model_phases, store_degradation, store_failure_measures
 from .peers import live_peer
 from .plan import LiveRun, PeerLimiter
 from .remote import RemoteWorkers, remote_clocks
 from .sides.base import Side, SideSetup
 from .sides.suite import SuiteSide
-from .supervise import Interrupted, Processes, RunFailed, interrupts_deferred, signals_interrupt, tail
+from .supervise import Interrupted, Processes, RunFailed, SideLate, interrupts_deferred, signals_interrupt, tail
 
 ROOT = Path(__file__).resolve().parents[2]
 LOCUSTFILE = ROOT / "scenarios" / "locustfile.py"
@@ -85,8 +86,9 @@ LEAD_MARGIN_S = 0.75
 LATE_LEAD_FACTOR = 1.5
 """A late side's second attempt waits this many times its measured start-up (plus the margin): a
 machine busy enough to make a side late moves its next start-up too (8 s, then 10.4 s at load 13)."""
-SAFETY_S = 30
-"""Locust's own --run-time is a safety net this far beyond the plan; the harness stops it."""
+SAFETY_S = 60
+"""Locust's own --run-time is a safety net this far beyond the plan (past the grace a worker behind its
+plan has to finish its sends: generator.SENT_GRACE_S); the harness stops it."""
 STOP_TIMEOUT_S = 30.0
 
 
@@ -96,8 +98,11 @@ NODE_LEAD_S = 0.75
 
 class LiveRunner:
     def __init__(self, campaign: Campaign, out: Path, workers: int | None = None,
-                 events: RunnerEvents[LiveRun] | None = None, remote: RemoteWorkers | None = None) -> None:
+                 events: RunnerEvents[LiveRun] | None = None, remote: RemoteWorkers | None = None,
+                 scale_auto: dict[str, Any] | None = None) -> None:
         self.campaign = campaign
+        self.scale_auto = scale_auto
+        """What ``scale.auto`` chose (harness/live/autoscale.py), kept in campaign.yaml."""
         self.folder = ResultsFolder(out)
         self.remote = remote
         """Workers on other machines (``run_bench.py worker``) instead of local forked ones."""
@@ -231,7 +236,9 @@ class LiveRunner:
         side_launched = time.time()
         watch.targets(side.start())
         side_up_s = _ready_in_time(side_launched, plan)
-        happened = self._wait(locust, side, end_at, run_dir / "logs" / "locust.log", self._store_events(run, plan))
+        marked = plan.user_class == "PlanUser" and not self.remote  # a local open-loop worker marks its last send
+        generator = GeneratorWatch(run_dir / HANDSHAKE_DIR, self.workers, launched, first_send(plan), marked)
+        happened = self._wait(locust, side, end_at, run_dir / "logs" / "locust.log", self._store_events(run, plan), generator)
         self._learn_lead(run_dir / HANDSHAKE_DIR, launched, side_up_s)
         self._results(run, run_dir, side, plan, record, happened)
 
@@ -281,6 +288,9 @@ class LiveRunner:
         if self.remote:  # before the client logs are merged: that consumes the handshake folder
             record.add(**remote_clocks(run_dir / HANDSHAKE_DIR, self.workers))
         record.add(**side.results(plan))
+        not_kept = plan_not_kept(record.to_json(), run_dir / "logs" / "locust.log")
+        if not_kept:
+            raise RunFailed(f"the plan was not replayed as planned: {not_kept}")
         if not side.live_counters:  # counted from its decisions, now that it has them
             allowed = pq.read_table(run_dir / DECISIONS_FILE, columns=["allowed"]).column("allowed").to_pylist()
             self.events.counted({"limits": {run.limiter.label: {"decisions": len(allowed), "rejections": allowed.count(False)}}})
@@ -342,7 +352,7 @@ class LiveRunner:
             time.sleep(0.05)
 
     def _wait(self, locust: subprocess.Popen, side: Side, end_at: float, log: Path,
-              events: list[tuple[float, str]]) -> dict[str, float]:
+              events: list[tuple[float, str]], generator: GeneratorWatch) -> dict[str, float]:
         """Until the plan is over, running the scenario's store events on time (``stop``/``start``
         of our own Redis) and watching the side's processes; then SIGTERM to the Locust master,
         which stops its workers and lets every worker write its client log. Returns when each
@@ -359,6 +369,7 @@ class LiveRunner:
                     happened[action] = time.time()
                 if locust.poll() is not None:
                     raise RunFailed(f"locust exited early with {locust.returncode}:\n{tail(log)}")
+                generator.check()
                 for target in side.started:
                     if target.process.poll() is not None:
                         raise RunFailed(f"a target died (exit {target.process.returncode}):\n{tail(target.stderr_path)}")
@@ -367,6 +378,7 @@ class LiveRunner:
                         self.events.counted(http.get(counters).json())
                 next_t = min([end_at, *(t for t, _ in pending)])
                 time.sleep(min(0.5, max(0.0, next_t - time.time())))
+        generator.await_sent()
         with suppress(ProcessLookupError):
             locust.send_signal(signal.SIGTERM)
         try:
@@ -387,6 +399,8 @@ class LiveRunner:
         root.mkdir(parents=True, exist_ok=True)
         config = self.campaign.model_dump(mode="json")
         config.update(workers=self.workers, runs=[r.name for r in runs], machine=machine_facts(), created=utc_stamp())
+        if self.scale_auto:
+            config["scale_auto"] = self.scale_auto
         write_text(root / CAMPAIGN_FILE, yaml.safe_dump(redacted(config), sort_keys=False))
         results = []
         self.last_run = runs[-1].name if runs else None
@@ -426,22 +440,17 @@ class LiveRunner:
         return round(over_admission(table.to_pandas(), run.policy.limit, run.policy.window_s), 6)
 
 
-class SideLate(Exception):
-    """The side under test was ready only after the plan's first send."""
-
-    def __init__(self, late_s: float, start_up_s: float) -> None:
-        super().__init__(f"the side under test was ready {late_s:.1f} s after the plan's first send "
-                         f"(its start-up took {start_up_s:.1f} s)")
-        self.start_up_s = start_up_s
+def first_send(plan: LivePlan) -> float:
+    """When the plan's first request is due (epoch seconds)."""
+    arrivals = plan.arrivals()
+    return plan.start_at + (float(arrivals.t[0]) if len(arrivals) else 0.0)
 
 
 def _ready_in_time(launched: float, plan: LivePlan) -> float:
     """The side's start-up (s), now that it is ready; SideLate when that is after the plan's first send."""
     now = time.time()
-    arrivals = plan.arrivals()
-    first_send = plan.start_at + (float(arrivals.t[0]) if len(arrivals) else 0.0)
-    if now > first_send:
-        raise SideLate(now - first_send, now - launched)
+    if now > first_send(plan):
+        raise SideLate(now - first_send(plan), now - launched)
     return now - launched
 
 

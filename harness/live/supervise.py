@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import signal
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -98,10 +98,10 @@ class Processes:
         self.targets: list[TargetProcess] = []
 
     def start_targets(self, configs: list[Path], ports: list[int], admin_ports: list[int], logs: Path,
-                      env: dict[str, str] | None) -> list[TargetProcess]:
-        """Every node in parallel (start-up is mostly imports)."""
+                      env: dict[str, str] | None, args: Sequence[str] = ()) -> list[TargetProcess]:
+        """Every node in parallel (start-up is mostly imports); ``args``: the server's own flags."""
         def start(config: Path, port: int, admin_port: int) -> TargetProcess:
-            target = start_target(["--config", str(config)], log_dir=logs, port=port, admin_port=admin_port, env=env)
+            target = start_target(["--config", str(config), *args], log_dir=logs, port=port, admin_port=admin_port, env=env)
             self.targets.append(target)
             return target
 
@@ -151,3 +151,12 @@ class Processes:
         for child in self.children:
             stop_group(child)
         self.children.clear()
+
+
+class SideLate(Exception):
+    """The side under test, or the load generator, was ready only after the plan's first send."""
+
+    def __init__(self, late_s: float, start_up_s: float, who: str = "the side under test") -> None:
+        super().__init__(f"{who} was ready {late_s:.1f} s after the plan's first send "
+                         f"(its start-up took {start_up_s:.1f} s)")
+        self.start_up_s = start_up_s

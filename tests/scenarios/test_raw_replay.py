@@ -191,3 +191,27 @@ def test_an_answer_nobody_asked_for_is_dropped(toy):
     engine.wait_until(time.time() + 0.2)  # the second answer has arrived by now, and is nobody's
     assert [(i, status) for i, status, _ in answers] == [(0, 200)] and engine.outstanding == 0
     engine.close()
+
+
+def test_a_replay_behind_its_plan_still_lets_other_greenlets_run_and_reads_replies(target):
+    """Every deadline already past (a worker that cannot keep up): the loop sends group after
+    group, and still yields to gevent (Locust's heartbeats) and reads the replies that came, so
+    its 4 warm connections carry the 200 requests without opening more."""
+    ticks = []
+    ticker = gevent.spawn(lambda: [ticks.append(1) or gevent.sleep(0) for _ in iter(int, 1)])
+    n = 200
+    reqs = wires([("GET", "/healthz", {"x-request-id": f"b{i}"}) for i in range(n)], [target.url] * n)
+    engine = RawReplay(reqs, lambda *_: None)
+    assert engine.warm({reqs[0].origin: 4}) == [200] * 4
+    ticks.clear()
+    for i in range(n):
+        engine.wait_until(0.0)  # 1970: long past
+        engine.send_group([i])
+    sent_with_ticks = len(ticks)
+    with gevent.Timeout(10):
+        engine.drain()
+    ticker.kill()
+    engine.close()
+    assert sent_with_ticks > 0
+    assert sorted(engine.status.tolist()) == [200] * n
+    assert len(next(iter(engine.pools.values())).all) < n  # replies read while sending freed connections
