@@ -209,7 +209,7 @@ def serve(config: TargetConfig, sockets: list[socket.socket], args: argparse.Nam
     import uvicorn
 
     from .app import by_listener, create_app
-    from .connection_caps import ConnectionCaps
+    from .connection_caps import ConnectionCaps, room_for
     from .early_refusal import RefusingHttpToolsProtocol
     from .multiprocess import NodeProcessServer
     from .server import FrozenAfterStartup
@@ -221,6 +221,7 @@ def serve(config: TargetConfig, sockets: list[socket.socket], args: argparse.Nam
     # ws none: no route speaks WebSocket, so no upgrade is ever offered.
     app = create_app(config) if role is None else create_app(config, role.index, role.siblings)
     served = app if config.admin_port is None else by_listener(app, config.admin_port)
+    room_for(args.max_connections)
     caps = ConnectionCaps(args.max_connections, args.max_conns_per_address)
     decider = app.state.target.decider if args.decide_in == "protocol" else None
     protocol = RefusingHttpToolsProtocol.bounded(args.max_head_bytes, args.head_timeout, caps, decider=decider,

@@ -13,6 +13,7 @@ pre-encoded 503 (``limit_conn_status``'s default) and the close; it never counts
 
 from __future__ import annotations
 
+import resource
 from collections import Counter
 from dataclasses import dataclass, field
 
@@ -22,6 +23,8 @@ MAX_PER_ADDRESS = 1024
 """Per process and client address: above the suite's replay engine's 1,000 connections per target
 (scenarios/raw_replay.py), so a campaign's load generator never meets it; set lower (as the flood
 benchmark does) where clients have addresses of their own."""
+FD_MARGIN = 256
+"""Open files a process keeps for everything but its connections (logs, sockets to siblings, Redis)."""
 BACKLOG = 2048
 """The listen queue (uvicorn's default, stated here: a node's processes listen before uvicorn starts)."""
 
@@ -58,3 +61,15 @@ class ConnectionCaps:
             self.open[address] = left
         else:
             del self.open[address]
+
+
+def room_for(connections: int) -> int:
+    """Raise this process's soft limit of open files to hold ``connections`` (up to the hard
+    limit: a cap past the limit would fail at accept, not answer its 503); returns the limit now."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    want = connections + FD_MARGIN
+    if soft != resource.RLIM_INFINITY and soft < want:
+        soft = want if hard == resource.RLIM_INFINITY else min(want, hard)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    return soft
+

@@ -52,6 +52,12 @@ class Scale(_Strict):
     pin: bool = False
     """Run the targets and the generator on disjoint halves of the cores (harness/live/cpus.py):
     on a small machine the scheduler otherwise queues a woken target behind the generator."""
+    auto: bool = False
+    """Size the workers, the processes per node and the connection cap from the machine's cores, the
+    cost of a request on each side and the plan's peak rate (harness/live/autoscale.py); a value the
+    file gives stays. ``run`` prints what it chose and campaign.yaml keeps it."""
+    max_connections: int | None = Field(default=None, ge=16, le=1_000_000)
+    """Connections one target process holds open (its ``--max-connections``; default 4,096)."""
 
 
 class DownstreamSettings(_Strict):

@@ -21,6 +21,7 @@ from contract.params import Bounds
 from contract.schema import RUN_OK
 from harness.campaign.config_file import CampaignError, check_out, check_repeats
 from harness.campaign.live import StoreName, load_campaign
+from harness.live import autoscale, cpus
 from harness.live.plan import plan_runs
 from harness.live.preflight import preflight
 from harness.live.remote import DEFAULT_PORT, DEFAULT_TIMEOUT_S, RemoteWorkers, parse_address
@@ -67,6 +68,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             raise CampaignError("--workers and --remote-workers exclude each other: a run's workers are local or remote")
         remote = RemoteWorkers(args.remote_workers, *parse_address(args.master_bind, "--master-bind"), args.remote_timeout)
     check_repeats(args.repeats)
+    console = term_table.console(wide=args.wide)
+    chosen = None
+    if campaign.scale.auto:
+        campaign, choice = autoscale.apply(campaign, len(cpus.available()))
+        console.print(choice.said(), highlight=False)
+        chosen = choice.as_json()
     runs = plan_runs(campaign, args.only, args.store, args.repeats)
     if not runs:
         names = dict.fromkeys([n for sc in campaign.scenarios for n in (sc.name, sc.run_name)]
@@ -75,9 +82,8 @@ def cmd_run(args: argparse.Namespace) -> int:
                             f"choose from: {', '.join(names)}")
     out = args.out or Path("results") / f"{campaign.name}-{utc_stamp()}"
     check_out(out)
-    console = term_table.console(wide=args.wide)
     progress = RunProgress(console)
-    runner = LiveRunner(campaign, out, args.workers, progress.events, remote)
+    runner = LiveRunner(campaign, out, args.workers, progress.events, remote, scale_auto=chosen)
     try:
         with progress:
             results = runner.run_all(runs)

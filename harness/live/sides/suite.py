@@ -39,7 +39,9 @@ class SuiteSide(Side):
         setup = self.setup
         shared = setup.run.suite.store.resolved(setup.campaign.redis.mode).shares_limit  # local mode needs no Redis
         env = {**os.environ, "REDIS_URL": setup.redis_url()} if shared else None
-        self.started = setup.processes.start_targets(self.configs, self.ports, self.admin_ports, setup.logs, env)
+        cap = setup.campaign.scale.max_connections
+        self.started = setup.processes.start_targets(self.configs, self.ports, self.admin_ports, setup.logs, env,
+                                                     ["--max-connections", str(cap)] if cap else [])
         return [(f"target:{node}", target) for node, target in zip(self.nodes, self.started)]
 
     @property
