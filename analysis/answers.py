@@ -224,7 +224,9 @@ STOPPED = {"p99": "then P99 over {bound}", "late": "then late sends: the generat
 def _sustained(row: Row, bound: str) -> str:
     rate = row["ramp_sustained_rps"]
     reached = _rps(rate) if rate > 0 else f"not even the ramp's first {_rps(row['ramp_offered_min_rps'])}"
-    return f"{reached} ({STOPPED[row['ramp_stopped_by']].format(bound=bound)}; {row['run']})"
+    stall = row.get("ramp_startup_stall_s")
+    after = f"after a start-up stall of {_num(stall)} s (late sends), " if stall else ""
+    return f"{reached} ({after}{STOPPED[row['ramp_stopped_by']].format(bound=bound)}; {row['run']})"
 
 
 def throughput(rows: Sequence[Row]) -> Answer | None:

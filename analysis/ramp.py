@@ -8,7 +8,9 @@ R kept its P99 (from the intended send, nearest rank) within the bound, was repl
 (fewer than 1% of its requests sent late: the suite's rule for a clean replay, as in
 ``run_bench.py bench live``), and none of its requests failed. Bins are taken in order of offered rate, and the first bad one ends the
 count: a queue built at one rate is still there at the next, so a good bin after a bad one is
-not a rate the run sustained.
+not a rate the run sustained. One exception, named in the row: a start-up stall, up to
+STARTUP_BINS first bins made bad by late sends and followed by a good one, is set aside
+(``ramp_startup_stall_s``) and the count starts after it.
 """
 
 from __future__ import annotations
@@ -35,9 +37,13 @@ LATE_SHARE = 0.01
 more was not replayed cleanly: the generator, not the target, may have set what it measured."""
 STOPS = ("p99", "late", "failed")
 """Why a bin is bad, in the order reported when several apply."""
+STARTUP_BINS = 2
+"""At most this many of the ramp's first bins, late and followed by a good one, are a start-up
+stall (the generator's first seconds: its connections, its processes' first pages, its clock) and
+not a ceiling: a ceiling at the ramp's lowest rate would hold at every higher one."""
 
 EMPTY = {"ramp_sustained_rps": None, "ramp_stopped_by": None, "ramp_p99_bound_ms": None,
-         "ramp_offered_min_rps": None, "ramp_offered_max_rps": None}
+         "ramp_offered_min_rps": None, "ramp_offered_max_rps": None, "ramp_startup_stall_s": None}
 
 
 def settings(info: RunInfo) -> tuple[float, float]:
@@ -102,6 +108,18 @@ def sustained(table: pd.DataFrame, bound_ms: float) -> tuple[float, str | None]:
     return best, None
 
 
+def startup_stall(table: pd.DataFrame, bound_ms: float) -> int:
+    """How many of the first bins (by offered rate, at most STARTUP_BINS) were bad with late sends
+    among their faults and are followed by a good bin: a start-up stall, set aside (0: none)."""
+    ordered = list(table.sort_values("offered_rps", kind="stable").itertuples())
+    for n in range(1, min(STARTUP_BINS, len(ordered) - 1) + 1):
+        if "late" not in stops(ordered[n - 1], bound_ms):
+            return 0
+        if not stops(ordered[n], bound_ms):
+            return n
+    return 0
+
+
 def measures(info: RunInfo, client: pd.DataFrame) -> tuple[dict[str, Any], pd.DataFrame | None]:
     """The row's ramp fields and the bins, for a ramp run with a ``ramp`` phase and a client log."""
     where = span(info)
@@ -111,7 +129,9 @@ def measures(info: RunInfo, client: pd.DataFrame) -> tuple[dict[str, Any], pd.Da
     table = bins(client, *where, bin_s)
     if table.empty:
         return dict(EMPTY), None
-    rate, why = sustained(table, bound_ms)
+    stall = startup_stall(table, bound_ms)
+    rate, why = sustained(table.sort_values("offered_rps", kind="stable").iloc[stall:], bound_ms)
     return {"ramp_sustained_rps": round(rate, 3), "ramp_stopped_by": why, "ramp_p99_bound_ms": bound_ms,
             "ramp_offered_min_rps": float(table["offered_rps"].min()),
-            "ramp_offered_max_rps": float(table["offered_rps"].max())}, table
+            "ramp_offered_max_rps": float(table["offered_rps"].max()),
+            "ramp_startup_stall_s": stall * bin_s if stall else None}, table

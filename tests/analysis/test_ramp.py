@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from analysis.answers import _sustained as _said
 from analysis.answers import answers
-from analysis.ramp import P99_BOUND_MS, bins, sustained
+from analysis.ramp import P99_BOUND_MS, bins, measures, sustained
 from analysis.report import build_report
 from contract.schema import CHARTS_DIR, REPORT_MD, SUMMARY_CSV, SUMMARY_JSON
 
@@ -107,3 +108,31 @@ def test_no_ramp_run_no_question() -> None:
     rows = [{"scenario": "steady", "algorithm": "token_bucket", "store": "memory", "run": "steady__token_bucket__memory",
              "ramp_sustained_rps": None}]
     assert [a.key for a in answers(rows)] == []
+
+
+def _row(**changes) -> dict:
+    client = ramp_logs("token_bucket", **changes)[1].to_pandas()
+    info = type("Info", (), {"phases": [type("P", (), {"name": "ramp", "start_t": T0, "end_t": T0 + len(RAMP_RATES)})()],
+                             "scenario_params": {}})()
+    return measures(info, client)[0]
+
+
+@pytest.mark.parametrize(("changes", "expected"), [
+    ({}, (50.0, None, None)),
+    ({"late": (0,)}, (50.0, None, 1.0)),  # the first second late, the next good: a start-up stall, set aside
+    ({"late": (0, 1)}, (50.0, None, 2.0)),
+    ({"late": (0, 1, 2)}, (0.0, "late", None)),  # three seconds late: a ceiling at the lowest rate, not a start
+    ({"late": (0,), "slow": {0: 300.0}}, (50.0, None, 1.0)),  # late, so its P99 is the stall's too
+    ({"slow": {0: 300.0}}, (0.0, "p99", None)),  # slow without late sends: the side, never a start-up stall
+    ({"late": (0,), "slow": {3: 300.0}}, (30.0, "p99", 1.0)),
+    ({"late": (1,)}, (10.0, "late", None)),  # after a good bin: a ceiling as before
+])
+def test_a_late_start_is_a_stall_not_a_ceiling(changes: dict, expected: tuple) -> None:
+    row = _row(**changes)
+    assert (row["ramp_sustained_rps"], row["ramp_stopped_by"], row["ramp_startup_stall_s"]) == expected
+
+
+def test_the_answer_says_the_stall() -> None:
+    row = {**_row(late=(0,)), "run": "ramp__token_bucket__memory"}
+    assert _said(row, "100 ms") == ("50/s (after a start-up stall of 1 s (late sends), held to the top of the ramp; "
+                                    "ramp__token_bucket__memory)")
