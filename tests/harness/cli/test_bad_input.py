@@ -113,6 +113,21 @@ CASES: dict[str, list[str]] = {
     "worker: --give-up -1": ["worker", "--master", "127.0.0.1:1", "--give-up", "-1"],
     "worker: --dir is a file": ["worker", "--master", "127.0.0.1:1", "--dir", "in/file"],
     "worker: --master without a port": ["worker", "--master", "127.0.0.1"],
+    # bench: every argument that sizes memory bounded before anything is allocated; argparse's own one line
+    "bench queue: --requests 1e12": ["bench", "queue", "--requests", "1e12"],
+    "bench queue: --requests 999": ["bench", "queue", "--requests", "999"],
+    "bench queue: --seeds 1e9": ["bench", "queue", "--seeds", "1e9"],
+    "bench queue: --requests text": ["bench", "queue", "--requests", "many"],
+    "bench queue: an unknown argument": ["bench", "queue", "--fast"],
+    "bench core: --requests 1e12": ["bench", "core", "--requests", "1e12"],
+    "bench core: --sim-requests 0": ["bench", "core", "--sim-requests", "0"],
+    "bench adaptive: --requests 1e12": ["bench", "adaptive", "--requests", "1e12"],
+    "bench analysis-10m: --rows 1e12": ["bench", "analysis-10m", "--rows", "1e12"],
+    "bench traffic: --lines 1e12": ["bench", "traffic", "--lines", "1e12"],
+    "bench redis: --decisions 1e12": ["bench", "redis", "--decisions", "1e12"],
+    "bench distributed: --rates 1e9": ["bench", "distributed", "--rates", "1e9"],
+    "bench peer-agreement: --seconds inf": ["bench", "peer-agreement", "--seconds", "inf"],
+    "bench live: --seconds 1e9": ["bench", "live", "--seconds", "1e9"],
 }
 
 
@@ -157,6 +172,10 @@ def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys
         "simulate: campaign downstream nan": "in/nan-service.yaml: downstream.median_ms: Input should be a finite number",
         "run: a downstream of zero slots": "in/no-slots.yaml: downstream.concurrency: Input should be greater than or equal to 1",
         "run: a downstream spread of inf": "in/inf-sigma.yaml: downstream.sigma: Input should be a finite number",
+        "bench queue: --requests 1e12": "argument --requests: 1000000000000: out of bounds, must be between 1,000 and "
+                                        "10,000,000 (see run_bench.py bench queue --help)",
+        "bench analysis-10m: --rows 1e12": "argument --rows: 1000000000000: out of bounds, must be between 1 and 10,000,000",
+        "bench queue: an unknown argument": "unrecognized arguments: --fast (see run_bench.py bench queue --help)",
     }
     for case, text in expected.items():
         assert main(CASES[case]) == 2
@@ -172,6 +191,17 @@ def test_a_planned_simulation_beyond_its_bounds_exits_2_at_once_as_a_process(tmp
                           capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert done.returncode == 2 and done.stderr == (
         "error: boundaries=1000000000: out of bounds, must be between 1 and 10,000\n")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_bench_argument_beyond_its_memory_bound_exits_2_at_once_as_a_process(tmp_path):
+    """``bench queue --requests 1e12`` asked for 7 TiB; now one line and exit 2 before a single
+    arrival is drawn."""
+    done = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "bench", "queue", "--requests", "1e12"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == (
+        "error: argument --requests: 1000000000000: out of bounds, must be between 1,000 and 10,000,000 "
+        "(see run_bench.py bench queue --help)\n")
     assert list(tmp_path.iterdir()) == []
 
 
