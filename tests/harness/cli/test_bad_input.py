@@ -12,6 +12,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from harness.cli.main import main
@@ -43,6 +45,9 @@ def _inputs(tmp: Path) -> None:
     (d / "huge-policy.yaml").write_text(POLICY.replace("limit: 10", "limit: 1e300"))
     (d / "file").write_text("a file\n")
     (d / "blank-keys.csv").write_text("t,key\n0.1,a\n0.2,\n0.3,b\n")
+    (d / "t-twice.csv").write_text("t,key,t\n0.1,a,9\n0.2,b,9\n")
+    pq.write_table(pa.Table.from_arrays([pa.array([0.1]), pa.array(["a"]), pa.array(["b"])], names=["t", "key", "key"]),
+                   d / "key-twice.parquet")
     (d / "nginx.conf").write_bytes(b"limit_req_zone \xff;\n")
 
 
@@ -73,6 +78,8 @@ CASES: dict[str, list[str]] = {
     "simulate: --seed text": ["simulate", "--scenario", "steady", "--seed", "one"],
     "simulate: trace with empty key cells": ["simulate", "--trace", "in/blank-keys.csv"],
     "simulate: trace is a folder": ["simulate", "--trace", "in/folder"],
+    "simulate: trace CSV with a column twice": ["simulate", "--trace", "in/t-twice.csv"],
+    "simulate: trace Parquet with a column twice": ["simulate", "--trace", "in/key-twice.parquet"],
     "simulate: --limit 1e300": ["simulate", "--scenario", "steady", "--limit", "1e300"],
     "simulate: --limit nan": ["simulate", "--scenario", "steady", "--limit", "nan"],
     "simulate: --window 0": ["simulate", "--scenario", "steady", "--window", "0"],
@@ -164,6 +171,8 @@ def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys
         "simulate: --json under a file": "--json in/file/summary.json: in/file is a file, not a folder",
         "run: seed -1 in the file": "seed: Input should be greater than or equal to 0",
         "simulate: trace with empty key cells": "column key, row 3: empty",
+        "simulate: trace CSV with a column twice": "--trace in/t-twice.csv: column t appears more than once",
+        "simulate: trace Parquet with a column twice": "--trace in/key-twice.parquet: column key appears more than once",
         "simulate: --system zero slots": "--system: concurrency: Input should be greater than or equal to 1",
         "simulate: --system spread inf": "--system: sigma: Input should be a finite number",
         "simulate: --system spread 1e6": "--system: sigma: Input should be less than or equal to 5",
