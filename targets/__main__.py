@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from contract import decision_file
 from contract.errors import BadInput
 from contract.stores import REDIS_MODES, STORE_KINDS
+from contract.urls import PORTS
 
 from .cli_args import EXIT_BAD_INPUT, HOST, Parser, key_value
 from .connection_caps import BACKLOG, MAX_CONNECTIONS, MAX_PER_ADDRESS
@@ -142,8 +143,7 @@ class PortInUse(OSError):
 def check_server_args(args: argparse.Namespace) -> None:
     """The server's own flags (the listener, the connection caps, the timeouts) within their bounds."""
     from .config import ConfigError as error
-    if not 0 < args.port < 65536:
-        raise error(f"--port: must be 1..65535, got {args.port}")
+    PORTS.check("--port", args.port, error)
     try:
         socket.inet_aton(args.host)
     except OSError:
