@@ -13,15 +13,15 @@ machine slows all of them alike; the ratios are the figures to read.
 
 from __future__ import annotations
 
-import argparse
-import sys
 import time
 
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import REQUESTS, ROUNDS, bench_parser
 from targets.algorithms import adaptive
 from targets.algorithms.adaptive_rules import RULES, Reading
+from targets.cli_args import number
 from targets.config import TargetConfig
 from targets.layers import build_layers
 from targets.readings import push
@@ -95,13 +95,10 @@ def push_table() -> Table:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench adaptive", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=20_000, help="requests per rule per round (default 20,000)")
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds; the best counts (default 3)")
+    parser = bench_parser("adaptive", __doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=number(int, REQUESTS), default=20_000, help="requests per rule per round (default 20,000)")
+    parser.add_argument("--rounds", type=number(int, ROUNDS), default=3, help="interleaved rounds; the best counts (default 3)")
     args = parser.parse_args(argv)
-    if args.requests < 1 or args.rounds < 1:
-        print("error: --requests and --rounds must be >= 1", file=sys.stderr)
-        return 2
     console = Console()
     console.print(rule_table(args.requests, args.rounds))
     console.print(push_table())

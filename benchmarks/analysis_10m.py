@@ -12,7 +12,6 @@ and peak RSS of the child's whole process tree (worker processes included), with
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import os
@@ -29,6 +28,9 @@ import psutil
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+
+from benchmarks.args import REQUESTS, ROUNDS, bench_parser
+from targets.cli_args import number
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -129,10 +131,10 @@ def time_report(root: Path) -> tuple[int, float, float, int]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench analysis-10m", description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=10_000_000, help="decision rows in the folder")
+    parser = bench_parser("analysis-10m", __doc__.splitlines()[0])
+    parser.add_argument("--rows", type=number(int, REQUESTS), default=10_000_000, help="decision rows in the folder")
     parser.add_argument("--keep", type=Path, help="build the folder here and keep it (or reuse it when it exists)")
-    parser.add_argument("--repeat", type=int, default=3, help="time the report this many times; print the median")
+    parser.add_argument("--repeat", type=number(int, ROUNDS), default=3, help="time the report this many times; print the median")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp) / "bench-10m"

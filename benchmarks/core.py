@@ -12,7 +12,6 @@ both admit and reject. Measurements are interleaved (ours, theirs, ours, ...) an
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 from collections.abc import Callable
@@ -20,10 +19,12 @@ from collections.abc import Callable
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import REQUESTS, ROUNDS, bench_parser
 from harness.sim.simulator import client_table, replay, simulate
 from harness.sim.system import system_for
 from scenarios import TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, build_params
+from targets.cli_args import number
 from targets.stores.memory import MemoryStore
 
 LIMIT, WINDOW = 100, 60
@@ -156,10 +157,10 @@ def _model_vs_store_table(model: TrafficModel, n: int, repeat: int, console: Con
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench core", description=__doc__.splitlines()[0])
-    parser.add_argument("--requests", type=int, default=200_000, help="decisions per measurement")
-    parser.add_argument("--repeat", type=int, default=5, help="measurements per algorithm (median reported)")
-    parser.add_argument("--sim-requests", type=int, default=1_000_000)
+    parser = bench_parser("core", __doc__.splitlines()[0])
+    parser.add_argument("--requests", type=number(int, REQUESTS), default=200_000, help="decisions per measurement")
+    parser.add_argument("--repeat", type=number(int, ROUNDS), default=5, help="measurements per algorithm (median reported)")
+    parser.add_argument("--sim-requests", type=number(int, REQUESTS), default=1_000_000)
     args = parser.parse_args(argv)
     run_core_bench(args.requests, args.repeat, args.sim_requests, Console())
     return 0

@@ -11,7 +11,6 @@ clock bound are printed beside it."""
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import subprocess
 import sys
@@ -24,6 +23,8 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import REQUESTS, bench_parser
+from contract.params import Bounds
 from contract.schema import CPU_COLUMNS, ROLE_GENERATOR
 from harness.live.cpu_sampler import CpuSampler
 from harness.live.measures import measured_window
@@ -31,6 +32,7 @@ from harness.live.plan import plan_runs
 from harness.live.remote import RemoteWorkers
 from harness.live.runner import ROOT, LiveRunner
 from harness.processes.ports import free_ports
+from targets.cli_args import number
 
 from .live import NO_DOWNSTREAM, _campaign, _cpu, steady_scenario
 
@@ -147,14 +149,11 @@ def run_distributed_bench(console: Console, seconds: float, rates: tuple[int, ..
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench distributed", description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=3.0, help="length of each steady run (default 3)")
-    parser.add_argument("--rates", type=int, nargs="+", default=list(RATES), help="offered rates, requests/s")
+    parser = bench_parser("distributed", __doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=number(float, Bounds(0.1, 60)), default=3.0, help="length of each steady run (default 3)")
+    parser.add_argument("--rates", type=number(int, Bounds(1, REQUESTS.high // 60)), nargs="+", default=list(RATES),
+                        help="offered rates, requests/s (a minute of each within the memory bound)")
     args = parser.parse_args(argv)
-    if not 0 < args.seconds <= 60:
-        parser.error(f"--seconds must be in (0, 60], got {args.seconds}")
-    if any(rate <= 0 for rate in args.rates):
-        parser.error(f"--rates must be positive, got {args.rates}")
     run_distributed_bench(Console(), args.seconds, tuple(args.rates))
     return 0
 

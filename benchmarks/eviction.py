@@ -11,12 +11,12 @@ the quota evictions gave back (``MemoryStore.forgiven``), all keys together, in 
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import bench_parser
 from targets.algorithms import ALGORITHMS, Policy, build_params
 from targets.stores.memory import MemoryStore
 
@@ -67,8 +67,7 @@ def run_eviction_bench(console: Console) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argparse.ArgumentParser(prog="run_bench.py bench eviction",
-                            description="a key in debt under a key-rotation flood: the memory store bounded vs unbounded").parse_args(argv)
+    bench_parser("eviction", "a key in debt under a key-rotation flood: the memory store bounded vs unbounded").parse_args(argv)
     run_eviction_bench(Console(width=None if sys.stdout.isatty() else 160))
     return 0
 

@@ -27,7 +27,6 @@ target's RSS is read before and after each phase.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import multiprocessing
 import select
@@ -44,6 +43,7 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import bench_parser
 from contract import decision_file
 from harness.processes.target import running_target
 from targets.algorithms import ALGORITHMS, Policy, build_params
@@ -303,7 +303,7 @@ def _p99(values: list[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench hostile", description=__doc__.splitlines()[0])
+    parser = bench_parser("hostile", __doc__.splitlines()[0])
     parser.add_argument("--phase-seconds", type=float, default=8.0, help="length of each alone, big-heads and slowloris phase")
     parser.add_argument("--flood-seconds", type=float, default=30.0, help="length of the key flood")
     parser.add_argument("--flood-rate", type=float, default=2400, help="new API keys per second during the key flood")

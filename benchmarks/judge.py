@@ -12,12 +12,11 @@ load. Live sessions add their round trips (docs/peers.md has measured ones).
 
 from __future__ import annotations
 
-import argparse
-
 from rich.console import Console
 from rich.table import Table
 
 from analysis.theory import over_admission_bound
+from benchmarks.args import bench_parser
 from contract.run_info import RunPolicy
 from harness.judge.endpoint import MAX_REQUESTS
 from harness.judge.verdict import EDGE_MODELS, judge
@@ -57,7 +56,7 @@ def session(model: str, limit: int, window_s: float, service_s: float, max_wait_
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench judge", description=__doc__.split("\n\n")[0])
+    parser = bench_parser("judge", __doc__.split("\n\n")[0])
     parser.add_argument("--window-s", type=float, default=10.0, help="W of every stand-in (default 10, the goal's longest)")
     parser.add_argument("--limits", type=int, nargs="+", default=[20, 100], help="L of the stand-ins (default 20 100)")
     parser.add_argument("--service-ms", type=float, default=2.0, help="how long each answer takes (default 2)")

@@ -21,7 +21,6 @@ cores, its target on the targets'). The tables print both sides' CPU."""
 
 from __future__ import annotations
 
-import argparse
 import math
 import os
 import re
@@ -37,6 +36,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import bench_parser
 from harness.campaign.live import Campaign
 from harness.live import cpus
 from harness.live.cpus import CpuSplit
@@ -249,7 +249,7 @@ def run_live_bench(console: Console, seconds: float = 3.0, pin: bool = False) ->
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench live", description=__doc__.splitlines()[0])
+    parser = bench_parser("live", __doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="length of each steady run (default 3)")
     parser.add_argument("--pin", action="store_true",
                         help="steady runs and wrk with each side on its own cores (scale.pin); bursts run both ways")

@@ -25,6 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from analysis.report import build_report
+from benchmarks.args import bench_parser
 from contract.folder import utc_stamp
 from harness.campaign.live import load_campaign
 from harness.live.plan import plan_runs
@@ -80,7 +81,7 @@ def side_by_side(live: dict[str, dict[str, Any]], wrk: dict[str, float]) -> Tabl
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench marginal-cpu", description=__doc__.splitlines()[0])
+    parser = bench_parser("marginal-cpu", __doc__.splitlines()[0])
     parser.add_argument("--campaign", type=Path, default=CAMPAIGN, help=f"the live campaign (default {CAMPAIGN})")
     parser.add_argument("--only", action="append", default=[], metavar="ALGORITHM", help="repeatable; default: the campaign's")
     parser.add_argument("--out", type=Path, default=None, help="the live results folder (default results/cpu-<UTC time>)")

@@ -13,7 +13,6 @@ predict: mapping plus the network).
 
 from __future__ import annotations
 
-import argparse
 import os
 import random
 import tempfile
@@ -25,11 +24,13 @@ import httpx
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import SECONDS, bench_parser
 from harness.campaign.peers import PEERS, model_policy
 from harness.live.peers import LIVE_PEERS, live_peer
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from harness.processes.redis_server import RedisServer
 from targets.algorithms import Policy
+from targets.cli_args import SEED_BOUNDS, number
 
 KEYS = 4
 
@@ -45,10 +46,10 @@ def schedule(seed: int, seconds: float, mean_gap_s: float) -> list[tuple[float, 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench peer-agreement", description=__doc__)
+    parser = bench_parser("peer-agreement", __doc__)
     parser.add_argument("--peer", choices=sorted(LIVE_PEERS), default="nginx")
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--seed", type=number(int, SEED_BOUNDS), default=1)
+    parser.add_argument("--seconds", type=number(float, SECONDS), default=8.0)
     parser.add_argument("--limit", type=float, default=10, help="requests per --window-s (default 10 per 1 s)")
     parser.add_argument("--window-s", type=float, default=1.0)
     parser.add_argument("--burst", type=float, default=None, help="default 5 (slowapi: none, limits has no burst)")

@@ -12,7 +12,6 @@ seed alone would say. Pure computation: the figures do not move with the machine
 
 from __future__ import annotations
 
-import argparse
 import math
 import time
 
@@ -20,7 +19,10 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import REQUESTS, ROUNDS, bench_parser
+from contract.params import Bounds
 from harness.sim.downstream_model import DownstreamModel
+from targets.cli_args import number
 from targets.config import DownstreamConfig
 
 SLOTS, MEAN_S, GOAL = 8, 0.01, 0.02
@@ -72,12 +74,11 @@ def row(rho: float, n: int, seeds: int) -> list[str]:
 
 
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench queue", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--requests", type=int, default=1_000_000, help="arrivals per seed (default 1,000,000)")
-    parser.add_argument("--seeds", type=int, default=16, help="seeds per utilisation (default 16)")
+    parser = bench_parser("queue", __doc__.split("\n\n")[0])
+    parser.add_argument("--requests", type=number(int, Bounds(1000, REQUESTS.high)), default=1_000_000,
+                        help="arrivals per seed (default 1,000,000)")
+    parser.add_argument("--seeds", type=number(int, ROUNDS), default=16, help="seeds per utilisation (default 16)")
     args = parser.parse_args(argv)
-    if args.requests < 1000 or args.seeds < 1:
-        parser.error("--requests must be at least 1000 and --seeds at least 1")
     started = time.perf_counter()
     table = Table(title=f"M/M/{SLOTS} in the simulated downstream vs Erlang C: {args.seeds} seeds x "
                         f"{args.requests:,} requests per utilisation, service {MEAN_S * 1000:g} ms; goal: mean within "

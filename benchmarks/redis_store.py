@@ -20,7 +20,6 @@ async), so our stores and ``limits`` are counted the same way (a pipeline counts
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import contextlib
 import functools
@@ -40,8 +39,11 @@ from limits import storage as limits_storage
 from limits.aio import storage as limits_aio_storage
 from limits.aio import strategies as aio_strategies
 
+from benchmarks.args import REQUESTS, ROUNDS, bench_parser
+from contract.params import Bounds
 from harness.processes.redis_server import RedisServer
 from targets.algorithms import ALGORITHMS, Policy
+from targets.cli_args import number
 from targets.redact import redact_url
 from targets.stores.redis.modes import LeasedStore
 from targets.stores.redis.scripts import SUFFIXES
@@ -313,12 +315,12 @@ def run(url: str, n: int, clients: int, batch: int, rounds: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench redis", description=__doc__.split("\n\n")[0])
+    parser = bench_parser("redis", __doc__.split("\n\n")[0])
     parser.add_argument("--url", help="a Redis to use (default: start a redis-server of our own)")
-    parser.add_argument("--decisions", type=int, default=2000)
-    parser.add_argument("--clients", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=100)
-    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--decisions", type=number(int, REQUESTS), default=2000)
+    parser.add_argument("--clients", type=number(int, Bounds(1, 10_000)), default=64)
+    parser.add_argument("--batch", type=number(int, REQUESTS), default=100)
+    parser.add_argument("--rounds", type=number(int, ROUNDS), default=7)
     args = parser.parse_args(argv)
     with contextlib.ExitStack() as stack:
         url = args.url or stack.enter_context(RedisServer()).url

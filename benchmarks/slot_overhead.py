@@ -12,7 +12,6 @@ implies (the pure queue's is 0 by construction, its check).
 
 from __future__ import annotations
 
-import argparse
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +19,7 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import bench_parser
 from contract.folder import utc_stamp
 from contract.schema import CLIENT_FILE
 from harness.campaign.live import Campaign, load_campaign
@@ -66,7 +66,7 @@ def virtual(campaign: Campaign, overhead: float, out: Path) -> dict[str, float |
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench slot-overhead", description=__doc__.splitlines()[0])
+    parser = bench_parser("slot-overhead", __doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("results") / f"slot-overhead-{utc_stamp()}")
     args = parser.parse_args(argv)
     campaign = load_campaign(CAMPAIGN)

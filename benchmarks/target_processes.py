@@ -25,6 +25,7 @@ from pathlib import Path
 
 import psutil
 
+from benchmarks.args import bench_parser
 from harness.processes.target import running_target
 from targets.algorithms import ALGORITHMS
 
@@ -55,7 +56,7 @@ def measure(pid: int, url: str, args: argparse.Namespace) -> Sample:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench target-processes", description=__doc__.split("\n\n")[0])
+    parser = bench_parser("target-processes", __doc__.split("\n\n")[0])
     parser.add_argument("--algorithm", action="append", default=[], help="repeatable; default: fixed_window "
                                                                           "(none is always measured)")
     parser.add_argument("--processes", type=int, default=2, help="processes of the multi-process node (default 2)")

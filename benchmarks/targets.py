@@ -36,6 +36,7 @@ from pathlib import Path
 
 import psutil
 
+from benchmarks.args import bench_parser
 from harness.processes.target import running_target
 from targets.__main__ import build_parser, overrides
 from targets.algorithms import ALGORITHMS
@@ -87,7 +88,7 @@ def measure(pid: int, url: str, args: argparse.Namespace, refusing: bool = False
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench targets", description=__doc__.split("\n\n")[0])
+    parser = bench_parser("targets", __doc__.split("\n\n")[0])
     parser.add_argument("--algorithm", action="append", default=[], help="repeatable; default: all")
     parser.add_argument("--seconds", type=int, default=8, help="measured seconds per target per round")
     parser.add_argument("--warmup", type=int, default=2, help="unmeasured seconds before each measurement")

@@ -31,12 +31,14 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
+from benchmarks.args import REQUESTS, ROUNDS, bench_parser
 from harness.campaign.log_traffic import load_traffic
 from harness.campaign.policy_file import parse_policy
 from harness.validate.traffic import judge
 from scenarios.access_log import open_log
 from scenarios.access_log.nginx import COMBINED, RegexReader
 from scenarios.access_log.render import CUSTOM, JSON_FIELDS, PIPED, LoggedRequest, render
+from targets.cli_args import number
 
 PARSE_GOAL, WALL_GOAL_S, RSS_GOAL = 250_000, 60.0, 2 << 30
 T0 = 1_760_000_000
@@ -189,11 +191,11 @@ def _cpu() -> float:
 
 
 def main(argv: list[str]) -> int:
-    ap = argparse.ArgumentParser(prog="run_bench.py bench traffic", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lines", type=int, default=5_000_000, help="lines of the generated combined log (default 5,000,000)")
-    ap.add_argument("--sample", type=int, default=200_000, help="lines per format for the parse rates (default 200,000)")
-    ap.add_argument("--repeat", type=int, default=3, help="interleaved rounds of the parse rates (median)")
+    ap = bench_parser("traffic", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--lines", type=number(int, REQUESTS), default=5_000_000,
+                    help="lines of the generated combined log (default 5,000,000)")
+    ap.add_argument("--sample", type=number(int, REQUESTS), default=200_000, help="lines per format for the parse rates (default 200,000)")
+    ap.add_argument("--repeat", type=number(int, ROUNDS), default=3, help="interleaved rounds of the parse rates (median)")
     args = ap.parse_args(argv)
     console = Console()
     with tempfile.TemporaryDirectory(prefix="bench-traffic-") as tmp:

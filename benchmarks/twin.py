@@ -13,7 +13,6 @@ scenario and its phases a quarter as long where it has a ``duration_s``).
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from rich.table import Table
 
 from analysis.ramp import BIN_S
 from analysis.report import build_report
+from benchmarks.args import bench_parser
 from contract.folder import utc_stamp
 from harness.campaign.live import Campaign, load_campaign
 from harness.campaign.simulate import SimCampaign
@@ -149,7 +149,7 @@ def twin(path: Path, only: str | None, scale: float, out: Path, console: Console
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench twin", description=__doc__.splitlines()[0])
+    parser = bench_parser("twin", __doc__.splitlines()[0])
     parser.add_argument("--campaign", action="append", type=Path, metavar="FILE",
                         help="a live campaign (repeatable; default: default.yaml's unhealthy_downstream and throughput.yaml)")
     parser.add_argument("--only", metavar="SCENARIO", help="only this scenario entry of each campaign")

@@ -17,6 +17,7 @@ import math
 import types
 import typing
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from typing import Any, Literal, Union
 
 from .errors import BadInput
@@ -127,11 +128,22 @@ def _number(name: str, raw: Any, text: Any, kind: type, error: type[BadInput]) -
 
 
 def _integer(text: Any) -> int:
-    """An int from text or a number; a float only when it is whole (``3.0`` from YAML)."""
+    """An int from text or a number; a float only when it is whole (``3.0`` from YAML), text in
+    exponent form too when it is whole (``1e6``: how a large count is written, so that ``1e12``
+    meets its bound rather than a complaint about its spelling), up to 30 digits (no bound in use
+    is wider, and a huge exponent would cost the conversion its time)."""
     if isinstance(text, float):
         if not text.is_integer():
             raise ValueError
         return int(text)
+    if isinstance(text, str) and "e" in text.lower():
+        try:
+            exact = Decimal(text)
+        except InvalidOperation:
+            raise ValueError from None
+        if not exact.is_finite() or exact.adjusted() > 30 or exact != exact.to_integral_value():
+            raise ValueError
+        return int(exact)
     return int(text)
 
 

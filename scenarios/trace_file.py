@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 
 from contract.routes import BY_MODEL_NAME, ITEMS
 
@@ -28,6 +29,28 @@ def trace_run_name(path: str | Path, scenarios: Collection[str] = ()) -> str:
     return f"trace-{stem}" if any(stem.startswith(name) for name in scenarios) else stem
 
 
+def read_table(path: Path) -> pd.DataFrame:
+    """The trace's rows, its columns each named once: pandas would read a second ``t`` as ``t.1``
+    (CSV) and replay the first without a word, so a repeated name is refused, naming it."""
+    if not path.is_file():
+        raise ScenarioError(f"--trace {path}: no such file")
+    try:
+        if path.suffix.lower() in (".parquet", ".pq"):
+            names, read = pq.read_schema(path).names, pd.read_parquet
+        elif path.suffix.lower() in (".csv", ".txt"):
+            names, read = pd.read_csv(path, header=None, nrows=1, dtype=str).iloc[0].tolist(), pd.read_csv
+        else:
+            raise ScenarioError(f"--trace {path}: expected a .csv or .parquet file")
+        repeated = next((str(n) for i, n in enumerate(names) if n in names[:i]), None)
+        if repeated is not None:
+            raise ScenarioError(f"--trace {path}: column {repeated} appears more than once (each column once)")
+        return read(path)
+    except ScenarioError:
+        raise
+    except Exception as exc:  # pandas/pyarrow raise many types for a corrupt file
+        raise ScenarioError(f"--trace {path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+
+
 class TraceFile(TrafficModel):
     name = "trace"
     summary = "a recorded trace (--trace FILE: CSV or Parquet with t, key[, cost, client_class, route])"
@@ -39,19 +62,7 @@ class TraceFile(TrafficModel):
 
     def generate(self) -> Arrivals:
         path = self.path
-        if not path.is_file():
-            raise ScenarioError(f"--trace {path}: no such file")
-        try:
-            if path.suffix.lower() in (".parquet", ".pq"):
-                df = pd.read_parquet(path)
-            elif path.suffix.lower() in (".csv", ".txt"):
-                df = pd.read_csv(path)
-            else:
-                raise ScenarioError(f"--trace {path}: expected a .csv or .parquet file")
-        except ScenarioError:
-            raise
-        except Exception as exc:  # pandas/pyarrow raise many types for a corrupt file
-            raise ScenarioError(f"--trace {path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+        df = read_table(path)
         missing = [c for c in ("t", "key") if c not in df.columns]
         if missing:
             raise ScenarioError(f"--trace {path}: missing column(s) {', '.join(missing)}; have {', '.join(map(str, df.columns))}")

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 from contract import decision_file
 from contract.errors import BadInput
 from contract.stores import REDIS_MODES, STORE_KINDS
+from contract.urls import PORTS
 
 from .cli_args import EXIT_BAD_INPUT, HOST, Parser, key_value
 from .connection_caps import BACKLOG, MAX_CONNECTIONS, MAX_PER_ADDRESS
@@ -55,6 +56,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--nodes", type=int, help="target nodes sharing the redis store's limit (default 1)")
     p.add_argument("--max-keys", type=int, help="memory store bound (default 100000)")
     p.add_argument("--trusted-proxies", type=int, help="X-Forwarded-For hops to trust (default 0)")
+    p.add_argument("--repeated-key", choices=["refuse", "first"],
+                   help="an identity header (X-API-Key, X-User, X-Tenant, X-Tier) sent twice: refuse (default: 400) "
+                        "or count its first value")
     p.add_argument("--concurrency", type=int, help="downstream concurrency (default 32)")
     p.add_argument("--service-ms", type=float, help="downstream median service time in ms (default 20; 0: none)")
     p.add_argument("--service-sigma", type=float, help="lognormal sigma of the service time (default 0.5)")
@@ -93,7 +97,7 @@ def overrides(args: argparse.Namespace) -> dict[str, Any]:
         "processes": args.processes,
         "store": {"name": args.store, "max_keys": args.max_keys, "url": args.redis_url, "mode": args.redis_mode,
                   "nodes": args.nodes},
-        "keys": {"trusted_proxies": args.trusted_proxies},
+        "keys": {"trusted_proxies": args.trusted_proxies, "repeated_key": args.repeated_key},
         "downstream": {"concurrency": args.concurrency, "schedule": args.schedule, "start_at": args.start_at,
                        "service_time": {"median_ms": args.service_ms, "sigma": args.service_sigma}},
         "decision_log": {"path": args.decision_log},
@@ -139,8 +143,7 @@ class PortInUse(OSError):
 def check_server_args(args: argparse.Namespace) -> None:
     """The server's own flags (the listener, the connection caps, the timeouts) within their bounds."""
     from .config import ConfigError as error
-    if not 0 < args.port < 65536:
-        raise error(f"--port: must be 1..65535, got {args.port}")
+    PORTS.check("--port", args.port, error)
     try:
         socket.inet_aton(args.host)
     except OSError:

@@ -2,10 +2,11 @@
 key policy, layered limits, route costs, downstream).
 
 Routes: those of the one catalogue, ``contract.routes`` (``GET /api/items``, ``GET /api/search``,
-``POST /api/reports``, ``POST /login``; each one downstream call), ``GET /healthz`` (never limited), ``GET /metrics`` (Prometheus). The
-admin endpoints under ``/_bench/`` (counters, any key's limiter state, health override) are a
-second app (``app.state.admin``) that only the admin listener serves (``by_listener``): no API
-client can read another's quota or stall the downstream through them.
+``POST /api/reports``, ``POST /login``; each one downstream call), ``GET /healthz`` (never
+limited). ``GET /metrics`` (Prometheus) and the admin endpoints under ``/_bench/`` (counters, any
+key's limiter state, health override) are a second app (``app.state.admin``) that only the admin
+listener serves (``by_listener``): no API client can read another's quota, the limits' counts or
+stall the downstream through them.
 
 A route whose client goes away while it waits for the downstream stops waiting and frees its
 slot: otherwise clients that give up would keep every slot taken until their work ended.
@@ -120,12 +121,13 @@ def create_app(config: TargetConfig, process: int | None = None, siblings: list[
     async def healthz() -> Response:
         return Response(b"ok", media_type="text/plain")
 
-    @app.get("/metrics")
+    app.state.admin = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
+    app.state.admin.include_router(_admin(target, Siblings(siblings or [])))
+
+    @app.state.admin.get("/metrics")
     async def metrics_endpoint() -> Response:
         return Response(metrics.render(), media_type=CONTENT_TYPE_LATEST)
 
-    app.state.admin = FastAPI(openapi_url=None, docs_url=None, redoc_url=None)
-    app.state.admin.include_router(_admin(target, Siblings(siblings or [])))
     app.add_middleware(IdempotencyMiddleware, keys=decider.keys)  # inside the limiter: every retry is counted, executed once
     app.add_middleware(RateLimitMiddleware, decider=decider, admitted_headers=config.admitted_headers)
     return app

@@ -29,6 +29,7 @@ from .algorithms.policy import Policy
 Scope = Literal["client", "ip", "user", "api_key", "tenant", "account", "global"]
 """Which identity a limit counts by. ``client`` is API key > authenticated user > client IP."""
 AdmittedHeaders = Literal["full", "draft", "none"]
+RepeatedKey = Literal["refuse", "first"]
 OverrideHealth = Literal["healthy", "degraded", "recovered", "outage"]
 """What ``/_bench/health`` can switch to at run time (a phase with no parameters but a factor)."""
 Health = Literal["healthy", "degraded", "recovered", "outage", "stuck", "paused"]
@@ -164,6 +165,9 @@ class KeyConfig(_Strict):
     """Proxies in front of the target that append to X-Forwarded-For (0: use the peer)."""
     ipv4_prefix: Annotated[int, Field(ge=1, le=32)] = 32
     ipv6_prefix: Annotated[int, Field(ge=1, le=128)] = 64
+    repeated_key: RepeatedKey = "refuse"
+    """An identity header sent more than once: ``refuse`` (400, no decision) or ``first`` (its
+    first value counts). Never the values joined: a client would name a fresh key per request."""
 
     @field_validator("api_key_header", "user_header", "tenant_header", "tier_header")
     @classmethod

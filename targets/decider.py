@@ -5,7 +5,8 @@ protocol leaves to it (Redis layers, a login's account read from its body, pipel
 
 A request is decided once: the protocol puts what it decided for an admitted request in the scope
 (``DECIDED``) and the middleware goes on from there. Both log the same row and count the same
-metrics (``record``), and both answer a refusal with ``refusal``'s headers and body.
+metrics (``record``), and both answer a refusal with ``refusal``'s headers and body, and a
+request that names its key twice with ``bad_request``'s 400, deciding nothing.
 """
 
 from __future__ import annotations
@@ -13,12 +14,13 @@ from __future__ import annotations
 import itertools
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from .algorithms.base import decided_at
 from .arrival import ARRIVED
 from .decision_log import DecisionLog
-from .headers import Header, QuotaText, limit_headers, never_admitted, quota_headers, rejection
+from .headers import Header, QuotaText, limit_headers, never_admitted, quota_headers, rejection, repeated_key
 from .keys import Identity, KeyPolicy
 from .layers import NEVER_LIMITED, UNROUTED, Applied, RoutePlan, Verdict, check
 from .metrics import Metrics
@@ -52,9 +54,8 @@ class Decider:
             plan = (routes.get(("GET", path)) if method == "HEAD" else None) or routes.get(UNROUTED)
         return plan if plan is not None and plan.layers else None
 
-    def decide(self, plan: RoutePlan, scope: dict[str, Any]) -> Verdict:
+    def decide(self, plan: RoutePlan, who: Identity, scope: dict[str, Any]) -> Verdict:
         """Decide a plan of memory layers that needs no body (``early``) now, and log it."""
-        who = self.keys.identify(scope)
         now = decided_at(time.time())  # the whole µs the algorithms decide at
         verdict = check(plan, who, now)
         self.record(plan, who, verdict, now, scope.get(ARRIVED))
@@ -77,6 +78,12 @@ class Decider:
                 rows.append((now, self.node, a.layer.algorithm.name, self.store, name, a.key, plan.cost, d[0], d[1],
                              d[2], a.decision_us, who.client_class, request_id, who.client_id, plan.name, d[4], None,
                              source, a.layer.current_limit if a.layer.observes else None, arrived))
+
+
+def bad_request(who: Identity) -> tuple[Sequence[Header], bytes] | None:
+    """The 400 a limited request gets instead of a decision, or None: it names its key twice
+    (``Identity.repeated``), so no key can be told for it, and nothing is counted or logged."""
+    return None if who.repeated is None else repeated_key(who.repeated)
 
 
 def early(plan: RoutePlan) -> bool:

@@ -6,11 +6,11 @@ HTTP, though the decision and the 429 alone cost 0.22 in-process; the rest was u
 per-request cycle, paid by every request however it is answered: a ``RequestResponseCycle`` and
 its ``asyncio.Event``, a task, the ASGI app chain, two ``send`` calls that check every header.
 Here, in ``on_headers_complete``: the request's plan and key by the target's own code
-(``Decider``), the decision and its decision-log row, then for a refusal the bytes uvicorn's
-``send`` would write (its status line and default headers, the 429's headers, ``connection:
-close`` when the request does not keep its connection, the body unless HEAD) straight to the
-transport. An admitted request goes on through uvicorn with its decision in the scope
-(``DECIDED``): decided once.
+(``Decider``; a request naming its key twice gets the middleware's 400, ``bad_request``), the
+decision and its decision-log row, then for a refusal the bytes uvicorn's ``send`` would write
+(its status line and default headers, the 429's headers, ``connection: close`` when the request
+does not keep its connection, the body unless HEAD) straight to the transport. An admitted
+request goes on through uvicorn with its decision in the scope (``DECIDED``): decided once.
 
 A request is decided here only when its answer can be written now, in order, and its decision
 waits for nothing; otherwise the middleware decides it, as before:
@@ -36,7 +36,7 @@ from typing import ClassVar
 import httptools
 from uvicorn.protocols.http.httptools_impl import STATUS_LINE
 
-from .decider import DECIDED, Decider, early, refusal
+from .decider import DECIDED, Decider, bad_request, early, refusal
 from .headers import Header
 from .http_protocol import HardenedHttpToolsProtocol
 
@@ -76,17 +76,26 @@ class RefusingHttpToolsProtocol(HardenedHttpToolsProtocol):
         if plan is None or not early(plan):
             super().on_headers_complete()
             return
-        verdict = decider.decide(plan, self.scope)
+        who = decider.keys.identify(self.scope)
+        bad = bad_request(who)
+        if bad is not None:
+            self._answer_now(400, *bad, method)
+            return
+        verdict = decider.decide(plan, who, self.scope)
         if verdict.allowed:
             self.scope[DECIDED] = (plan, verdict)  # type: ignore[literal-required]
             super().on_headers_complete()
             return
+        self._answer_now(429, *refusal(plan, verdict), method)
+
+    def _answer_now(self, status: int, headers: Sequence[Header], body: bytes, method: str) -> None:
+        """The request is answered here, its body dropped; the connection goes on or closes as
+        the request asked."""
         self._head_read()
         self._refused = True
-        headers, body = refusal(plan, verdict)
         keep_alive = self.parser.get_http_version() != "1.0" and self.parser.should_keep_alive()
-        self.transport.write(answer(self.server_state.default_headers, headers, b"" if method == "HEAD" else body,
-                                    keep_alive))
+        self.transport.write(answer(status, self.server_state.default_headers, headers,
+                                    b"" if method == "HEAD" else body, keep_alive))
         self.server_state.total_requests += 1
         if not keep_alive:
             self.transport.close()
@@ -116,10 +125,11 @@ def request_path(url: bytes) -> str:
     return urllib.parse.unquote(path) if "%" in path else path
 
 
-def answer(default_headers: Sequence[Header], headers: Sequence[Header], body: bytes, keep_alive: bool) -> bytes:
-    """A 429 as uvicorn's ``send`` writes it: status line, its default headers (date, server),
-    then the answer's, ``connection: close`` if the connection ends with it, the body."""
-    out = [STATUS_LINE[429]]
+def answer(status: int, default_headers: Sequence[Header], headers: Sequence[Header], body: bytes,
+           keep_alive: bool) -> bytes:
+    """An answer (429, or 400) as uvicorn's ``send`` writes it: status line, its default headers
+    (date, server), then the answer's, ``connection: close`` if the connection ends with it, the body."""
+    out = [STATUS_LINE[status]]
     for name, value in default_headers:
         out += (name, b": ", value, b"\r\n")
     for name, value in headers:

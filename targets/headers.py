@@ -7,7 +7,8 @@
   rejected, else the one with the least remaining); Reset is delta-seconds, as the draft's t;
 - a 429: ``application/problem+json`` (RFC 9457) naming the limit, ``Retry-After`` in integer
   seconds (ceil, at least 1, so a client waiting exactly that long is not early) and
-  ``Cache-Control: no-store``.
+  ``Cache-Control: no-store``;
+- a 400 in the same form for a request that names its key twice (``repeated_key``).
 
 Integers only (structured-field Integers): remaining is floored, times are rounded up, and a
 fractional policy's q and w are scaled together to the integers that express the same rate
@@ -31,6 +32,7 @@ from .algorithms import Algorithm, Decision, Policy, PolicyError
 Header = tuple[bytes, bytes]
 PROBLEM_TYPE = "tag:ratelimit-bench,2025:rate-limited"
 NEVER_TYPE = "tag:ratelimit-bench,2025:cost-exceeds-limit"
+REPEATED_TYPE = "tag:ratelimit-bench,2025:repeated-key-header"
 SF_INTEGER_MAX = 999_999_999_999_999
 """The largest structured-field Integer (RFC 9651: at most 15 digits)."""
 
@@ -155,9 +157,9 @@ def retry_after(decision: Decision) -> int:
     return max(1, math.ceil(decision.retry_after_s)) if math.isfinite(decision.retry_after_s) else 1
 
 
-def _problem(problem: dict[str, Any], fields: list[Header]) -> tuple[list[Header], bytes]:
-    """A 429's headers and body: RFC 9457 problem details, then ``fields``."""
-    body = json.dumps({"type": problem.pop("type"), "title": problem.pop("title"), "status": 429, **problem},
+def _problem(problem: dict[str, Any], fields: list[Header], status: int = 429) -> tuple[list[Header], bytes]:
+    """An answer's headers and body: RFC 9457 problem details, then ``fields``."""
+    body = json.dumps({"type": problem.pop("type"), "title": problem.pop("title"), "status": status, **problem},
                       separators=(",", ":")).encode()
     return [(b"content-type", b"application/problem+json"), (b"content-length", b"%d" % len(body)), *fields], body
 
@@ -187,3 +189,14 @@ def never_admitted(limit_name: str, cost: float, most: float, text: QuotaText) -
                          f"waiting will not help",
                "limit": limit_name, "cost": cost, "max_cost": most}
     return _problem(problem, [(b"cache-control", b"no-store"), text.policy, text.quota])
+
+
+@functools.lru_cache(maxsize=8)
+def repeated_key(header: str) -> tuple[tuple[Header, ...], bytes]:
+    """Headers and body of the 400 for a request that names its key twice (``Identity.repeated``),
+    encoded once per header name: one answer however many such requests arrive."""
+    problem = {"type": REPEATED_TYPE, "title": "Bad Request",
+               "detail": f"the {header} header is repeated: a request is counted by one key",
+               "header": header}
+    headers, body = _problem(problem, [(b"cache-control", b"no-store")], 400)
+    return tuple(headers), body

@@ -4,6 +4,11 @@
 - client IP: the peer address, or with N trusted proxies the N-th ``X-Forwarded-For`` entry
   from the right (each trusted proxy appended the address it saw; anything further left was
   written by the client and may be spoofed);
+- one key per request: an identity header sent twice is refused (``KeyConfig.repeated_key``:
+  ``refuse``, 400) or counted by its first value (``first``), never by its values joined (a
+  client would make a fresh key per request); several X-Forwarded-For lines are one list in
+  order (RFC 9110 5.3: a recipient may combine them so; a proxy may add its own line rather
+  than append to the client's, so the entries on the right are still the trusted proxies');
 - IPv6 addresses are aggregated by prefix (/64 by default: one customer usually owns a whole
   /64, so per-address keys would be free to rotate); IPv4 by ``ipv4_prefix`` (/32 by default).
 
@@ -45,6 +50,9 @@ class Identity:
     client_id: str | None = None
     client_class: str | None = None
     account: str | None = None
+    repeated: str | None = None
+    """An identity header the request sent more than once, under the ``refuse`` policy: it is
+    answered 400 naming it, never counted (joined, its values would be a fresh key each time)."""
 
     def key(self, scope: str) -> str | None:
         if scope == "global":
@@ -71,15 +79,26 @@ class KeyPolicy:
         self._tier = config.tier_header.encode()
         self._wanted = frozenset((self._api, self._user, self._tenant, self._tier, _XFF,
                                   _REQUEST_ID, _CLIENT_ID, _CLIENT_CLASS))
+        identity = frozenset((self._api, self._user, self._tenant, self._tier))
+        self._refused = identity if config.repeated_key == "refuse" else frozenset()
+        """The identity headers whose repetition refuses the request (``KeyConfig.repeated_key``)."""
         self._ip_key = lru_cache(maxsize=8192)(ip_key_function(config.ipv4_prefix, config.ipv6_prefix))
 
     def identify(self, scope: dict) -> Identity:
+        """The request's identities. A repeated identity header keeps its first value (and is
+        named in ``repeated`` under the ``refuse`` policy); repeated X-Forwarded-For lines are
+        one list, in order (``client_ip``)."""
         found: dict[bytes, bytes] = {}
-        wanted = self._wanted
+        wanted, repeated = self._wanted, None
         for name, value in scope["headers"]:
-            if name in wanted:
-                # repeated X-Forwarded-For headers form one list (RFC 9110 field combination)
-                found[name] = found[name] + b"," + value if name in found else value
+            if name not in wanted:
+                continue
+            if name not in found:
+                found[name] = value
+            elif name == _XFF:
+                found[name] += b"," + value
+            elif repeated is None and name in self._refused:
+                repeated = name.decode("ascii")
         peer = scope.get("client")
         ip = self.client_ip(peer[0] if peer else None, found.get(_XFF))
         api_key, user = token(found.get(self._api)), token(found.get(self._user))
@@ -87,7 +106,7 @@ class KeyPolicy:
         klass = found.get(_CLIENT_CLASS)
         return Identity(client, ip, user, api_key, token(found.get(self._tenant)), token(found.get(self._tier)),
                         token(found.get(_REQUEST_ID)), token(found.get(_CLIENT_ID)),
-                        klass.decode() if klass in CLIENT_CLASSES else None)
+                        klass.decode() if klass in CLIENT_CLASSES else None, repeated=repeated)
 
     def client_ip(self, peer: str | None, forwarded: bytes | None) -> str:
         """The client IP key (``ip:<address or network>``)."""

@@ -98,7 +98,7 @@ UNROUTED = ("*", "*")
 """The plan of a request no route serves (any method or path but ``NEVER_LIMITED``): cost 1, the
 limits that apply to every route; a HEAD of a GET route is that route's."""
 UNROUTED_NAME = "unrouted"
-NEVER_LIMITED = frozenset({"/healthz", "/metrics"})
+NEVER_LIMITED = frozenset({"/healthz"})
 
 
 @dataclass

@@ -23,7 +23,7 @@ from typing import Any
 from .algorithms.base import decided_at
 from .arrival import ARRIVED
 from .config import AdmittedHeaders
-from .decider import DECIDED, Decider, quota_fields, refusal
+from .decider import DECIDED, Decider, bad_request, quota_fields, refusal
 from .headers import Header
 from .keys import token
 from .layers import RoutePlan, Verdict, check, check_remote, complete, complete_remote
@@ -55,6 +55,11 @@ class RateLimitMiddleware:
             await self.app(scope, receive, send)
             return
         who = self.decider.keys.identify(scope)
+        bad = bad_request(who)
+        if bad is not None:
+            await send({"type": "http.response.start", "status": 400, "headers": list(bad[0])})
+            await send({"type": "http.response.body", "body": bad[1]})
+            return
         unreadable = False
         if plan.needs_account:
             who.account, unreadable, receive = await _read_account(receive)

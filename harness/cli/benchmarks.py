@@ -1,7 +1,8 @@
 """``run_bench.py bench NAME [ARGS]``: the suite's own benchmarks (``benchmarks/``).
 
-Each benchmark module parses its own ARGS (``run_bench.py bench NAME --help``) in ``main(argv)``
-and prints its figures side by side with their comparison, measured in the same run. The
+Each benchmark module parses its own ARGS (``run_bench.py bench NAME --help``) in ``main(argv)``,
+every number that sizes its memory bounded as it is read (``benchmarks/args.py``: one line and
+exit 2 past the bound), and prints its figures side by side with their comparison, measured in the same run. The
 registry names modules, not functions: a benchmark is imported only when it runs (some import
 the world), and nothing of the house imports ``benchmarks`` (it stands on top).
 """
@@ -43,4 +44,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
-    return importlib.import_module(BENCHMARKS[args.what][0]).main(args.args)
+    try:
+        return importlib.import_module(BENCHMARKS[args.what][0]).main(args.args)
+    except SystemExit as exc:  # its own parser (benchmarks/args.py): --help (0) or one line of bad input (2)
+        if isinstance(exc.code, int):
+            return exc.code
+        raise

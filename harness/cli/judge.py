@@ -14,6 +14,8 @@ from pathlib import Path
 from contract.atomic import write_text
 from contract.folder import utc_stamp
 from contract.schema import JUDGE_LOG
+from contract.urls import check_http_url
+from harness.campaign.config_file import check_out
 from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, JudgeError, KeySpec
 from harness.judge.verdict import client_log, judge, render
 
@@ -29,21 +31,24 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-wait", type=float, default=MAX_WAIT_S,
                    help=f"seconds to wait for a key's quota to come back (default {MAX_WAIT_S:g})")
     p.add_argument("--timeout", type=float, default=TIMEOUT_S, help=f"seconds per answer (default {TIMEOUT_S:g})")
-    p.add_argument("--out", type=Path, help=f"folder for the client log {JUDGE_LOG} (default results/judge-<UTC time>)")
+    p.add_argument("--out", type=Path,
+                   help=f"a new or empty folder for the client log {JUDGE_LOG} (default results/judge-<UTC time>)")
     p.set_defaults(func=cmd_judge)
 
 
-def check_caps(args: argparse.Namespace) -> None:
+def check_args(args: argparse.Namespace) -> None:
+    """Everything the user gave, before a request is sent: the caps, the URL (its port, no CR or
+    LF), and a new or empty --out that can be written (not found after the whole session)."""
     for name, value, low in (("--max-requests", args.max_requests, 10), ("--max-rate", args.max_rate, 1.0),
                              ("--max-wait", args.max_wait, 0.1), ("--timeout", args.timeout, 0.01)):
         if not value >= low:
             raise JudgeError(f"{name} {value:g}: must be at least {low:g}")
-    if not args.url.startswith(("http://", "https://")):
-        raise JudgeError(f"URL {args.url!r}: expected http://HOST[:PORT]/PATH")
+    check_http_url(args.url, "URL", JudgeError)
+    check_out(args.out)
 
 
 def cmd_judge(args: argparse.Namespace) -> int:
-    check_caps(args)
+    check_args(args)
     endpoint = HttpEndpoint(args.url, KeySpec.parse(args.key), args.max_requests, args.max_rate, args.timeout)
     try:
         verdict = judge(endpoint, args.max_wait)

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from contract.urls import check_http_url
 from harness.campaign.config_file import CampaignError
 from harness.campaign.peers import PEERS, Peer, PeerConfig, PeerError, peer
-from harness.campaign.peers.url import URL_PATTERN
 from harness.campaign.policy_file import Limit, PolicyFile, PolicyKeys, Response, parse_policy
 
 from .checks import CheckVerdict
@@ -74,6 +74,4 @@ def check_url(url: str) -> str:
     """The URL as given, once it is an http(s) URL. Whether it answers is the measuring session's
     first request (``reach``, on a key of its own: harness/validate/measured.py), not a request
     here that would spend a key's quota unseen."""
-    if not re.match(URL_PATTERN, url):
-        raise CampaignError(f"--url {url!r}: not an http:// or https:// URL")
-    return url
+    return check_http_url(url, "--url", CampaignError)

@@ -27,6 +27,7 @@ class P:
     ({"n": 3, "x": 2, "on": True, "cap": 1.5, "name": 7}, {"n": 3, "x": 2.0, "on": True, "cap": 1.5, "name": "7"}),
     ({"n": 4.0, "on": "false", "cap": None}, {"n": 4, "on": False, "cap": None}),
     ({"on": 0, "x": " 7 "}, {"on": False, "x": 7.0}),
+    ({"n": "1e1"}, {"n": 10}),  # a whole number in exponent form: how large counts are written
 ])
 def test_text_and_typed_values_parse_alike(given, parsed):
     assert parse_fields(P, given, BadInput, "p {name}") == parsed
@@ -36,6 +37,10 @@ def test_text_and_typed_values_parse_alike(given, parsed):
     ({"n": "11"}, "n=11: out of bounds, must be between 1 and 10"),
     ({"n": 0}, "n=0: out of bounds, must be between 1 and 10"),
     ({"n": "2.5"}, "n='2.5': expected an integer"),
+    ({"n": "1e12"}, "n=1000000000000: out of bounds, must be between 1 and 10"),
+    ({"n": "2.5e0"}, "n='2.5e0': expected an integer"),
+    ({"n": "1e999999999"}, "n='1e999999999': expected an integer"),
+    ({"n": "1e"}, "n='1e': expected an integer"),
     ({"n": 2.5}, "n=2.5: expected an integer"),
     ({"n": True}, "n=True: expected an integer"),
     ({"x": "nan"}, "x='nan': expected a finite number"),

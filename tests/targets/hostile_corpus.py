@@ -121,9 +121,11 @@ def identity(rng: random.Random) -> Case:
     name = rng.choice([b"X-Api-Key", b"X-User", b"X-Tenant", b"X-Tier", b"X-Request-Id", b"X-Client-Id", b"X-Client-Class"])
     value = rng.choice([b"k%d" % rng.randrange(10**9), junk(rng, 20).replace(b"\r", b"").replace(b"\n", b""),
                         b"x" * rng.randrange(100, 9000), b"", b"vip", b"legit", b"abusive", b"\xc3\xa9"])
+    repeats = [b"k%d" % rng.randrange(10**9) for _ in range(rng.choice([0, 0, 1, 3]))]  # the same header again
     method, path = rng.choice(ROUTES[:3])
     extra = [b"Content-Length: 0"] if method == b"POST" else []
-    return Case("identity-headers", head(method + b" " + path + b" HTTP/1.1", [b"Host: t", *extra, name + b": " + value]), 1)
+    fields = [name + b": " + v for v in (value, *repeats)]
+    return Case("identity-headers", head(method + b" " + path + b" HTTP/1.1", [b"Host: t", *extra, *fields]), 1)
 
 
 def content_length(rng: random.Random) -> Case:

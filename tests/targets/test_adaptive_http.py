@@ -53,7 +53,7 @@ def test_adaptive_limit_falls_under_a_degraded_downstream_and_says_so(start):
     assert limits[0] == 16 and min(limits) < 12 and limits[-1] < 16
     counters = httpx.get(target.admin_url + "/_bench/counters").json()
     assert counters["limits"]["adaptive"]["current_limit"] < 16
-    assert 'ratelimit_adaptive_limit{limit="adaptive"}' in httpx.get(target.url + "/metrics").text
+    assert 'ratelimit_adaptive_limit{limit="adaptive"}' in httpx.get(target.admin_url + "/metrics").text
 
 
 def test_the_rules_run_on_the_target_through_the_same_interface(start):

@@ -43,6 +43,17 @@ def test_bad_config_exits_2_naming_the_field_without_a_port(args, field):
     assert not listening(port)
 
 
+@pytest.mark.parametrize(("args", "said"), [
+    (["--port", "99999"], "--port=99999: out of bounds, must be between 1 and 65,535"),
+    (["--port", "0"], "--port=0: out of bounds, must be between 1 and 65,535"),
+    (["--port", "-1"], "--port=-1: out of bounds, must be between 1 and 65,535"),
+    (["--port", "8000", "--admin-port", "70000"], "admin_port: Input should be less than or equal to 65535"),
+])
+def test_a_port_out_of_range_is_named_as_such(args, said):
+    done = run(*args)
+    assert done.returncode == 2 and done.stderr == f"error: {said}\n"
+
+
 def test_an_unknown_param_names_the_algorithm_and_its_fields():
     """Three window algorithms share one params class: the message names the one asked for."""
     done = run("--port", str(free_port()), "--algorithm", "sliding_log", "--param", "zzz=1")

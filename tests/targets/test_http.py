@@ -239,10 +239,11 @@ def _timed(target):
     return status, time.perf_counter() - start
 
 
-def test_healthz_and_metrics_are_never_limited(targets):
+def test_healthz_is_never_limited_and_metrics_are_on_the_admin_port_only(targets):
     target = targets["fw_day"]
     assert all(get(target, "/healthz").status_code == 200 for _ in range(20))
-    text = get(target, "/metrics").text
+    assert get(target, "/metrics", x_api_key="metrics-reader").status_code == 404  # an unrouted API request
+    text = httpx.get(target.admin_url + "/metrics", timeout=10).text
     assert re.search(r'ratelimit_decisions_total\{limit="per-client"\} \d', text)
     assert re.search(r'ratelimit_rejections_total\{limit="per-client"\} \d', text)
     assert "downstream_in_flight" in text

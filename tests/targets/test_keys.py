@@ -36,6 +36,26 @@ def test_one_trusted_proxy_reads_the_rightmost_entry():
     assert keys.identify(repeated).ip == "ip:2.2.2.2"
 
 
+def twice(name: bytes, *tags: tuple[bytes, bytes]) -> dict:
+    return {"client": ("10.0.0.9", 1), "headers": [(name, b"first"), *tags, (name, b"second")]}
+
+
+@pytest.mark.parametrize("name", [b"x-api-key", b"x-user", b"x-tenant", b"x-tier"])
+def test_a_repeated_identity_header_is_named_never_joined(name):
+    refused = KeyPolicy(KeyConfig()).identify(twice(name))
+    assert refused.repeated == name.decode()
+    first = KeyPolicy(KeyConfig(repeated_key="first")).identify(twice(name))
+    assert first.repeated is None
+    field = {b"x-api-key": "api_key", b"x-user": "user", b"x-tenant": "tenant", b"x-tier": "tier"}[name]
+    assert getattr(refused, field) == getattr(first, field) == "first"
+
+
+def test_repeated_bench_tags_keep_their_first_value_and_refuse_nothing():
+    who = KeyPolicy(KeyConfig()).identify(twice(b"x-request-id", (b"x-client-class", b"legit"),
+                                                 (b"x-client-class", b"abusive")))
+    assert (who.repeated, who.request_id, who.client_class) == (None, "first", "legit")
+
+
 def test_without_trusted_proxies_forwarded_for_is_ignored():
     assert KeyPolicy(KeyConfig()).identify(scope(x_forwarded_for="1.2.3.4")).ip == "ip:10.0.0.9"
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import httpx
 from pydantic import Field, field_validator
 
+from contract.urls import check_http_url
 from scenarios.addresses import WARM_UP_ADDRESS, on_loopback
 from targets.algorithms import PEER_MODELS, Policy
 
@@ -23,7 +24,6 @@ SYSTEM = "url"
 STORE = "external"
 """The store its runs name: its state is wherever the user's endpoint keeps it."""
 REACH_TIMEOUT_S = 3.0
-URL_PATTERN = r"^https?://[^/\s]+"
 URL_ITEM = "{name: ..., url: ...}"
 KEY_PATTERN = r"^(ip|header:[A-Za-z0-9!#$%&'*+.^_`|~-]+)$"
 """``ip`` or ``header:NAME`` (NAME an HTTP field name)."""
@@ -54,7 +54,7 @@ class UrlPeerEntry(StrictModel):
 
     name: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9.-]*$", max_length=64)
     """Its runs are ``<scenario>__<name>``: letters, digits, dots and dashes."""
-    url: str = Field(pattern=URL_PATTERN, max_length=2000)
+    url: str = Field(max_length=2000)
     reject_status: list[int] = Field(default_factory=lambda: [429], min_length=1)
     """The statuses that mean "refused by the limiter"."""
     key: str | None = Field(default=None, pattern=KEY_PATTERN, max_length=80)
@@ -63,6 +63,12 @@ class UrlPeerEntry(StrictModel):
     unset: as the suite's targets count (the API key, else the address). Every metric of its runs
     is per this key."""
     claims: Claims | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _usable(cls, value: str) -> str:
+        """http(s), a port within 1..65535, no space or CR/LF: said as such, not as "unreachable"."""
+        return check_http_url(value, "url")
 
 
 class UrlPeer(Peer):

@@ -12,6 +12,8 @@ import sys
 import uuid
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from harness.cli.main import main
@@ -43,6 +45,14 @@ def _inputs(tmp: Path) -> None:
     (d / "huge-policy.yaml").write_text(POLICY.replace("limit: 10", "limit: 1e300"))
     (d / "file").write_text("a file\n")
     (d / "blank-keys.csv").write_text("t,key\n0.1,a\n0.2,\n0.3,b\n")
+    (d / "url-policy.yaml").write_text("name: p\nroutes: [{name: GET /api/items}]\n"
+                                       "limits: [{name: api, key: ip, algorithm: gcra, limit: 10, window_s: 1}]\n")
+    (d / "peer-port.yaml").write_text(LIVE + 'peers: [{name: gw, url: "http://127.0.0.1:99999"}]\n')
+    (d / "results").mkdir()
+    (d / "results" / "judge-client.csv").write_text("an earlier judge's log\n")
+    (d / "t-twice.csv").write_text("t,key,t\n0.1,a,9\n0.2,b,9\n")
+    pq.write_table(pa.Table.from_arrays([pa.array([0.1]), pa.array(["a"]), pa.array(["b"])], names=["t", "key", "key"]),
+                   d / "key-twice.parquet")
     (d / "nginx.conf").write_bytes(b"limit_req_zone \xff;\n")
 
 
@@ -73,6 +83,8 @@ CASES: dict[str, list[str]] = {
     "simulate: --seed text": ["simulate", "--scenario", "steady", "--seed", "one"],
     "simulate: trace with empty key cells": ["simulate", "--trace", "in/blank-keys.csv"],
     "simulate: trace is a folder": ["simulate", "--trace", "in/folder"],
+    "simulate: trace CSV with a column twice": ["simulate", "--trace", "in/t-twice.csv"],
+    "simulate: trace Parquet with a column twice": ["simulate", "--trace", "in/key-twice.parquet"],
     "simulate: --limit 1e300": ["simulate", "--scenario", "steady", "--limit", "1e300"],
     "simulate: --limit nan": ["simulate", "--scenario", "steady", "--limit", "nan"],
     "simulate: --window 0": ["simulate", "--scenario", "steady", "--window", "0"],
@@ -113,6 +125,32 @@ CASES: dict[str, list[str]] = {
     "worker: --give-up -1": ["worker", "--master", "127.0.0.1:1", "--give-up", "-1"],
     "worker: --dir is a file": ["worker", "--master", "127.0.0.1:1", "--dir", "in/file"],
     "worker: --master without a port": ["worker", "--master", "127.0.0.1"],
+    # judge: the URL (its port, CR/LF) and --out checked before a request is sent
+    "judge: port 99999": ["judge", "http://127.0.0.1:99999/api/items"],
+    "judge: port 0": ["judge", "http://127.0.0.1:0/api/items"],
+    "judge: port -1": ["judge", "http://127.0.0.1:-1/api/items"],
+    "judge: a URL with CR/LF": ["judge", "http://127.0.0.1:8000/api/items\r\nX-Injected: 1"],
+    "judge: --out is a file": ["judge", "http://127.0.0.1:1/api/items", "--out", "in/file"],
+    "judge: --out under a file": ["judge", "http://127.0.0.1:1/api/items", "--out", "in/file/out"],
+    "judge: --out a folder with files": ["judge", "http://127.0.0.1:1/api/items", "--out", "in/results"],
+    # a url peer and validate --url: the port named as such, not "unreachable"
+    "run: url peer port 99999": ["run", "in/peer-port.yaml"],
+    "validate: --url port 99999": ["validate", "in/url-policy.yaml", "--url", "http://127.0.0.1:99999", "--live"],
+    # bench: every argument that sizes memory bounded before anything is allocated; argparse's own one line
+    "bench queue: --requests 1e12": ["bench", "queue", "--requests", "1e12"],
+    "bench queue: --requests 999": ["bench", "queue", "--requests", "999"],
+    "bench queue: --seeds 1e9": ["bench", "queue", "--seeds", "1e9"],
+    "bench queue: --requests text": ["bench", "queue", "--requests", "many"],
+    "bench queue: an unknown argument": ["bench", "queue", "--fast"],
+    "bench core: --requests 1e12": ["bench", "core", "--requests", "1e12"],
+    "bench core: --sim-requests 0": ["bench", "core", "--sim-requests", "0"],
+    "bench adaptive: --requests 1e12": ["bench", "adaptive", "--requests", "1e12"],
+    "bench analysis-10m: --rows 1e12": ["bench", "analysis-10m", "--rows", "1e12"],
+    "bench traffic: --lines 1e12": ["bench", "traffic", "--lines", "1e12"],
+    "bench redis: --decisions 1e12": ["bench", "redis", "--decisions", "1e12"],
+    "bench distributed: --rates 1e9": ["bench", "distributed", "--rates", "1e9"],
+    "bench peer-agreement: --seconds inf": ["bench", "peer-agreement", "--seconds", "inf"],
+    "bench live: --seconds 1e9": ["bench", "live", "--seconds", "1e9"],
 }
 
 
@@ -149,6 +187,8 @@ def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys
         "simulate: --json under a file": "--json in/file/summary.json: in/file is a file, not a folder",
         "run: seed -1 in the file": "seed: Input should be greater than or equal to 0",
         "simulate: trace with empty key cells": "column key, row 3: empty",
+        "simulate: trace CSV with a column twice": "--trace in/t-twice.csv: column t appears more than once",
+        "simulate: trace Parquet with a column twice": "--trace in/key-twice.parquet: column key appears more than once",
         "simulate: --system zero slots": "--system: concurrency: Input should be greater than or equal to 1",
         "simulate: --system spread inf": "--system: sigma: Input should be a finite number",
         "simulate: --system spread 1e6": "--system: sigma: Input should be less than or equal to 5",
@@ -157,6 +197,18 @@ def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys
         "simulate: campaign downstream nan": "in/nan-service.yaml: downstream.median_ms: Input should be a finite number",
         "run: a downstream of zero slots": "in/no-slots.yaml: downstream.concurrency: Input should be greater than or equal to 1",
         "run: a downstream spread of inf": "in/inf-sigma.yaml: downstream.sigma: Input should be a finite number",
+        "judge: port 99999": "URL 'http://127.0.0.1:99999/api/items': port=99999: out of bounds, must be between 1 and 65,535",
+        "judge: port 0": "port=0: out of bounds, must be between 1 and 65,535",
+        "judge: port -1": "port=-1: out of bounds, must be between 1 and 65,535",
+        "judge: a URL with CR/LF": "contains a space or a control character (CR, LF, tab, ...): a URL has none",
+        "judge: --out is a file": "--out in/file: is a file, not a folder",
+        "judge: --out a folder with files": "--out in/results: folder exists and is not empty",
+        "run: url peer port 99999": "in/peer-port.yaml: peers[gw].endpoint.url: url 'http://127.0.0.1:99999': port=99999: out of bounds",
+        "validate: --url port 99999": "--url 'http://127.0.0.1:99999': port=99999: out of bounds, must be between 1 and 65,535",
+        "bench queue: --requests 1e12": "argument --requests: 1000000000000: out of bounds, must be between 1,000 and "
+                                        "10,000,000 (see run_bench.py bench queue --help)",
+        "bench analysis-10m: --rows 1e12": "argument --rows: 1000000000000: out of bounds, must be between 1 and 10,000,000",
+        "bench queue: an unknown argument": "unrecognized arguments: --fast (see run_bench.py bench queue --help)",
     }
     for case, text in expected.items():
         assert main(CASES[case]) == 2
@@ -175,6 +227,17 @@ def test_a_planned_simulation_beyond_its_bounds_exits_2_at_once_as_a_process(tmp
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_bench_argument_beyond_its_memory_bound_exits_2_at_once_as_a_process(tmp_path):
+    """``bench queue --requests 1e12`` asked for 7 TiB; now one line and exit 2 before a single
+    arrival is drawn."""
+    done = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "bench", "queue", "--requests", "1e12"],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert done.returncode == 2 and done.stderr == (
+        "error: argument --requests: 1000000000000: out of bounds, must be between 1,000 and 10,000,000 "
+        "(see run_bench.py bench queue --help)\n")
+    assert list(tmp_path.iterdir()) == []
+
+
 def _read_only_copy(source: Path, mount: Path) -> bool:
     """``source`` copied into a tmpfs then remounted read-only (needs the right to mount)."""
     mount.mkdir()
@@ -188,7 +251,7 @@ def _read_only_copy(source: Path, mount: Path) -> bool:
 
 
 def test_outputs_on_a_read_only_filesystem_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
-    """report, --out, --json and --junit where nothing can be written (a read-only tmpfs: as
+    """report, --out (judge's too), --json and --junit where nothing can be written (a read-only tmpfs: as
     root, permissions never refuse a write, so a mode bit cannot show it)."""
     assert main(["simulate", "--scenario", "boundary_burst", "--algorithm", "fixed_window", "--limit", "10",
                  "--out", str(tmp_path / "made")]) == 0
@@ -201,7 +264,8 @@ def test_outputs_on_a_read_only_filesystem_are_one_line_and_exit_2(tmp_path, mon
         capsys.readouterr()
         for argv in (["report", "ro/results"], ["simulate", "--scenario", "steady", "--out", "ro/new"],
                      ["simulate", "--scenario", "steady", "--json", "ro/summary.json"],
-                     ["validate", "in/policy.yaml", "--junit", "ro/v.xml"]):
+                     ["validate", "in/policy.yaml", "--junit", "ro/v.xml"],
+                     ["judge", "http://127.0.0.1:1/api/items", "--out", "ro/judge"]):
             before = _tree(mount)
             assert main(argv) == 2, argv
             err = capsys.readouterr().err

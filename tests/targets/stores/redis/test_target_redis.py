@@ -90,7 +90,7 @@ def test_outage_falls_back_is_counted_and_recovers_without_restart(own_redis, ta
     counters = httpx.get(f"{node.admin_url}/_bench/counters").json()["limits"]["per-client"]["redis"]
     assert counters["down"] and counters["outages"] == 1 and counters["degraded_decisions"] == 30
     assert counters["by_source"] == {"redis": 10, "fallback": 30}
-    metrics = httpx.get(f"{node.url}/metrics").text
+    metrics = httpx.get(f"{node.admin_url}/metrics").text
     assert 'ratelimit_redis_outages{limit="per-client"} 1.0' in metrics
     assert 'ratelimit_decisions_by_source_total{limit="per-client",source="fallback"} 30.0' in metrics
     own_redis.start()  # same port, empty: the shared window starts again

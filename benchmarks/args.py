@@ -1,0 +1,23 @@
+"""What every benchmark's command line shares: one parser whose mistakes are one line and exit 2
+(``targets.cli_args.Parser``, as ``run_bench.py``'s own), and the bounds of the numbers that size
+a benchmark's memory, checked as each argument is read, before anything is allocated (the one
+parameter parser's ``Bounds``: the value and the bound in the message)."""
+
+from __future__ import annotations
+
+from contract.params import Bounds
+from harness.campaign.system import MAX_VIRTUAL_REQUESTS
+from targets.cli_args import Parser
+
+REQUESTS = Bounds(1, MAX_VIRTUAL_REQUESTS)
+"""Requests, decisions, rows or log lines one benchmark holds: the simulator's memory bound (a
+run of 10 million under 4 GiB); ``bench queue --requests 1e12`` asked for 7 TiB."""
+ROUNDS = Bounds(1, 1000)
+"""Repeats, rounds and seeds: each holds its figures until the table is printed."""
+SECONDS = Bounds(0.1, 3600)
+"""A benchmark's phase or run length: what it sends is held, an hour of it at most."""
+
+
+def bench_parser(name: str, description: str, **kwargs: object) -> Parser:
+    """``run_bench.py bench NAME``'s parser."""
+    return Parser(prog=f"run_bench.py bench {name}", description=description, **kwargs)  # type: ignore[arg-type]
