@@ -2,8 +2,10 @@
 
 Prints the fingerprint (which of the suite's models behaves like it, with its L and W), the
 worst case the hunt found with the timestamps that prove it, and whether its limit fields told
-the truth; writes every request it sent (role, key, address) to the client log. Bad input, an
-endpoint that fails, times out, needs a key, or never refuses: one line, exit 2, nothing written.
+the truth; writes every request it sent (role, key, address) to the client log. Exit 1 when a
+limit field breaks the letter (``contract.limit_headers``: a Retry-After of "1.5", a RateLimit r
+that is no integer), as ``validate --url`` fails it. Bad input, an endpoint that fails, times out,
+needs a key, or never refuses: one line, exit 2, nothing written.
 """
 
 from __future__ import annotations
@@ -53,4 +55,4 @@ def cmd_judge(args: argparse.Namespace) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     write_text(folder / JUDGE_LOG, client_log(endpoint))
     print("\n".join(render(verdict, args.url, str(folder / JUDGE_LOG))))
-    return 0
+    return 1 if verdict.truth.findings else 0

@@ -134,6 +134,7 @@ def render(v: Verdict, url: str, log_path: str) -> list[str]:
                  f"remaining {truth.remaining.text()}; reset {truth.reset.text()}"
                  + (f" (quota back up to {truth.reset_early_s:.2f} s before it said)" if truth.reset_early_s else ""))
     lines += [f"  broken: {why}" for tally in (truth.retry_after, truth.remaining, truth.reset) for why in tally.evidence]
+    lines += [f"  malformed: {finding}" for finding in truth.letter()]
     lines.append(f"client log: {log_path}")
     return lines
 

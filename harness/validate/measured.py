@@ -135,13 +135,16 @@ def _worst(lim: Limit, claim: Policy, v: Verdict) -> CheckVerdict:
 
 
 def refusal_of(endpoint: HttpEndpoint, v: Verdict) -> Refusal:
-    """The session's first refusal as ``Refusal`` (the shape rows read it): its headers, and
-    whether a retry at its Retry-After was admitted (the header truth's check)."""
+    """The session's first refusal as ``Refusal`` (the shape rows read it): its key's answers up to
+    it (the admissions at one key before its first refusal), its headers, whether a retry at its
+    Retry-After was admitted (the header truth's check) and every value of the session's limit
+    fields that broke the letter (the header truth's verdict, as ``judge`` gives it)."""
     answers = [s.answer for s in endpoint.log]
     first = next((a for a in answers if not a.allowed), None)
-    out = Refusal(statuses=[a.status for a in answers])
     if first is None or endpoint.refusal_headers is None:
-        return out
+        return Refusal(statuses=[a.status for a in answers], letter=v.truth.letter())
+    own = [a for a in answers if a.key == first.key]
+    out = Refusal(statuses=[a.status for a in own[:own.index(first) + 1]], letter=v.truth.letter())
     h = endpoint.refusal_headers
     out.status, out.content_type, out.cache_control = first.status, h.get("content-type"), h.get("cache-control")
     out.retry_after, out.retry_after_s = h.get("retry-after"), first.fields.retry_after_s
