@@ -15,7 +15,7 @@ from analysis.header_truth import Answer
 from analysis.theory import over_admission_bound
 from contract.run_info import RunPolicy
 from harness.campaign.policy_file import Limit, PolicyFile
-from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, KeySpec
+from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_TIME_S, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, KeySpec
 from harness.judge.hunt import seen
 from harness.judge.verdict import Verdict, client_log, judge
 from harness.live.peers.response import Refusal
@@ -36,19 +36,20 @@ KEY_OF_KIND = {"ip": "ip", "api_key": "header:X-API-Key", "user": "header:X-User
 
 @dataclass(frozen=True)
 class Caps:
-    """The judge's caps (``run_bench.py judge``'s defaults): requests, rate, wait, timeout."""
+    """The judge's caps (``run_bench.py judge``'s defaults): requests, rate, wait, timeout, session time."""
 
     max_requests: int = MAX_REQUESTS
     max_rate: float = MAX_RATE
     max_wait_s: float = MAX_WAIT_S
     timeout_s: float = TIMEOUT_S
+    max_time_s: float = MAX_TIME_S
 
 
 def measure(url: str, key: KeySpec, caps: Caps = Caps()) -> tuple[Verdict, HttpEndpoint]:
     """One judging session: a ``reach`` request on a key of its own (key 0: the hunt's keys start
     at 1), then the fingerprint and the hunt. A JudgeError (unreachable, 5xx, needs a key, no
     limit within the cap) propagates: one line, exit 2."""
-    endpoint = HttpEndpoint(url, key, caps.max_requests, caps.max_rate, caps.timeout_s)
+    endpoint = HttpEndpoint(url, key, caps.max_requests, caps.max_rate, caps.timeout_s, caps.max_time_s)
     try:
         endpoint.send(0, "reach")
         return judge(endpoint, caps.max_wait_s), endpoint
