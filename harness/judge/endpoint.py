@@ -37,7 +37,10 @@ REFUSAL_HEADERS = ("content-type", "retry-after", "cache-control")
 
 
 class JudgeError(BadInput):
-    """The endpoint cannot be judged as given: it times out, fails, or needs a key."""
+    """The endpoint cannot be judged as given: it times out, fails, or needs a key. ``measured``:
+    the session's partial measurement, where a caller keeps it (``verdict.measurement``)."""
+
+    measured: dict | None = None
 
 
 class CapReached(Exception):

@@ -15,9 +15,9 @@ from analysis.header_truth import Answer
 from analysis.theory import over_admission_bound
 from contract.run_info import RunPolicy
 from harness.campaign.policy_file import Limit, PolicyFile
-from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_TIME_S, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, KeySpec
+from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_TIME_S, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, JudgeError, KeySpec
 from harness.judge.hunt import seen
-from harness.judge.verdict import Verdict, client_log, judge
+from harness.judge.verdict import Verdict, client_log, judge, measurement
 from harness.live.peers.response import Refusal
 from harness.live.supervise import signals_interrupt
 from harness.sim.fingerprint import BUCKETED, PHRASES, Seen, agreement
@@ -47,12 +47,15 @@ class Caps:
 
 def measure(url: str, key: KeySpec, caps: Caps = Caps()) -> tuple[Verdict, HttpEndpoint]:
     """One judging session: a ``reach`` request on a key of its own (key 0: the hunt's keys start
-    at 1), then the fingerprint and the hunt. A JudgeError (unreachable, 5xx, needs a key, no
-    limit within the cap) propagates: one line, exit 2."""
+    at 1), then the fingerprint and the hunt. A JudgeError (unreachable, stalled, not a limiter's
+    answer, no limit within the caps) propagates, its partial measurement kept: one line, exit 2."""
     endpoint = HttpEndpoint(url, key, caps.max_requests, caps.max_rate, caps.timeout_s, caps.max_time_s)
     try:
         endpoint.send(0, "reach")
         return judge(endpoint, caps.max_wait_s), endpoint
+    except JudgeError as exc:
+        exc.measured = measurement(endpoint, None, str(exc))
+        raise
     finally:
         endpoint.close()
 

@@ -130,18 +130,22 @@ def _trickle(conn: socket.socket, stop: threading.Event) -> None:
     """A status line a byte every 50 ms, then header lines that never end: every read is answered."""
     head = b"HTTP/1.1 200 OK\r\n"
     i = 0
-    while not stop.is_set():
+    while not stop.is_set() and i < 600:  # 30 s at most: a judge that never cut it fails, not hangs
         conn.sendall(head[i:i + 1] if i < len(head) else b"x")
         i += 1
         time.sleep(0.05)
 
 
 def _endless(pause_s: float) -> Callable[[socket.socket, threading.Event], None]:
-    """A 200 whose chunked body never ends: 16 KiB chunks, ``pause_s`` apart."""
+    """A 200 whose chunked body does not end: 16 KiB chunks, ``pause_s`` apart (4,096 chunks or 30 s
+    at most: a judge that never cut it fails, not hangs)."""
     def answer(conn: socket.socket, stop: threading.Event) -> None:
         conn.sendall(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n")
         chunk = b"4000\r\n" + b"a" * 0x4000 + b"\r\n"
-        while not stop.is_set():
+        until = time.monotonic() + 30
+        for _ in range(4096):
+            if stop.is_set() or time.monotonic() > until:
+                break
             conn.sendall(chunk)
             time.sleep(pause_s)
     return answer
@@ -176,3 +180,20 @@ def test_an_unreachable_url_is_one_line_with_its_json(tmp_path, capsys):
 def test_an_address_keyed_judge_needs_a_loopback_endpoint(capsys):
     assert main(["judge", "http://192.0.2.1/api"]) == 2
     assert "--key ip needs an endpoint on 127.0.0.0/8" in capsys.readouterr().err
+
+
+def test_validate_url_says_the_same_and_keeps_what_it_measured(server, tmp_path, capsys):
+    """``validate --url`` runs the judge's session: a redirect is said as one, exit 2, and its
+    --json keeps the checks made so far with the session's partial measurement."""
+    claim = tmp_path / "claim.yaml"
+    claim.write_text("name: claim\nroutes: [{name: GET /api/items}]\n"
+                     "limits: [{name: api, key: ip, algorithm: fixed_window, limit: 5, window_s: 1}]\n")
+    Misbehaving.hits = 0
+    code = main(["validate", str(claim), "--url", f"{server}/login-first", "--live", "--json", str(tmp_path / "v.json")])
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    doc = json.loads((tmp_path / "v.json").read_text())
+    assert code == 2 and err == f"error: {server}/login-first: every request answered 302 to /login (1 of 1): nothing to " \
+                                "judge (a limiter answers 2xx or 429)"
+    assert doc["measured"]["error"] == err.removeprefix("error: ")
+    assert (doc["measured"]["roles"], doc["measured"]["statuses"]) == ({"reach": 1}, {"302": 1})
+    assert doc["checks"] and all(c["kind"] != "live" for c in doc["checks"])  # the simulated checks made before it
