@@ -80,6 +80,21 @@ def test_a_retry_after_alone_is_checked_and_a_fractional_one_is_malformed_not_ke
     assert rows["gw-fraction"]["limit_fields_form"] == "malformed"
 
 
+def test_both_retry_after_columns_read_the_same_answer_on_a_url_row(tmp_path):
+    """A url peer's decisions keep no Retry-After (inferred from the client): the older "Retry-After
+    truthful" (a request's own retry) reads the answer's, as the promises do, so the two agree."""
+    t = T0 + np.array([0.0, 1.0, 2.0, 10.5])
+    rid = ["r0", "r1", "r2", "r2"]  # r2 refused (Retry-After 8), retried 8.5 s later: attempt 2, admitted
+    d = decisions_table(t, np.array(["k1"] * 4), np.array([True, True, False, True]), np.array(["legit"] * 4), rid,
+                        "gw", retry_after=np.full(4, np.nan))
+    fields = [_fields(1, 10), _fields(0, 9), _fields(0, 8, 8), _fields(1, 10)]
+    write_run(tmp_path, "retry_storm", "gw", d, client_table(rid, t, t, t + 0.01, [200, 200, 429, 200], [1, 1, 1, 2], fields),
+              {"system": "url", "decided_from": DECIDED_BY_CLIENT})
+    row = _rows(tmp_path)["gw"]
+    assert (row["header_truthfulness"], row["retries_at_retry_after"]) == (1.0, 1)
+    assert text(row) == "Retry-After 1/1, remaining 1/1, reset 1/1"
+
+
 def test_the_report_shows_each_runs_promises_and_old_folders_load(tmp_path):
     _run(tmp_path, "gw-lies", LYING)
     _run(tmp_path, "gw-old", TRUTHFUL, with_fields=False)  # a client log from before the column

@@ -3,8 +3,7 @@ reads nothing of its own.
 Its decisions are inferred from the client log, joined with the plan by request id: a status the
 user named as a refusal (429 by default) is a rejection, the time is the client's send time, the
 key is the one the peer declares its limiter counts by (its client's source address, or a header's
-value), a refusal's Retry-After is the one its answer sent (``contract.limit_headers``, as the
-header truth reads it) and every row says ``source: client``. The uncertainty of that time is the request's round trip
+value) and every row says ``source: client``. The uncertainty of that time is the request's round trip
 (the endpoint decided somewhere between send and answer): run.json records its percentiles.
 """
 
@@ -17,7 +16,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from contract.folder import write_parquet
-from contract.limit_headers import parse_lines
 from contract.schema import CLIENT_FILE, DECIDED_BY_CLIENT, DECISIONS_FILE, HANDSHAKE_DIR, ROLE_PLAN
 from harness.campaign.peers.url import UrlPeer
 from harness.processes.target import TargetProcess
@@ -58,16 +56,14 @@ def client_decisions(client: pa.Table, arrivals: Arrivals, peer: UrlPeer, key_pr
     planned = {f"r{i}": r for i, r in enumerate(arrivals.requests())}  # scenarios.live_plan's request ids
     refused, declared = set(peer.entry.reject_status), peer.entry.key
     rows = []
-    for rid, sent, done, status, address, fields in zip(df["request_id"], df["sent_t"], df["done_t"], df["status"],
-                                                        df["client_address"], df["limit_fields"]):
+    for rid, sent, status, address in zip(df["request_id"], df["sent_t"], df["status"], df["client_address"]):
         r = planned.get(origin_of(rid))  # a follow-up keeps its origin's key, class and client
-        told = parse_lines(fields, float(done)).retry_after_s if isinstance(fields, str) else None
         rows.append({
             "t": float(sent), "node": "node-1", "algorithm": peer.name, "store": peer.store, "limit_name": "per-client",
             "key": request_key(declared, r, origin_of(rid), address, key_prefix), "cost": 1.0 if r is None else float(r.cost),
             "allowed": int(status) not in refused, "client_class": None if r is None else r.client_class,
             "request_id": rid, "client_id": None if r is None else r.client_id, "route": None if r is None else r.route,
-            "source": "client", "retry_after_s": told if int(status) in refused else None,
+            "source": "client",
         })
     return peer_decisions(rows)
 

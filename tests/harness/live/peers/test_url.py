@@ -125,16 +125,13 @@ def test_a_follow_up_is_decided_under_its_origins_key_class_and_client():
     arrivals = build_model("adversarial_drip", 10, 1, seed=1).arrivals()
     origin = next(iter(arrivals.requests()))
     client = pa.table({"request_id": ["r0", "r0.1", "x9", "warm-up-0-1"], "sent_t": [1.0, 2.0, 3.0, 0.5],
-                       "done_t": [1.1, 2.1, 3.1, 0.6], "status": [429, 200, 200, 200],
-                       "client_address": ["127.10.0.1"] * 3 + ["127.0.0.2"], "role": ["plan"] * 3 + ["warm-up"],
-                       "limit_fields": ["retry-after: 3", "retry-after: 9", None, None]})
+                       "status": [429, 200, 200, 200], "client_address": ["127.10.0.1"] * 3 + ["127.0.0.2"],
+                       "role": ["plan"] * 3 + ["warm-up"]})
     rows = client_decisions(client, arrivals, UrlPeer(UrlPeerEntry(name="gw", url="http://127.0.0.1:1"))).to_pandas()
     first, follow_up, stray = rows.to_dict("records")  # the warm-up is not the plan's: no decision
     assert follow_up["key"] == first["key"] == (origin.key or origin.headers.get("x-api-key"))
     assert (follow_up["client_class"], follow_up["client_id"]) == (origin.client_class, origin.client_id)
     assert stray["key"] == UNPLANNED and pd.isna(stray["client_class"])  # the plan does not know it
-    # the refusal's Retry-After as its answer sent it (the older "Retry-After truthful" reads it there)
-    assert first["retry_after_s"] == 3 and pd.isna(follow_up["retry_after_s"])
 
 
 @pytest.mark.parametrize(("key", "expected"), [
@@ -150,9 +147,8 @@ def test_a_url_peer_is_keyed_by_the_key_it_declares(key, expected):
     from scenarios import build_model
 
     arrivals = build_model("adversarial_drip", 10, 1, seed=1).arrivals()
-    client = pa.table({"request_id": ["r0", "r1.1"], "sent_t": [1.0, 2.0], "done_t": [1.1, 2.1], "status": [200, 429],
-                       "client_address": ["127.10.0.1", "127.10.0.2"], "role": ["plan", "plan"],
-                       "limit_fields": pa.nulls(2, pa.string())})
+    client = pa.table({"request_id": ["r0", "r1.1"], "sent_t": [1.0, 2.0], "status": [200, 429],
+                       "client_address": ["127.10.0.1", "127.10.0.2"], "role": ["plan", "plan"]})
     peer = UrlPeer(UrlPeerEntry(name="gw", url="http://127.0.0.1:1", key=key))
     keys = client_decisions(client, arrivals, peer).column("key").to_pylist()
     assert keys == (expected or [r.client_class for r in list(arrivals.requests())[:2]])
@@ -171,8 +167,8 @@ def test_a_url_peers_api_keys_are_the_runs_own(key):
     plan = LivePlan("adversarial_drip", 10, 1, 1, 0.0, ["http://127.0.0.1:1"], "", address_block=2)
     arrivals = plan.arrivals()
     assert plan.key_prefix == "b2-" and replace(plan, address_block=0).key_prefix == ""
-    client = pa.table({"request_id": ["r0", "r0.1"], "sent_t": [1.0, 2.0], "done_t": [1.1, 2.1], "status": [200, 429],
-                       "client_address": ["127.10.0.1"] * 2, "role": ["plan", "plan"], "limit_fields": pa.nulls(2, pa.string())})
+    client = pa.table({"request_id": ["r0", "r0.1"], "sent_t": [1.0, 2.0], "status": [200, 429],
+                       "client_address": ["127.10.0.1"] * 2, "role": ["plan", "plan"]})
     peer = UrlPeer(UrlPeerEntry(name="gw", url="http://127.0.0.1:1", key=key))
     keys = client_decisions(client, arrivals, peer, plan.key_prefix).column("key").to_pylist()
     origin = next(iter(build_model("adversarial_drip", 10, 1, seed=1).arrivals().requests()))
