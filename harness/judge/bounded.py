@@ -9,8 +9,11 @@ stop at ``BODY_CAP`` bytes.
 from __future__ import annotations
 
 import math
+import ssl
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 import httpcore
 import httpx
@@ -52,11 +55,12 @@ class _Stream(httpcore.NetworkStream):
     def close(self) -> None:
         self.inner.close()
 
-    def start_tls(self, ssl_context, server_hostname: str | None = None, timeout: float | None = None) -> _Stream:
+    def start_tls(self, ssl_context: ssl.SSLContext, server_hostname: str | None = None,
+                  timeout: float | None = None) -> _Stream:
         tls = self.inner.start_tls(ssl_context, server_hostname, self.deadline.left(timeout, httpcore.ConnectTimeout))
         return _Stream(tls, self.deadline)
 
-    def get_extra_info(self, info: str):
+    def get_extra_info(self, info: str) -> Any:
         return self.inner.get_extra_info(info)
 
 
@@ -65,7 +69,7 @@ class _Backend(httpcore.SyncBackend):
         self.deadline = deadline
 
     def connect_tcp(self, host: str, port: int, timeout: float | None = None, local_address: str | None = None,
-                    socket_options=None) -> _Stream:
+                    socket_options: Iterable[Any] | None = None) -> _Stream:
         inner = super().connect_tcp(host, port, self.deadline.left(timeout, httpcore.ConnectTimeout), local_address,
                                     socket_options)
         return _Stream(inner, self.deadline)

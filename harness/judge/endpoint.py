@@ -115,6 +115,8 @@ class HttpEndpoint:
     run: str = field(default_factory=lambda: secrets.token_hex(3))
     _clients: dict[str, BoundedClient] = field(default_factory=dict)
     _last: float = 0.0
+    ends: float = field(init=False)
+    """When the session must be done (epoch seconds): ``max_time_s`` after it was made."""
 
     def __post_init__(self) -> None:
         host = urlsplit(self.url).hostname or ""
