@@ -16,7 +16,7 @@ import pandas as pd
 import pyarrow as pa
 
 from contract.run_info import degraded_line
-from contract.schema import ALGORITHM_NAMES, DECIDED_BY_MODEL, DECISIONS_FILE, REPEAT_MARK, split_repeat
+from contract.schema import ALGORITHM_NAMES, CLIENT_REQUIRED, DECIDED_BY_MODEL, DECISIONS_FILE, REPEAT_MARK, split_repeat
 
 from . import adaptive, latency, metrics, promises, ramp, retries
 from . import client as client_metrics
@@ -198,7 +198,8 @@ def _client_part(a: RunAnalysis, client: pd.DataFrame) -> None:
     row["time_to_recover_s"] = (None if degraded is None else
                                 latency.time_to_recover(a.latency_series, degraded, a.origin, a.latency_bin_s))
     if (client["attempt"].to_numpy() > 1).any():
-        attempts = run.client()  # with request ids (strings): read only when there are retries to match
+        # with request ids (strings) and what each answer said: read only when there are retries to match
+        attempts = run.client((*CLIENT_REQUIRED, promises.LIMIT_FIELDS))
         share, count = client_metrics.header_truthfulness(attempts, run.rejected_decisions())
         row.update(retries.retry_measures(attempts))
     else:

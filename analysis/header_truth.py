@@ -1,4 +1,6 @@
-"""Were the limit fields true? Three promises an answer makes, checked against what the same key
+"""Were the limit fields true? Every value read by the letter first (``contract.limit_headers``:
+one that breaks it is a finding, counted here by the answers that sent it, and promises nothing),
+then three promises an answer makes, checked against what the same key
 was answered next, from the client's side only (any endpoint, no server log needed).
 
 - **Retry-After**: the first request sent at least Retry-After after a refusal was answered is admitted;
@@ -66,11 +68,21 @@ class Tally:
 @dataclass
 class HeaderTruth:
     forms: Counter = field(default_factory=Counter)
+    """Answers by what they said (``LimitFields.said``: a quota's form, ``retry-after``, ``malformed``, ``none``)."""
+    findings: Counter = field(default_factory=Counter)
+    """Each value that broke the letter, with how many answers sent it."""
+    malformed: int = 0
+    """Answers with at least one such value."""
     retry_after: Tally = field(default_factory=Tally)
     remaining: Tally = field(default_factory=Tally)
     reset: Tally = field(default_factory=Tally)
     reset_early_s: float = 0.0
     """The most a quota came back before the reset said (a cautious, not a false, promise)."""
+
+    def letter(self) -> list[str]:
+        """The findings, most sent first, each with its count: the one verdict on the letter that
+        ``judge``, ``validate --url`` and a campaign's summary all give."""
+        return [f"{finding} ({n} answer{'s' if n > 1 else ''})" for finding, n in self.findings.most_common()]
 
 
 def by_key(answers: Iterable[Answer]) -> dict[str, list[Answer]]:
@@ -170,7 +182,9 @@ def header_truth(answers: Iterable[Answer]) -> HeaderTruth:
     """The three checks over every key's answers."""
     truth = HeaderTruth()
     for keyed in by_key(answers).values():
-        truth.forms.update(a.fields.form for a in keyed)
+        truth.forms.update(a.fields.said for a in keyed)
+        truth.findings.update(finding for a in keyed for finding in a.fields.findings)
+        truth.malformed += sum(bool(a.fields.findings) for a in keyed)
         index = _Index(keyed)
         check_retry_after(index, truth.retry_after)
         check_remaining(index, truth.remaining)

@@ -5,7 +5,9 @@ The client log keeps each answer's limit fields as they came (``limit_fields``, 
 per answer, by ``contract.limit_headers``); the key each request was limited by is the decision
 log's (the target's own: where a request met several limits, the binding one's, as its fields
 are; for a url peer the one inferred from the client log). Summary fields:
-``limit_fields_form`` (the form most answers used), per promise ``<p>_kept`` of ``<p>_checked``
+``limit_fields_form`` (what most answers said: a quota's form, ``retry-after`` for a Retry-After
+alone, ``malformed``), ``limit_fields_malformed`` (answers with a value that breaks the letter)
+and ``limit_fields_finding`` (the one most sent, quoted), per promise ``<p>_kept`` of ``<p>_checked``
 (``retry_after``: the first request sent at Retry-After admitted; ``remaining``: a promise of r
 remaining kept; ``reset``: the whole quota back at the reset) and ``reset_early_s``.
 """
@@ -23,7 +25,8 @@ from contract.schema import CLIENT_LIMIT_FIELDS as LIMIT_FIELDS
 from .header_truth import Answer, HeaderTruth, Tally, header_truth
 
 PROMISES = ("retry_after", "remaining", "reset")
-EMPTY: dict[str, Any] = {"limit_fields_form": None, **{f"{p}_{n}": None for p in PROMISES for n in ("kept", "checked")},
+EMPTY: dict[str, Any] = {"limit_fields_form": None, "limit_fields_malformed": None, "limit_fields_finding": None,
+                         **{f"{p}_{n}": None for p in PROMISES for n in ("kept", "checked")},
                          "reset_early_s": None}
 COLUMNS = ("request_id", "sent_t", "done_t", "status", LIMIT_FIELDS)
 DECISION_COLUMNS = ("request_id", "key", "remaining")
@@ -83,10 +86,11 @@ def _count(tally: Tally) -> tuple[int, int]:
 
 def measures(truth: HeaderTruth) -> dict[str, Any]:
     """The summary fields of one run's header truth; all null when no answer carried a limit field."""
-    forms = {form: n for form, n in truth.forms.items() if form != NONE.form}
+    forms = {form: n for form, n in truth.forms.items() if form != NONE.said}
     if not forms:
         return dict(EMPTY)
-    out: dict[str, Any] = {"limit_fields_form": max(forms, key=lambda f: forms[f])}
+    out: dict[str, Any] = {"limit_fields_form": max(forms, key=lambda f: forms[f]), "limit_fields_malformed": truth.malformed,
+                           "limit_fields_finding": next(iter(truth.findings.most_common(1)), (None,))[0]}
     for name in PROMISES:
         out[f"{name}_kept"], out[f"{name}_checked"] = _count(getattr(truth, name))
     out["reset_early_s"] = round(truth.reset_early_s, 6)
@@ -103,7 +107,9 @@ def run_measures(client: pd.DataFrame, decisions: pd.DataFrame) -> dict[str, Any
 
 def text(row: dict[str, Any], short: bool = False) -> str | None:
     """How a row's promises read: ``Retry-After 2/2, remaining 618/618, reset 9/9`` (short: ``2/2
-    618/618 9/9``, a dash where one was never checkable); None when its answers carried no field."""
+    618/618 9/9``, a dash where one was never checkable), then the answers whose values broke the
+    letter (``; 3 malformed: Retry-After '1.5': ...``; short: ``3 malformed``); None when its answers
+    carried no field."""
     if not row.get("limit_fields_form"):
         return None
     parts = []
@@ -111,4 +117,7 @@ def text(row: dict[str, Any], short: bool = False) -> str | None:
         kept, checked = row.get(f"{name}_kept"), row.get(f"{name}_checked")
         said = f"{kept}/{checked}" if checked else "-"
         parts.append(said if short else f"{label} {said}")
-    return " ".join(parts) if short else ", ".join(parts)
+    malformed = row.get("limit_fields_malformed")
+    if short:
+        return " ".join(parts) + (f" ({malformed} malformed)" if malformed else "")
+    return ", ".join(parts) + (f"; {malformed} malformed: {row.get('limit_fields_finding')}" if malformed else "")

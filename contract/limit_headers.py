@@ -10,10 +10,15 @@
 - the legacy ``X-RateLimit-Limit/-Remaining/-Reset`` trio (Reset as delta-seconds, or as epoch
   seconds or milliseconds, as GitHub and others send it).
 
-Parsed by hand, leniently, with the standard library only: this is the results contract (it
-imports nothing but the standard library and pyarrow), and a foreign endpoint's malformed value
-must cost only that value, never the answer nor the run: a strict RFC 9651 parser (http-sf, the
-tests' reference) refuses a whole field for one bad member. ``parse_limit_fields`` never raises.
+Parsed by hand with the standard library only: this is the results contract (it imports nothing
+but the standard library and pyarrow), and a foreign endpoint's malformed value must cost only
+that value, never the answer nor the run: a strict RFC 9651 parser (http-sf, the tests' reference)
+refuses a whole field for one bad member. Each value is read by the letter, and one that breaks it
+is a finding (``LimitFields.findings``, the value quoted), never a number: Retry-After is
+delay-seconds (digits only) or an HTTP-date; the drafts' r, t, q, w, their -06/-07 values and the
+X-RateLimit-* values are non-negative integers (draft-ietf-httpapi-ratelimit-headers-12); a
+reset earlier than Retry-After contradicts it. The judge, ``validate --url`` and a campaign's
+header truth all read answers here, so they agree. ``parse_limit_fields`` never raises.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from email.utils import parsedate_to_datetime
 EPOCH_S = 1e9
 """A reset larger than this is an epoch time (2001 onwards), not seconds from now."""
 EPOCH_MS = 1e12
-_NUMBER = re.compile(r"-?\d{1,15}(\.\d{1,6})?")
+_INTEGER = re.compile(r"\d{1,15}")
+"""A non-negative integer as the drafts (sf-integer) and RFC 9110's delay-seconds (1*DIGIT) write it."""
 _MEMBER_SPLIT = re.compile(r',(?=(?:[^"]*"[^"]*")*[^"]*$)')
 """Commas outside double quotes: the members of a structured-field list or dictionary."""
 
@@ -46,21 +52,49 @@ class LimitFields:
     form: str = "none"
     """Which shape the quota came in: ``ietf-list`` (-08+), ``ietf-dict`` (-07), ``ietf-fields``
     (-06), ``x-ratelimit``, or ``none``."""
+    findings: tuple[str, ...] = ()
+    """The values that break the letter, each quoted: read as None, never as a number."""
 
     @property
     def has_quota(self) -> bool:
         return self.form != "none"
 
+    @property
+    def said(self) -> str:
+        """What the answer said, for counting answers: its quota's form; else ``retry-after`` (a
+        Retry-After alone); else ``malformed`` (only values that break the letter); else ``none``."""
+        if self.has_quota:
+            return self.form
+        return "retry-after" if self.retry_after_s is not None else "malformed" if self.findings else "none"
 
-def number(text: str | None) -> float | None:
-    """A finite, non-negative decimal, or None (never raises)."""
-    if text is None:
+
+class _Reading:
+    """One answer being read: its findings, kept as each value breaks the letter."""
+
+    def __init__(self) -> None:
+        self.findings: list[str] = []
+
+    def integer(self, text: str | None, where: str) -> float | None:
+        """A non-negative integer, or None: absent (no finding) or malformed (a finding)."""
+        if text is None:
+            return None
+        if _INTEGER.fullmatch(text.strip()):
+            return float(text)
+        self.findings.append(f"{where} {text.strip()!r}: not a non-negative integer")
         return None
-    text = text.strip().strip('"')
-    if _NUMBER.fullmatch(text) is None:
-        return None
-    value = float(text)
-    return value if math.isfinite(value) and value >= 0 else None
+
+    def retry_after(self, value: str | None, date: str | None, received_at: float) -> float | None:
+        """Seconds to wait: delay-seconds, or an HTTP-date less the answer's Date (else the receipt time)."""
+        if value is None:
+            return None
+        if _INTEGER.fullmatch(value.strip()):
+            return float(value)
+        when = _http_date(value)
+        if when is None:
+            self.findings.append(f"Retry-After {value.strip()!r}: neither delay-seconds (digits only) nor an HTTP-date")
+            return None
+        base = _http_date(date) if date else None
+        return max(0.0, when - (received_at if base is None else base))
 
 
 def _param(text: str) -> tuple[str, str]:
@@ -80,20 +114,6 @@ def members(field: str | None) -> list[tuple[str, dict[str, str]]]:
     return out
 
 
-def retry_after(value: str | None, date: str | None, received_at: float) -> float | None:
-    """Seconds to wait: delta-seconds, or an HTTP-date less the answer's Date (else the receipt time)."""
-    if value is None:
-        return None
-    seconds = number(value)
-    if seconds is not None:
-        return seconds
-    when = _http_date(value)
-    if when is None:
-        return None
-    base = _http_date(date) if date else None
-    return max(0.0, when - (received_at if base is None else base))
-
-
 def _http_date(text: str) -> float | None:
     try:
         return parsedate_to_datetime(text.strip()).timestamp()
@@ -110,67 +130,85 @@ def _reset(value: float | None, received_at: float) -> float | None:
     return max(0.0, value - received_at) if value > EPOCH_S else value
 
 
-def _policy_window(field: str | None, name: str | None) -> tuple[float | None, float | None]:
+def _policy_window(read: _Reading, field: str | None, name: str | None) -> tuple[float | None, float | None]:
     """(q, w) of the RateLimit-Policy member named ``name`` (else the first): ``"n";q=100;w=60``
-    (-08+) or ``100;w=60`` (-06/-07)."""
+    (-08+) or ``100;w=60`` (-06/-07: the item is the quota; a name without q is no number)."""
     found = members(field)
     chosen = next((m for m in found if name is not None and m[0] == name), found[0] if found else None)
     if chosen is None:
         return None, None
     item, params = chosen
-    return number(params.get("q")) if "q" in params else number(item), number(params.get("w"))
+    quota = read.integer(params.get("q"), "RateLimit-Policy q") if "q" in params else \
+        read.integer(item, "RateLimit-Policy") if item[:1] in (*"0123456789", "-", ".") else None
+    return quota, read.integer(params.get("w"), "RateLimit-Policy w")
 
 
-def _ietf_list(state: str, policy: str | None) -> LimitFields | None:
-    """-08 and later: the binding member (least remaining) of ``RateLimit``, its policy's q and w."""
-    found = [(item, number(p.get("r")), number(p.get("t"))) for item, p in members(state) if "r" in p]
+def _ietf_list(read: _Reading, state: str, policy: str | None) -> LimitFields | None:
+    """-08 and later: the binding member of ``RateLimit`` (least remaining; of those, the latest
+    reset), its policy's q and w."""
+    found = [(item, read.integer(p.get("r"), "RateLimit r"), read.integer(p.get("t"), "RateLimit t"))
+             for item, p in members(state) if "r" in p]
     found = [f for f in found if f[1] is not None]
     if not found:
         return None
-    name, remaining, reset = min(found, key=lambda f: f[1])
-    limit, window = _policy_window(policy, name)
+    name, remaining, reset = min(found, key=lambda f: (f[1], -(f[2] or 0.0)))
+    limit, window = _policy_window(read, policy, name)
     return LimitFields(limit=limit, window_s=window, remaining=remaining, reset_s=reset, form="ietf-list")
 
 
-def _ietf_dict(state: str, policy: str | None) -> LimitFields | None:
+def _ietf_dict(read: _Reading, state: str, policy: str | None) -> LimitFields | None:
     """-07: ``RateLimit: limit=100, remaining=50, reset=5``."""
     values = dict(_param(item) for item, _ in members(state) if "=" in item)
     if "remaining" not in values and "limit" not in values:
         return None
-    limit, window = _policy_window(policy, None)
-    return LimitFields(limit=number(values.get("limit")) if "limit" in values else limit, window_s=window,
-                       remaining=number(values.get("remaining")), reset_s=number(values.get("reset")),
-                       form="ietf-dict")
+    limit, window = _policy_window(read, policy, None)
+    said = {name: read.integer(values.get(name), f"RateLimit {name}") for name in ("limit", "remaining", "reset")}
+    return LimitFields(limit=said["limit"] if "limit" in values else limit, window_s=window,
+                       remaining=said["remaining"], reset_s=said["reset"], form="ietf-dict")
 
 
-def _trio(h: Mapping[str, str], prefix: str, form: str, received_at: float) -> LimitFields | None:
+def _trio(read: _Reading, h: Mapping[str, str], prefix: str, form: str, received_at: float) -> LimitFields | None:
     """Separate Limit / Remaining / Reset fields: the -06 draft's or the legacy X- ones. A limit
     may carry its policies (``100, 100;w=60``, drafts -01 to -03): the first number, the first w."""
+    name = "RateLimit" if form == "ietf-fields" else "X-RateLimit"
     limit, remaining, reset = (h.get(f"{prefix}-{part}") for part in ("limit", "remaining", "reset"))
     if limit is None and remaining is None:
         return None
     found = members(limit)
-    window = next((number(p["w"]) for _, p in found if "w" in p), None)
+    window = next((read.integer(p["w"], f"{name}-Limit w") for _, p in found if "w" in p), None)
     if window is None and form == "ietf-fields":
-        window = _policy_window(h.get("ratelimit-policy"), None)[1]
-    return LimitFields(limit=number(found[0][0]) if found else None, window_s=window, remaining=number(remaining),
-                       reset_s=_reset(number(reset), received_at), form=form)
+        window = _policy_window(read, h.get("ratelimit-policy"), None)[1]
+    return LimitFields(limit=read.integer(found[0][0], f"{name}-Limit") if found else None, window_s=window,
+                       remaining=read.integer(remaining, f"{name}-Remaining"),
+                       reset_s=_reset(read.integer(reset, f"{name}-Reset"), received_at), form=form)
+
+
+def _quota(read: _Reading, h: Mapping[str, str], received_at: float) -> LimitFields:
+    """The quota an answer states, in the first form it uses (newest draft first)."""
+    state, policy = h.get("ratelimit"), h.get("ratelimit-policy")
+    quota = ((_ietf_list(read, state, policy) or _ietf_dict(read, state, policy)) if state else None) \
+        or _trio(read, h, "ratelimit", "ietf-fields", received_at) \
+        or _trio(read, h, "x-ratelimit", "x-ratelimit", received_at)
+    if quota is None and policy:
+        limit, window = _policy_window(read, policy, None)
+        quota = LimitFields(limit=limit, window_s=window, form="ietf-list" if '"' in policy else "ietf-fields")
+    return quota or LimitFields()
 
 
 def parse_limit_fields(headers: Mapping[str, str] | Iterable[tuple[str, str]], received_at: float) -> LimitFields:
     """The limit fields of one answer (``headers`` by name, any case; ``received_at`` in epoch
-    seconds, for HTTP-dates and epoch resets). Never raises: what cannot be read is None."""
+    seconds, for HTTP-dates and epoch resets). Never raises: what cannot be read is None, and a
+    finding when it breaks the letter; a reset earlier than Retry-After (beyond the rounding of
+    an epoch or a date to whole seconds) is one too."""
     pairs = headers.items() if isinstance(headers, Mapping) else headers
     h = {str(k).lower(): str(v) for k, v in pairs}
-    wait = retry_after(h.get("retry-after"), h.get("date"), received_at)
-    state, policy = h.get("ratelimit"), h.get("ratelimit-policy")
-    quota = ((_ietf_list(state, policy) or _ietf_dict(state, policy)) if state else None) \
-        or _trio(h, "ratelimit", "ietf-fields", received_at) or _trio(h, "x-ratelimit", "x-ratelimit", received_at)
-    if quota is None and policy:
-        limit, window = _policy_window(policy, None)
-        quota = LimitFields(limit=limit, window_s=window, form="ietf-list" if '"' in policy else "ietf-fields")
-    quota = quota or LimitFields()
-    return LimitFields(wait, quota.limit, quota.window_s, quota.remaining, quota.reset_s, quota.form)
+    read = _Reading()
+    wait = read.retry_after(h.get("retry-after"), h.get("date"), received_at)
+    quota = _quota(read, h, received_at)
+    if wait is not None and quota.reset_s is not None and math.ceil(quota.reset_s) < math.floor(wait):
+        read.findings.append(f"reset {quota.reset_s:g} s is earlier than Retry-After {wait:g} s")
+    return LimitFields(wait, quota.limit, quota.window_s, quota.remaining, quota.reset_s, quota.form,
+                       tuple(dict.fromkeys(read.findings)))
 
 
 def is_limit_header(name: str) -> bool:

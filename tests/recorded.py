@@ -124,7 +124,7 @@ def recorded_verdict(client: Verdict | None, dated: list[Answer]) -> Verdict:
             fits = [replace(client.best, agreed=again, decisions=len(dated)), *fits]
     truth = client.truth if client else header_truth(dated)
     return Verdict(fits, worst_case(dated, fits[0].policy.window_s), truth, client.roles if client else Counter(),
-                   client.seconds if client else 0.0, bool(client and client.capped))
+                   client.seconds if client else 0.0, client.cut if client else None)
 
 
 def client_answers(path: Path) -> list[Answer]:

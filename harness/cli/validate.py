@@ -23,7 +23,7 @@ from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
 from harness.campaign.peers.nginx_config import with_includes
 from harness.campaign.policy_file import PolicyFile, load_policy
-from harness.judge.endpoint import KeySpec
+from harness.judge.endpoint import JudgeError, KeySpec
 from harness.live.peers import ProcessPeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
@@ -202,6 +202,13 @@ def cmd_traffic(args: argparse.Namespace, policies: list[PolicyFile], classes: l
     return EXIT_PASS if all(o.passed for o in outcomes) else EXIT_FAIL
 
 
+def _write_json(target: str | None, doc: str) -> None:
+    if target == "-":
+        sys.stdout.write(doc)
+    elif target:
+        write_text(Path(target), doc)
+
+
 def cmd_validate(args: argparse.Namespace) -> int:
     judged = _traffic_inputs(args)
     if judged is not None:
@@ -231,14 +238,13 @@ def cmd_validate(args: argparse.Namespace) -> int:
             kept = f"; partial results in {args.out}" if args.out else ""
             console.print(f"interrupted ({exc}): the target and Locust are stopped{kept}", highlight=False)
             return EXIT_INTERRUPTED
+        except JudgeError as exc:  # --url: one line, exit 2, what the session measured kept
+            _write_json(args.json, to_json(policy.name, source, verdicts, measured=exc.measured))
+            raise
         if live is not None:
             verdicts += live_verdicts(policy, live, verdicts)
     seconds = time.perf_counter() - started
-    doc = to_json(policy.name, source, verdicts, live)
-    if to_stdout:
-        sys.stdout.write(doc)
-    elif args.json:
-        write_text(Path(args.json), doc)
+    _write_json(args.json, to_json(policy.name, source, verdicts, live))
     if args.junit is not None:
         write_text(args.junit, to_junit(policy.name, verdicts, seconds))
     console.print(verdict_table(policy.name, verdicts))

@@ -4,7 +4,10 @@
 hunt numbers. ``HttpEndpoint`` is a real URL: a key is an ``X-API-Key``-like header value or a
 source address of its own (Linux routes all of 127.0.0.0/8 to loopback, so a limiter on this
 machine keyed by address sees each probe as a client of its own); it holds the caps (requests,
-rate) and the client log, where every request is written with its role.
+rate, the session's time) and the client log, where every request is written with its role.
+Each request is bounded as a whole (``bounded.py``: status line, headers and body within
+``timeout_s``, the body up to a cap); an answer other than 2xx or 429 (a redirect, 401/403, 5xx)
+leaves nothing to judge and says so, counting what came before.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from __future__ import annotations
 import ipaddress
 import secrets
 import time
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -22,20 +26,38 @@ from analysis.header_truth import Answer
 from contract.errors import BadInput
 from contract.limit_headers import parse_limit_fields
 
+from .bounded import BODY_CAP, BodyTooLong, BoundedClient
+
 NEEDS_KEY = (401, 403, 407)
-MAX_REQUESTS, MAX_RATE, MAX_WAIT_S, TIMEOUT_S = 1000, 100.0, 30.0, 5.0
+MAX_REQUESTS, MAX_RATE, MAX_WAIT_S, TIMEOUT_S, MAX_TIME_S = 1000, 100.0, 30.0, 5.0, 300.0
 """Conservative defaults (``judge`` and ``validate --url``): 1,000 requests at most, 100 per second
 at most (a window of up to 10 s is judged in under 60 s), 30 s at most for a quota to come back,
-5 s per answer."""
+5 s per answer, its body included, 300 s for the whole session."""
 REFUSAL_HEADERS = ("content-type", "retry-after", "cache-control")
 
 
 class JudgeError(BadInput):
-    """The endpoint cannot be judged as given: it times out, fails, or needs a key."""
+    """The endpoint cannot be judged as given: it times out, fails, or needs a key. ``measured``:
+    the session's partial measurement, where a caller keeps it (``verdict.measurement``)."""
+
+    measured: dict | None = None
 
 
 class CapReached(Exception):
-    """The request cap is spent: the hunt stops and is judged on what it has."""
+    """A bound of the session is reached (its requests, its time): the hunt stops and is judged
+    on what it has. ``bound`` names it, ``flag`` the option that raises it."""
+
+    def __init__(self, bound: str, flag: str) -> None:
+        super().__init__(bound)
+        self.bound, self.flag = bound, flag
+
+    @classmethod
+    def requests(cls) -> CapReached:
+        return cls("the request cap", "--max-requests")
+
+    @classmethod
+    def time(cls, seconds: float) -> CapReached:
+        return cls(f"the time bound ({seconds:g} s)", "--max-time")
 
 
 @dataclass(frozen=True)
@@ -78,19 +100,23 @@ class KeySpec:
 
 @dataclass
 class HttpEndpoint:
-    """A real URL, within ``max_requests`` and ``max_rate`` per second, ``timeout_s`` per request."""
+    """A real URL, within ``max_requests`` and ``max_rate`` per second, ``timeout_s`` per request
+    (all of it) and ``max_time_s`` for the session."""
 
     url: str
     keys: KeySpec
     max_requests: int
     max_rate: float
-    timeout_s: float = 5.0
+    timeout_s: float = TIMEOUT_S
+    max_time_s: float = MAX_TIME_S
     log: list[Sent] = field(default_factory=list)
     refusal_headers: dict[str, str] | None = None
     """The first refusal's headers a client reads (``REFUSAL_HEADERS`` and any limit fields)."""
     run: str = field(default_factory=lambda: secrets.token_hex(3))
-    _clients: dict[str, httpx.Client] = field(default_factory=dict)
+    _clients: dict[str, BoundedClient] = field(default_factory=dict)
     _last: float = 0.0
+    ends: float = field(init=False)
+    """When the session must be done (epoch seconds): ``max_time_s`` after it was made."""
 
     def __post_init__(self) -> None:
         host = urlsplit(self.url).hostname or ""
@@ -99,6 +125,7 @@ class HttpEndpoint:
                              " give --key header:NAME")
         base = int.from_bytes(secrets.token_bytes(2), "big") % 250 + 2
         self._net = (127, base // 16 + 1, (base % 16) * 16)
+        self.ends = time.time() + self.max_time_s
 
     def address(self, key: int) -> str:
         """Key n's own source address (127.a.b.c, never 127.0.0.1), or 127.0.0.1 for header keys."""
@@ -111,44 +138,66 @@ class HttpEndpoint:
         return time.time()
 
     def sleep_until(self, t: float) -> None:
-        time.sleep(max(0.0, t - time.time()))
+        """Wait until ``t``, never past the session's end (the next request then says so)."""
+        time.sleep(max(0.0, min(t, self.ends) - time.time()))
 
     def send(self, key: int, role: str) -> Answer:
         if len(self.log) >= self.max_requests:
-            raise CapReached
+            raise CapReached.requests()
         self.sleep_until(self._last + 1.0 / self.max_rate)
         address = self.address(key)
         name = f"{self.keys.prefix}{self.run}-{key}" if self.keys.header else address
         headers = {self.keys.header: name} if self.keys.header else {}
         sent = time.time()
         self._last = sent
-        try:
-            response = self._client(address).get(self.url, headers=headers)
-        except httpx.TimeoutException:
-            raise JudgeError(f"{self.url} timed out after {self.timeout_s:g} s (request {len(self.log) + 1})") from None
-        except httpx.HTTPError as exc:
-            raise JudgeError(f"{self.url}: {type(exc).__name__}: {exc}") from None
+        response = self._get(address, headers, sent)
         done = time.time()
         answer = Answer(name, sent, done, response.status_code, parse_limit_fields(response.headers.items(), done))
         self.log.append(Sent(answer, role, address))
-        self._refuse_failures(answer)
+        self._refuse_failures(answer, response.headers.get("location"))
         if not answer.allowed and self.refusal_headers is None:
             self.refusal_headers = {k.lower(): v for k, v in response.headers.items()
                                     if k.lower() in REFUSAL_HEADERS or k.lower().startswith(("ratelimit", "x-ratelimit"))}
         return answer
 
-    def _refuse_failures(self, answer: Answer) -> None:
-        if answer.status >= 500:
-            raise JudgeError(f"{self.url} answers {answer.status} (request {len(self.log)}, role "
-                             f"{self.log[-1].role}): judge a limiter that answers 2xx or 429")
-        if answer.status in NEEDS_KEY:
-            raise JudgeError(f"{self.url} answers {answer.status} to key {answer.key!r}: it needs a key the judge "
-                             "was not given (--key header:NAME=PREFIX, and keys with that prefix accepted)")
+    def _get(self, address: str, headers: dict[str, str], sent: float) -> httpx.Response:
+        """One GET within ``timeout_s`` in all, or within what is left of the session: a request
+        that session's end cuts short ends the hunt (``CapReached``), one past its own bound is an error."""
+        left = self.ends - sent
+        if left <= 0:
+            raise CapReached.time(self.max_time_s)
+        n = len(self.log) + 1
+        try:
+            return self._client(address).get(self.url, headers, min(self.timeout_s, left))
+        except httpx.TimeoutException:
+            if left < self.timeout_s:
+                raise CapReached.time(self.max_time_s) from None
+            raise JudgeError(f"{self.url} timed out after {self.timeout_s:g} s (request {n}): no whole answer, status "
+                             "line, headers and body, within --timeout") from None
+        except BodyTooLong:
+            raise JudgeError(f"{self.url}: the body of request {n} went past {BODY_CAP:,} bytes (an answer that "
+                             "does not end): judge an endpoint whose answers end") from None
+        except httpx.HTTPError as exc:
+            raise JudgeError(f"{self.url}: {type(exc).__name__}: {exc} (request {n})") from None
 
-    def _client(self, address: str) -> httpx.Client:
+    def _refuse_failures(self, answer: Answer, location: str | None) -> None:
+        """An answer neither 2xx nor 429 leaves nothing to judge: said as what it is, counted."""
+        status = answer.status
+        if 200 <= status < 300 or status == 429:
+            return
+        n, to = len(self.log), f" to {location}" if location else ""
+        statuses = Counter(s.answer.status for s in self.log)
+        said = (f"every request answered {status}{to} ({n} of {n})" if statuses[status] == n else
+                f"request {n} ({self.log[-1].role}) answered {status}{to} (the {n - 1} before it: "
+                + ", ".join(f"{k} x{v}" for k, v in sorted(statuses.items()) if k != status) + ")")
+        if status in NEEDS_KEY:
+            raise JudgeError(f"{self.url}: {said}: nothing to judge; it needs a key the judge was not given (sent "
+                             f"{answer.key!r}; --key header:NAME=PREFIX, and keys with that prefix accepted)")
+        raise JudgeError(f"{self.url}: {said}: nothing to judge (a limiter answers 2xx or 429)")
+
+    def _client(self, address: str) -> BoundedClient:
         if address not in self._clients:
-            transport = httpx.HTTPTransport(local_address=address) if self.keys.header is None else None
-            self._clients[address] = httpx.Client(transport=transport, timeout=self.timeout_s)
+            self._clients[address] = BoundedClient(address if self.keys.header is None else None)
         return self._clients[address]
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ import io
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from analysis.header_truth import HeaderTruth, header_truth
 from analysis.theory import over_admission_bound
@@ -43,8 +44,8 @@ class Verdict:
     truth: HeaderTruth
     roles: Counter
     seconds: float
-    capped: bool
-    """The request cap ended the hunt early: the worst case may be higher."""
+    cut: CapReached | None
+    """The bound (requests, time) that ended the hunt early: the worst case may be higher."""
 
     @property
     def best(self) -> Fit:
@@ -77,19 +78,19 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
     start = endpoint.now()
     try:
         pace = hunt.learn()
-    except CapReached:
+    except CapReached as cut:
         if all(s.answer.allowed for s in endpoint.log):
-            raise NoLimit(f"no limit found within {len(endpoint.log)} requests (--max-requests)") from None
-        raise JudgeError(f"the request cap ({len(endpoint.log)}) was reached before the window was learned; "
-                         "raise --max-requests") from None
+            raise NoLimit(f"no limit found within {len(endpoint.log)} requests: {cut.bound} reached "
+                          f"(raise {cut.flag})") from None
+        raise JudgeError(f"{cut.bound} was reached after {len(endpoint.log)} requests, before the window was learned; "
+                         f"raise {cut.flag}") from None
     first = fingerprint_of([s.answer for s in endpoint.log])[0]
-    capped = False
     try:
         hunt.first_hit_edge(max(1, round(first.policy.limit)), first.policy.window_s, pace,
                             meanwhile=first.policy.window_s)
         short_tried = False
         for _ in range(AIMED_TRIES):
-            verdict = verdict_of(endpoint, start, capped)
+            verdict = verdict_of(endpoint, start)
             short = set() if short_tried else verdict.short
             missed = [edge for edge in EDGES if edge not in hunt.landed]
             if not short and not missed:
@@ -99,16 +100,16 @@ def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
             edge = ("first-hit" if "limits_fixed_window" in short else "clock") if short else missed[0]
             hit = (hunt.first_hit_edge if edge == "first-hit" else hunt.aligned_edge)(limit, window, pace)
             short_tried = short_tried or (bool(short) and hit)
-    except CapReached:
-        capped = True
-    return verdict_of(endpoint, start, capped)
+    except CapReached as cut:
+        return verdict_of(endpoint, start, cut)
+    return verdict_of(endpoint, start)
 
 
-def verdict_of(endpoint: Endpoint, start: float, capped: bool) -> Verdict:
+def verdict_of(endpoint: Endpoint, start: float, cut: CapReached | None = None) -> Verdict:
     answers = [s.answer for s in endpoint.log]
     fits = fingerprint_of(answers)
     return Verdict(fits, worst_case(answers, fits[0].policy.window_s), header_truth(answers),
-                   Counter(s.role for s in endpoint.log), endpoint.now() - start, capped)
+                   Counter(s.role for s in endpoint.log), endpoint.now() - start, cut)
 
 
 def clock(t: float) -> str:
@@ -127,15 +128,38 @@ def render(v: Verdict, url: str, log_path: str) -> list[str]:
     lines.append(f"worst case: {w.admitted} admitted to one key within {w.span_s:.3f} s (< W = "
                  f"{best.policy.window_s:g} s): {v.ratio:.2f}x L = {best.policy.limit:g}{bound}; evidence: key "
                  f"{w.key}, first sent {clock(w.first_sent)}, last answered {clock(w.last_done)} UTC")
-    if v.capped:
-        lines.append("  the request cap ended the hunt early: the worst case may be higher (raise --max-requests)")
+    if v.cut is not None:
+        lines.append(f"  {v.cut.bound} ended the hunt early: the worst case may be higher (raise {v.cut.flag})")
     forms = ", ".join(f"{form} {n}" for form, n in truth.forms.most_common() if form != "none") or "none"
     lines.append(f"header truth: limit fields in {forms} answers; Retry-After {truth.retry_after.text()}; "
                  f"remaining {truth.remaining.text()}; reset {truth.reset.text()}"
                  + (f" (quota back up to {truth.reset_early_s:.2f} s before it said)" if truth.reset_early_s else ""))
     lines += [f"  broken: {why}" for tally in (truth.retry_after, truth.remaining, truth.reset) for why in tally.evidence]
+    lines += [f"  malformed: {finding}" for finding in truth.letter()]
     lines.append(f"client log: {log_path}")
     return lines
+
+
+def measurement(endpoint: Endpoint, v: Verdict | None, error: str | None = None) -> dict[str, Any]:
+    """The session as ``judge --json`` writes it: what was sent and answered, the header truth of
+    those answers, and the verdict, or the error that ended the session (its partial measurement kept)."""
+    answers = [s.answer for s in endpoint.log]
+    truth = v.truth if v is not None else header_truth(answers)
+    doc: dict[str, Any] = {
+        "error": error, "requests": len(answers), "roles": dict(Counter(s.role for s in endpoint.log)),
+        "statuses": {str(status): n for status, n in sorted(Counter(a.status for a in answers).items())},
+        "header_truth": {"said": dict(truth.forms), "malformed": truth.letter(),
+                         **{name: {"kept": t.kept, "checked": t.kept + t.broken}
+                            for name, t in (("retry_after", truth.retry_after), ("remaining", truth.remaining),
+                                            ("reset", truth.reset))}},
+        "verdict": None}
+    if v is not None:
+        p = v.best.policy
+        doc["verdict"] = {"model": v.best.model, "limit": p.limit, "window_s": p.window_s, "burst": p.effective_burst,
+                          "agreement": v.best.agreement, "worst_admitted": v.worst.admitted, "worst_span_s": v.worst.span_s,
+                          "worst_key": v.worst.key, "worst_ratio": v.ratio, "seconds": round(v.seconds, 3),
+                          "cut_short_by": None if v.cut is None else v.cut.bound}
+    return doc
 
 
 def client_log(endpoint: Endpoint) -> str:

@@ -40,7 +40,7 @@ class VirtualEndpoint:
 
     def send(self, key: int, role: str) -> Answer:
         if len(self.log) >= self.max_requests:
-            raise CapReached
+            raise CapReached.requests()
         sent = self._clock
         decision, self._states[key] = self._algorithm.decide(self._states.get(key), sent + self.service_s / 2, 1.0,
                                                              self._params)

@@ -15,9 +15,9 @@ from analysis.header_truth import Answer
 from analysis.theory import over_admission_bound
 from contract.run_info import RunPolicy
 from harness.campaign.policy_file import Limit, PolicyFile
-from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, KeySpec
+from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_TIME_S, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, JudgeError, KeySpec
 from harness.judge.hunt import seen
-from harness.judge.verdict import Verdict, client_log, judge
+from harness.judge.verdict import Verdict, client_log, judge, measurement
 from harness.live.peers.response import Refusal
 from harness.live.supervise import signals_interrupt
 from harness.sim.fingerprint import BUCKETED, PHRASES, Seen, agreement
@@ -36,22 +36,26 @@ KEY_OF_KIND = {"ip": "ip", "api_key": "header:X-API-Key", "user": "header:X-User
 
 @dataclass(frozen=True)
 class Caps:
-    """The judge's caps (``run_bench.py judge``'s defaults): requests, rate, wait, timeout."""
+    """The judge's caps (``run_bench.py judge``'s defaults): requests, rate, wait, timeout, session time."""
 
     max_requests: int = MAX_REQUESTS
     max_rate: float = MAX_RATE
     max_wait_s: float = MAX_WAIT_S
     timeout_s: float = TIMEOUT_S
+    max_time_s: float = MAX_TIME_S
 
 
 def measure(url: str, key: KeySpec, caps: Caps = Caps()) -> tuple[Verdict, HttpEndpoint]:
     """One judging session: a ``reach`` request on a key of its own (key 0: the hunt's keys start
-    at 1), then the fingerprint and the hunt. A JudgeError (unreachable, 5xx, needs a key, no
-    limit within the cap) propagates: one line, exit 2."""
-    endpoint = HttpEndpoint(url, key, caps.max_requests, caps.max_rate, caps.timeout_s)
+    at 1), then the fingerprint and the hunt. A JudgeError (unreachable, stalled, not a limiter's
+    answer, no limit within the caps) propagates, its partial measurement kept: one line, exit 2."""
+    endpoint = HttpEndpoint(url, key, caps.max_requests, caps.max_rate, caps.timeout_s, caps.max_time_s)
     try:
         endpoint.send(0, "reach")
         return judge(endpoint, caps.max_wait_s), endpoint
+    except JudgeError as exc:
+        exc.measured = measurement(endpoint, None, str(exc))
+        raise
     finally:
         endpoint.close()
 
@@ -135,13 +139,16 @@ def _worst(lim: Limit, claim: Policy, v: Verdict) -> CheckVerdict:
 
 
 def refusal_of(endpoint: HttpEndpoint, v: Verdict) -> Refusal:
-    """The session's first refusal as ``Refusal`` (the shape rows read it): its headers, and
-    whether a retry at its Retry-After was admitted (the header truth's check)."""
+    """The session's first refusal as ``Refusal`` (the shape rows read it): its key's answers up to
+    it (the admissions at one key before its first refusal), its headers, whether a retry at its
+    Retry-After was admitted (the header truth's check) and every value of the session's limit
+    fields that broke the letter (the header truth's verdict, as ``judge`` gives it)."""
     answers = [s.answer for s in endpoint.log]
     first = next((a for a in answers if not a.allowed), None)
-    out = Refusal(statuses=[a.status for a in answers])
     if first is None or endpoint.refusal_headers is None:
-        return out
+        return Refusal(statuses=[a.status for a in answers], letter=v.truth.letter())
+    own = [a for a in answers if a.key == first.key]
+    out = Refusal(statuses=[a.status for a in own[:own.index(first) + 1]], letter=v.truth.letter())
     h = endpoint.refusal_headers
     out.status, out.content_type, out.cache_control = first.status, h.get("content-type"), h.get("cache-control")
     out.retry_after, out.retry_after_s = h.get("retry-after"), first.fields.retry_after_s

@@ -65,9 +65,11 @@ def shape_verdicts(found: Refusal, refused: frozenset[int], fix: str) -> list[Ch
              f"refused with {found.status} after {len(found.statuses) - 1} admitted requests at one key", fix),
         _row("live_refusal_body", kind, "problem+json", kind.endswith("json"),
              f"the refusal's body is {kind}" + ("" if kind.endswith("json") else ": a client cannot read why"), fix),
-        _row("live_retry_after", found.retry_after or "none", "sent", found.retry_after_s is not None,
-             f"Retry-After: {found.retry_after}" if found.retry_after else "no Retry-After: a client cannot tell when to retry",
-             fix),
+        _row("live_retry_after", found.retry_after if found.retry_after is not None else "none", "sent",
+             found.retry_after_s is not None, _retry_after_said(found), fix),
+        _row("live_limit_fields", f"{len(found.letter)} malformed", "by the letter", not found.letter,
+             "; ".join(found.letter) or "every limit field by the letter (RFC 9110, the RateLimit draft)",
+             "send Retry-After as whole seconds or an HTTP-date, and every limit field's value as a non-negative integer"),
         _row("live_no_store", found.cache_control or "none", "no-store", found.no_store,
              f"Cache-Control: {found.cache_control}" if found.cache_control else
              "no Cache-Control: a shared cache may serve one client's refusal to others", fix),
@@ -78,6 +80,14 @@ def shape_verdicts(found: Refusal, refused: frozenset[int], fix: str) -> list[Ch
                          f"a retry {found.retry_after_s:g} s after the refusal, as Retry-After said, got {found.retry_status}",
                          f"Retry-After >= the time until a request's worth is back ({fix})"))
     return rows
+
+
+def _retry_after_said(found: Refusal) -> str:
+    """The Retry-After row's message: the value, or why it is no wait a client can read."""
+    if found.retry_after is None:
+        return "no Retry-After: a client cannot tell when to retry"
+    broken = [f for f in found.letter if f.startswith("Retry-After ")]
+    return broken[0] if broken else f"Retry-After: {found.retry_after}"
 
 
 def agreement(policy: PolicyFile, found: Refusal) -> list[CheckVerdict]:

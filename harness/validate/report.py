@@ -52,7 +52,10 @@ def suggestions(verdicts: list[CheckVerdict]) -> list[str]:
     return out
 
 
-def to_json(policy_name: str, source: str, verdicts: list[CheckVerdict], live: LiveOutcome | None = None) -> str:
+def to_json(policy_name: str, source: str, verdicts: list[CheckVerdict], live: LiveOutcome | None = None,
+            measured: dict | None = None) -> str:
+    """The verdict as JSON; ``measured``: a ``--url`` session that ended in an error (exit 2), its
+    partial measurement (``harness.judge.verdict.measurement``)."""
     doc: dict = {
         "policy": policy_name,
         "file": source,
@@ -62,6 +65,8 @@ def to_json(policy_name: str, source: str, verdicts: list[CheckVerdict], live: L
     }
     if live is not None:
         doc["live"] = {"results": None if live.folder is None else str(live.folder), "notes": live.plan.notes}
+    if measured is not None:
+        doc["measured"] = measured
     return json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n"
 
 

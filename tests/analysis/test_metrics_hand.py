@@ -122,6 +122,20 @@ def test_header_truthfulness() -> None:
     assert header_truthfulness(client, rejected) == (0.5, 2)
 
 
+def test_header_truthfulness_reads_the_answer_where_the_limiters_log_does_not_say() -> None:
+    """A peer's decisions keep no Retry-After: the client log's answer says it, read as the header
+    truth reads it. r1 said 1 and was retried 1 s later, admitted; r2 said 1, retried after 0.5 s
+    (not at Retry-After); r3 said "1.5", which breaks the letter and tells no wait: not counted."""
+    client = pd.DataFrame({
+        "request_id": ["r1", "r1", "r2", "r2", "r3", "r3"], "attempt": [1, 2, 1, 2, 1, 2],
+        "intended_t": [0.0, 1.0, 0.0, 0.5, 0.0, 2.1], "sent_t": [0.0, 1.0, 0.0, 0.5, 0.0, 2.1],
+        "done_t": [0.0, 1.01, 0.0, 0.51, 0.0, 2.11], "status": [429, 200, 429, 200, 429, 429],
+        "limit_fields": ["retry-after: 1", None, "retry-after: 1", None, "retry-after: 1.5", None]})
+    rejected = pd.DataFrame({"t": [0.0, 0.0, 0.0, 2.1], "request_id": ["r1", "r2", "r3", "r3"],
+                             "retry_after_s": [np.nan] * 4})
+    assert header_truthfulness(client, rejected) == (1.0, 1)
+
+
 def test_goodput_counts_successes_per_second() -> None:
     client = pd.DataFrame({"intended_t": np.arange(10) * 0.5, "done_t": np.arange(10) * 0.5 + 0.5,
                            "status": [200] * 8 + [429, 503]})

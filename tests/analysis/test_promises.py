@@ -15,12 +15,12 @@ from contract.schema import DECIDED_BY_CLIENT
 
 from .synth import T0, client_table, decisions_table, write_run
 
-POLICY_LINE = 'ratelimit-policy: "default";q=2;w=1'
+POLICY_LINE = 'ratelimit-policy: "default";q=2;w=10'
 
 
-def _fields(remaining: int, reset: float, retry_after: float | None = None) -> str:
-    lines = [f'ratelimit: "default";r={remaining};t={reset:g}', POLICY_LINE]
-    return "\n".join(lines + ([f"retry-after: {retry_after:g}"] if retry_after is not None else []))
+def _fields(remaining: int, reset: int, retry_after: int | str | None = None) -> str:
+    lines = [f'ratelimit: "default";r={remaining};t={reset}', POLICY_LINE]
+    return "\n".join(lines + ([f"retry-after: {retry_after}"] if retry_after is not None else []))
 
 
 def _run(root, name: str, answers: list[tuple[float, int, str | None]], with_fields: bool = True) -> None:
@@ -37,12 +37,13 @@ def _run(root, name: str, answers: list[tuple[float, int, str | None]], with_fie
     write_run(root, "boundary_burst", name, d, client, {"system": "url", "decided_from": DECIDED_BY_CLIENT})
 
 
-# A fixed window of 2 per 1 s (from T0): two admitted, a refusal, the retry when it said
-TRUTHFUL = [(0.0, 200, _fields(1, 0.99)), (0.1, 200, _fields(0, 0.89)), (0.2, 429, _fields(0, 0.79, 0.79)),
-            (1.0, 200, _fields(1, 0.99))]
-# ... and one whose refusal says 0.3 s when the window has 0.79 s to go: its retry is refused
-LYING = [(0.0, 200, _fields(1, 0.99)), (0.1, 200, _fields(0, 0.3)), (0.2, 429, _fields(0, 0.3, 0.3)),
-         (0.55, 429, _fields(0, 0.3, 0.3)), (1.0, 200, _fields(1, 0.99))]
+# A fixed window of 2 per 10 s (from T0), its fields in whole seconds (rounded up, as the suite's
+# targets send them): two admitted, a refusal, the retry when it said
+TRUTHFUL = [(0.0, 200, _fields(1, 10)), (1.0, 200, _fields(0, 9)), (2.0, 429, _fields(0, 8, 8)),
+            (10.5, 200, _fields(1, 10))]
+# ... and one whose refusal says 3 s when the window has 8 s to go: its retry at 5.5 is refused
+LYING = [(0.0, 200, _fields(1, 10)), (1.0, 200, _fields(0, 3)), (2.0, 429, _fields(0, 3, 3)),
+         (5.5, 429, _fields(0, 3, 3)), (10.5, 200, _fields(1, 10))]
 
 
 def _rows(root) -> dict[str, dict]:
@@ -58,9 +59,40 @@ def test_a_url_row_gets_header_truth_and_a_lie_is_caught(tmp_path):
     assert (true["limit_fields_form"], true["retry_after_kept"], true["retry_after_checked"]) == ("ietf-list", 1, 1)
     assert (true["remaining_kept"], true["remaining_checked"], true["reset_kept"], true["reset_checked"]) == (1, 1, 1, 1)
     assert text(true) == "Retry-After 1/1, remaining 1/1, reset 1/1"
-    # the retry at 0.55 (Retry-After 0.3 after the refusal at 0.2) refused: one of two kept
+    # the retry at 5.5 (Retry-After 3 after the refusal at 2) refused: one of two kept
     assert (lies["retry_after_kept"], lies["retry_after_checked"], lies["reset_kept"], lies["reset_checked"]) == (1, 2, 1, 2)
     assert text(lies, short=True) == "1/2 1/1 1/2"
+
+
+def test_a_retry_after_alone_is_checked_and_a_fractional_one_is_malformed_not_kept(tmp_path):
+    """An endpoint that sends Retry-After and no RateLimit field (third-party limiters often do):
+    its promise is checked; "1.5" breaks RFC 9110's delay-seconds and promises nothing."""
+    alone = [(0.0, 200, None), (1.0, 429, "retry-after: 3"), (4.5, 200, None)]
+    fraction = [(0.0, 200, None), (1.0, 429, "retry-after: 1.5"), (2.5, 429, "retry-after: 1.5"), (4.5, 200, None)]
+    _run(tmp_path, "gw-alone", alone)
+    _run(tmp_path, "gw-fraction", fraction)
+    rows = _rows(tmp_path)
+    assert text(rows["gw-alone"]) == "Retry-After 1/1, remaining -, reset -"
+    assert (rows["gw-alone"]["limit_fields_form"], rows["gw-alone"]["limit_fields_malformed"]) == ("retry-after", 0)
+    assert text(rows["gw-fraction"]) == ("Retry-After -, remaining -, reset -; 2 malformed: Retry-After '1.5': "
+                                         "neither delay-seconds (digits only) nor an HTTP-date")
+    assert text(rows["gw-fraction"], short=True) == "- - - (2 malformed)"
+    assert rows["gw-fraction"]["limit_fields_form"] == "malformed"
+
+
+def test_both_retry_after_columns_read_the_same_answer_on_a_url_row(tmp_path):
+    """A url peer's decisions keep no Retry-After (inferred from the client): the older "Retry-After
+    truthful" (a request's own retry) reads the answer's, as the promises do, so the two agree."""
+    t = T0 + np.array([0.0, 1.0, 2.0, 10.5])
+    rid = ["r0", "r1", "r2", "r2"]  # r2 refused (Retry-After 8), retried 8.5 s later: attempt 2, admitted
+    d = decisions_table(t, np.array(["k1"] * 4), np.array([True, True, False, True]), np.array(["legit"] * 4), rid,
+                        "gw", retry_after=np.full(4, np.nan))
+    fields = [_fields(1, 10), _fields(0, 9), _fields(0, 8, 8), _fields(1, 10)]
+    write_run(tmp_path, "retry_storm", "gw", d, client_table(rid, t, t, t + 0.01, [200, 200, 429, 200], [1, 1, 1, 2], fields),
+              {"system": "url", "decided_from": DECIDED_BY_CLIENT})
+    row = _rows(tmp_path)["gw"]
+    assert (row["header_truthfulness"], row["retries_at_retry_after"]) == (1.0, 1)
+    assert text(row) == "Retry-After 1/1, remaining 1/1, reset 1/1"
 
 
 def test_the_report_shows_each_runs_promises_and_old_folders_load(tmp_path):

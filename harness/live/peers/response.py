@@ -11,7 +11,6 @@ with an RFC 9457 problem, a Retry-After computed per decision and ``Cache-Contro
 
 from __future__ import annotations
 
-import email.utils
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -20,6 +19,7 @@ import httpx
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from contract.limit_headers import parse_limit_fields
 from contract.schema import CLIENT_SCHEMA, ROLE_PROBE
 
 PROBE_PREFIX = "rb-probe-"
@@ -48,7 +48,9 @@ class Refusal:
     ratelimit_headers: list[str] = field(default_factory=list)
     """RateLimit / RateLimit-Policy / X-RateLimit-* header names it sent (drafts and the de facto ones)."""
     retry_after_s: float | None = None
-    """Retry-After in seconds (delta-seconds or an HTTP date)."""
+    """Retry-After in seconds (delay-seconds or an HTTP date: ``contract.limit_headers``)."""
+    letter: list[str] = field(default_factory=list)
+    """The limit fields' values that break the letter, each quoted (``contract.limit_headers``)."""
     retry_status: int | None = None
     """The status of the one retry sent at Retry-After (None: not sent)."""
 
@@ -77,29 +79,18 @@ class Refusal:
             out.append(f"its {self.status} is {kind}, not application/problem+json: a client cannot read why")
         if self.retry_after is None:
             out.append("no Retry-After: a client cannot tell when to retry")
-        elif self.retry_after_s is None:
-            out.append(f"Retry-After {self.retry_after!r} is neither seconds nor an HTTP date")
         elif self.retry_status in refused:
             out.append(f"Retry-After {self.retry_after} lied: the retry sent {self.retry_after_s:g} s later was "
                        f"refused again ({self.retry_status})")
         if not self.no_store:
             out.append("no Cache-Control: no-store: a shared cache may serve one client's refusal to others")
-        return out
+        return out + self.letter
 
     def report(self, fix: str | None = None, refused: frozenset[int] = frozenset({429})) -> dict[str, Any]:
         """run.json's ``response``: the refusal, its findings and the config lines that fix them."""
         raw = {k: v for k, v in asdict(self).items() if k not in ("sent_t", "done_t", "statuses")}
         findings = self.findings(refused)
         return {**raw, "requests": len(self.statuses), "findings": findings, "fix": fix if findings else None}
-
-
-def _seconds(value: str, now: float) -> float | None:
-    if value.strip().isdigit():
-        return float(value.strip())
-    try:
-        return max(0.0, email.utils.parsedate_to_datetime(value).timestamp() - now)
-    except (TypeError, ValueError):
-        return None
 
 
 def refusal(url: str, max_requests: int, *, refused: frozenset[int] = frozenset({429}),
@@ -129,8 +120,8 @@ def refusal(url: str, max_requests: int, *, refused: frozenset[int] = frozenset(
         out.status, out.content_type = r.status_code, r.headers.get("content-type")
         out.retry_after, out.cache_control = r.headers.get("retry-after"), r.headers.get("cache-control")
         out.ratelimit_headers = sorted(h for h in r.headers if h.lower().startswith(("ratelimit", "x-ratelimit")))
-        if out.retry_after is not None:
-            out.retry_after_s = _seconds(out.retry_after, done)
+        fields = parse_limit_fields(r.headers.items(), done)
+        out.retry_after_s, out.letter = fields.retry_after_s, list(fields.findings)
         if out.retry_after_s is not None and out.retry_after_s <= max_wait_s:
             time.sleep(max(0.0, done + out.retry_after_s - time.time()))
             out.sent_t.append(time.time())

@@ -10,7 +10,7 @@ import pytest
 
 from analysis.header_truth import header_truth
 from analysis.worst_case import WorstCase
-from harness.judge.endpoint import JudgeError
+from harness.judge.endpoint import CapReached, JudgeError
 from harness.judge.hunt import NoLimit
 from harness.judge.verdict import EDGE_MODELS, Verdict, judge, render
 from harness.judge.virtual import VirtualEndpoint
@@ -48,7 +48,8 @@ def test_header_truth_is_measured_on_answers_that_carry_fields():
 def test_no_limit_and_a_cap_too_small_are_one_line_each():
     with pytest.raises(NoLimit, match="no limit found within 400 requests"):
         judge(VirtualEndpoint("none", POLICY), max_wait_s=30)
-    with pytest.raises(JudgeError, match=r"request cap \(30\) was reached before the window was learned"):
+    with pytest.raises(JudgeError, match=r"^the request cap was reached after 30 requests, before the window was learned; "
+                                         r"raise --max-requests$"):
         judge(VirtualEndpoint("fixed_window", POLICY, max_requests=30), max_wait_s=30)
 
 
@@ -101,9 +102,17 @@ def test_a_first_hit_window_that_fits_nearly_as_well_as_a_sliding_log_is_hunted_
     fitting a little worse than a sliding log: 11 of 10 found is short of its 19 while it misses at
     most NEAR_MISSES more decisions than the best fit."""
     fits = [Fit("sliding_log", Policy(10, 2.0, None), 100, 100), Fit("limits_fixed_window", Policy(10, 2.0, None), first_hit_agreed, 100)]
-    v = Verdict(fits, WorstCase(11, "k3", 0.0, 1.0), header_truth([]), Counter(), 10.0, False)
+    v = Verdict(fits, WorstCase(11, "k3", 0.0, 1.0), header_truth([]), Counter(), 10.0, None)
     assert v.short == ({"limits_fixed_window"} if short else set())
-    assert Verdict(fits, WorstCase(19, "k3", 0.0, 1.0), header_truth([]), Counter(), 10.0, False).short == set()
+    assert Verdict(fits, WorstCase(19, "k3", 0.0, 1.0), header_truth([]), Counter(), 10.0, None).short == set()
+
+
+def test_the_verdict_names_the_bound_that_cut_the_hunt_short():
+    fits = [Fit("fixed_window", Policy(10, 1.0, None), 40, 40)]
+    lines = {cut.flag: render(Verdict(fits, WorstCase(12, "k3", 0.0, 0.5), header_truth([]), Counter(), 300.0, cut), "u", "l")
+             for cut in (CapReached.time(300), CapReached.requests())}
+    assert "  the time bound (300 s) ended the hunt early: the worst case may be higher (raise --max-time)" in lines["--max-time"]
+    assert "  the request cap ended the hunt early: the worst case may be higher (raise --max-requests)" in lines["--max-requests"]
 
 
 FIRST_HIT = Policy(10, 2.0, None)

@@ -148,12 +148,13 @@ def test_live_the_file_runs_in_a_real_nginx_and_its_refusal_is_read_as_a_client_
     assert {k: (v["display"], v["passed"]) for k, v in live.items()} == {
         "live: refusal status": ("429", True), "live: refusal body": ("application/problem+json", True),
         "live: retry after": ("1", True), "live: no store": ("none", False), "live: retry after truthful": ("200", True),
+        "live: limit fields": ("0 malformed", True),
         "live: api: admitted before refusing": ("5", True),  # burst=4: 5 at once, as the model (capacity 5)
     }
     plain = _live(tmp_path / "b", capsys, PLAIN)
     assert {k: (v["display"], v["passed"]) for k, v in plain.items()} == {
         "live: refusal status": ("503", False), "live: refusal body": ("text/html", False),
-        "live: retry after": ("none", False), "live: no store": ("none", False),
+        "live: retry after": ("none", False), "live: no store": ("none", False), "live: limit fields": ("0 malformed", True),
         "live: one: admitted before refusing": ("10", True),
     }
     fix = plain["live: refusal body"]["suggestion"]
