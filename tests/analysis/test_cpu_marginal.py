@@ -63,6 +63,15 @@ def test_bursts_below_the_clock_tick_are_below_resolution():
     assert row["cpu_target_us_per_req"] is None
 
 
+def test_one_sample_that_read_cpu_gives_no_figure():
+    """All 1,000 requests and the one 5.9% sample in one bin of eight: the line through it fits
+    exactly (29.5 us a request, an interval of no width), yet it rests on one sample."""
+    counts = [0, 0, 0, 0, 0, 1000, 0, 0]
+    row = marginal_cpu(cpu_frame([0.0] * 5 + [0.059 * 0.5, 0.0, 0.0]), decided(counts))
+    assert row["cpu_target_us_per_req"] is None and row["cpu_target_us_per_req_low"] is None
+    assert row["cpu_target_resolution_ms_per_1k"] == pytest.approx(CLOCK_TICK_S * 1e6 / 1000)  # 10 ms per 1,000
+
+
 def test_too_few_bins_or_no_samples_give_nothing():
     assert marginal_cpu(cpu_frame([0.1, 0.2, 0.3]), decided([10, 20, 30]))["cpu_target_us_per_req"] is None
     empty = cpu_frame([])
