@@ -93,3 +93,18 @@ def test_a_virtual_ramp_gives_back_the_models_cost_per_request(tmp_path):
     assert row["cpu_target_us_per_req"] == pytest.approx(cpu_us_for("token_bucket"), rel=0.02)
     assert row["cpu_target_us_per_req_low"] <= cpu_us_for("token_bucket") <= row["cpu_target_us_per_req_high"]
     assert row["cpu_sample_s"] == 1.0
+
+
+def test_a_run_below_resolution_is_marked_in_the_chart_not_left_blank(live_folder):
+    from analysis.analyze import analyze
+    from analysis.charts import BELOW_RESOLUTION, comparison
+    from analysis.loader import load_results
+    from analysis.pool import InlineExecutor
+
+    runs = analyze(load_results(live_folder), pool=InlineExecutor()).runs
+    sampled = [a for a in runs if a.row.get("cpu_target_ms_per_1k") is not None]
+    sampled[0].row.update(cpu_target_us_per_req=None, cpu_target_us_per_req_low=None, cpu_target_us_per_req_high=None)
+    unresolved = sum(a.row.get("cpu_target_us_per_req") is None for a in sampled)
+    cpu_panel = comparison(runs, "t").axes[2]
+    assert [t.get_text() for t in cpu_panel.texts] == [BELOW_RESOLUTION] * unresolved
+    assert cpu_panel.get_title().endswith(f"{unresolved} runs {BELOW_RESOLUTION} below the sampler's resolution)")
