@@ -2,7 +2,8 @@
 its own noise model (analysis.noise) and the smallest change a user cares about (its floor).
 
 A change is judged *exact* where both sides are virtual runs of the same seeds: the simulator is
-deterministic, so any difference is the candidate's. Otherwise counts are judged by their
+deterministic, so any difference is the candidate's; and where B's over-admission passes the bound
+its policy sets (analysis.theory): no traffic explains that. Otherwise counts are judged by their
 binomial or Poisson model, every figure with two or more runs a side by its repeats' spread
 (virtual runs: the spread across seeds), CPU with one run a side by the intervals each run
 measured itself, and latency or goodput with one run a side, which nothing measures the noise of,
@@ -15,7 +16,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from contract.run_info import RunPolicy
+
 from . import noise
+from .theory import over_admission_bound
 
 Row = dict[str, Any]
 EXACT, THRESHOLD_ONLY = "exact: virtual, same seeds", "one run a side: only the threshold"
@@ -82,12 +86,22 @@ def _judged(measure: str, sign: float, a: Side, b: Side, single: Callable[[], tu
     return single()
 
 
+def policy_bound(row: Row) -> float | None:
+    """The most its policy lets the run's algorithm admit in any window (x L, analysis.theory),
+    from the policy alone: what the limiter claims, whatever parameters it was given."""
+    return over_admission_bound(row["algorithm"], RunPolicy(row["limit"], row["window_s"], row["burst"] or row["limit"]), {})
+
+
 def over_admission(a: Side, b: Side, limits: Limits) -> Judgement | None:
-    """Over-admission (x L) rose by more than the tolerance; one run a side: the most admitted in
-    a window (x L, in cost units) as a Poisson count. ``none`` has no limit to exceed: not judged."""
+    """Over-admission (x L) rose by more than the tolerance. Past its policy's bound it is exact:
+    no traffic makes a limiter true to its policy admit more. Otherwise, one run a side: the most
+    admitted in a window (x L, in cost units) as a Poisson count. ``none`` has no limit: not judged."""
     va, vb = a.row.get("over_admission"), b.row.get("over_admission")
     if va is None or vb is None or a.row.get("algorithm") == "none":
         return None
+    bound = policy_bound(b.row)
+    if bound is not None and vb > bound + limits.tolerance and vb > va + limits.tolerance:
+        return Judgement("over_admission", True, f"past its policy's bound of {bound:.2f}x: exact", None)
     model, p = _judged("over_admission", 1.0, a, b, lambda: (
         "Poisson count", noise.count_rise(va * a.row["limit"], vb * b.row["limit"])), unit=1.0 / a.row["limit"])
     return Judgement("over_admission", vb > va + limits.tolerance, model, p)

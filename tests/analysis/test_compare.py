@@ -39,7 +39,8 @@ def test_compare_flags_p99_and_over_admission(live_folder: Path, copy_of, capsys
     flagged = "\n".join(result.regressions)
     assert "unhealthy_downstream__adaptive__memory: P99 rose 47.6 ms -> 141.7 ms (3.0x, threshold 2x; " \
         "one run a side: only the threshold)" in flagged
-    assert "retry_storm__token_bucket__memory: over-admission rose 1.45x -> 10.35x (tolerance 0.01; Poisson count, p 1.3e-34" in flagged
+    assert "retry_storm__token_bucket__memory: over-admission rose 1.45x -> 10.35x " \
+        "(tolerance 0.01; past its policy's bound of 2.00x: exact)" in flagged
     assert len(result.regressions) == 2
 
     assert main(["compare", str(live_folder), str(b)]) == 1

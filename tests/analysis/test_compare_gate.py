@@ -63,6 +63,15 @@ def test_each_figure_names_the_model_that_judged_it() -> None:
     assert over.p == pytest.approx(0.1001, abs=1e-3)
 
 
+def test_past_its_policys_bound_a_limiter_is_flagged_whatever_the_noise() -> None:
+    bucket = "page_load_burst__token_bucket__memory"  # L 100 per 60 s, burst 100: at most (100 + 100) / 100 = 2x
+    c = judged(_folder(_row(bucket, over_admission=1.95)), _folder(_row(bucket, over_admission=2.35)), LIMITS)
+    assert c.regressions == [f"{bucket}: over-admission rose 1.95x -> 2.35x (tolerance 0.01; past its policy's bound "
+                             "of 2.00x: exact)"]  # as a Poisson count, 195 -> 235 is p 0.030: within the noise
+    already = judged(_folder(_row(bucket, over_admission=2.35)), _folder(_row(bucket, over_admission=2.36)), LIMITS)
+    assert already.regressions == []  # A was past it too: only the noise model judges the rise
+
+
 def test_virtual_runs_of_the_same_seeds_are_compared_exactly() -> None:
     virtual = {"kind": "virtual", "seed": 1}
     a, b = _side(_row(**virtual)), _side(_row(**virtual, over_admission=1.02, cpu_target_us_per_req=101.5))

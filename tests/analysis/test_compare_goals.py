@@ -1,7 +1,8 @@
 """`compare`'s goals in virtual time (cheap and deterministic): two runs of one campaign at other
 seeds pass (A/A, at least 19 of 20 pairs: the gate's 95% family-wise confidence); the same
 campaign whose target costs 50% more CPU per request, or whose limiter admits 20% more than its
-policy, fails in 20 of 20 (A/B). Pair k compares seeds 1000 + 10k and 1000 + 10(k + 1)."""
+policy, fails in 20 of 20 (A/B); with one seed a side and with two. Pair k compares the campaign
+at seed 1000 + 10k with the baseline or candidate at seed 1000 + 10(k + 1)."""
 
 from __future__ import annotations
 
@@ -42,31 +43,19 @@ def _passes(a: Folder, b: Folder) -> bool:
     return c.comparable and not failed(c)
 
 
-@pytest.fixture(scope="module")
-def one_seed(tmp_path_factory: pytest.TempPathFactory) -> list[Folder]:
-    root = tmp_path_factory.mktemp("one_seed")
-    return [_campaign(root / str(k), _seed(k), 1) for k in range(PAIRS + 1)]
+@pytest.fixture(scope="module", params=[1, 2], ids=["one seed a side", "two seeds a side"])
+def baselines(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[int, list[Folder]]:
+    root = tmp_path_factory.mktemp(f"seeds{request.param}")
+    return request.param, [_campaign(root / str(k), _seed(k), request.param) for k in range(PAIRS + 1)]
 
 
-@pytest.fixture(scope="module")
-def two_seeds(tmp_path_factory: pytest.TempPathFactory) -> list[Folder]:
-    root = tmp_path_factory.mktemp("two_seeds")
-    return [_campaign(root / str(k), _seed(k), 2) for k in range(PAIRS + 1)]
+def test_a_a_passes(baselines: tuple[int, list[Folder]]) -> None:
+    _, a = baselines
+    assert sum(_passes(a[k], a[k + 1]) for k in range(PAIRS)) >= 19
 
 
-def test_a_a_one_seed_a_side_passes(one_seed: list[Folder]) -> None:
-    assert sum(_passes(one_seed[k], one_seed[k + 1]) for k in range(PAIRS)) >= 19
-
-
-def test_a_a_two_seeds_a_side_passes(two_seeds: list[Folder]) -> None:
-    assert sum(_passes(two_seeds[k], two_seeds[k + 1]) for k in range(PAIRS)) >= 19
-
-
-def test_a_b_a_target_costing_50_percent_more_cpu_fails(two_seeds: list[Folder], tmp_path: Path) -> None:
-    costly = [_campaign(tmp_path / str(k), _seed(k + 1), 2, cpu_us=CPU_US) for k in range(PAIRS)]
-    assert sum(not _passes(two_seeds[k], costly[k]) for k in range(PAIRS)) == PAIRS
-
-
-def test_a_b_a_limiter_admitting_20_percent_more_fails(two_seeds: list[Folder], tmp_path: Path) -> None:
-    loose = [_campaign(tmp_path / str(k), _seed(k + 1), 2, params=ADMIT_MORE) for k in range(PAIRS)]
-    assert sum(not _passes(two_seeds[k], loose[k]) for k in range(PAIRS)) == PAIRS
+@pytest.mark.parametrize("change", [{"cpu_us": CPU_US}, {"params": ADMIT_MORE}], ids=["cpu +50%", "admits +20%"])
+def test_a_b_fails(baselines: tuple[int, list[Folder]], change: dict, tmp_path: Path) -> None:
+    repeats, a = baselines
+    b = [_campaign(tmp_path / str(k), _seed(k + 1), repeats, **change) for k in range(PAIRS)]
+    assert sum(not _passes(a[k], b[k]) for k in range(PAIRS)) == PAIRS
