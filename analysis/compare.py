@@ -184,7 +184,7 @@ def judged(fa: Folder, fb: Folder, limits: Limits) -> Comparison:
                         sorted(names_b - {fb.groups[k]["run"] for k in keys}), {"A": fa.left_out, "B": fb.left_out})
     pairs = [(fa.side(fa.groups[k]), fb.side(fb.groups[k])) for k in keys]
     rows = [(a.row, b.row) for a, b in pairs]
-    result.differences = [*matching.scenarios([g for g in fa.groups.values()], [g for g in fb.groups.values()]),
+    result.differences = [*matching.scenarios(list(fa.groups.values()), list(fb.groups.values())),
                           *matching.differences(rows), *matching.machine(fa.campaign, fb.campaign, rows)]
     result.comparable = not matching.policies_differ(rows)
     degraded = [b.row["run"] for a, b in pairs if _degraded(a) or _degraded(b)]
