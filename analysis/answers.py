@@ -11,8 +11,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .labels import num, row_policy
-from .spread import apart, with_spread
+import numpy as np
+
+from .labels import cell, num, row_policy
+from .spread import apart, interval, with_spread
 
 Row = dict[str, Any]
 
@@ -294,7 +296,44 @@ def distribution(rows: Sequence[Row]) -> Answer | None:
                   tuple(r["run"] for r in stores.values()), "over_admission")
 
 
-QUESTIONS = (over_admission, legit_rejections, bounded_p99, throughput, retries, distribution)
+def _cost(runs: Sequence[Row]) -> str:
+    """One algorithm's marginal CPU per request: the median of its runs that resolve it, with the
+    span of their 95% intervals."""
+    field = "cpu_target_us_per_req"
+    lows, highs = zip(*(interval(r, field) for r in runs))
+    median = float(np.median([r[field] for r in runs]))
+    spread = "exact" if min(lows) == max(highs) else f"{cell(field, min(lows))}-{cell(field, max(highs))}"
+    return f"{_who(runs[0])} {cell(field, median)} µs ({spread})"
+
+
+def cpu(rows: Sequence[Row]) -> Answer | None:
+    """The target's marginal CPU per request of each algorithm with its interval, or that the
+    campaign cannot resolve it: never a figure from one sample (analysis.cpu)."""
+    sampled = [r for r in rows if r.get("cpu_target_ms_per_1k") is not None and not r.get("degraded_share")]
+    algorithms: dict[str, list[Row]] = {}
+    for r in sampled:
+        algorithms.setdefault(_who(r), []).append(r)
+    if not algorithms:
+        return None
+    resolved = {who: [r for r in rs if r.get("cpu_target_us_per_req") is not None] for who, rs in algorithms.items()}
+    parts = [_cost(rs) for rs in resolved.values() if rs]
+    below = [who for who, rs in resolved.items() if not rs]
+    res = [r["cpu_target_resolution_ms_per_1k"] for r in sampled if not resolved[_who(r)]
+           and r.get("cpu_target_resolution_ms_per_1k") is not None]
+    tick = f" ({_num(min(res))} ms per 1,000 requests)" if res else ""
+    unresolved = f"below the resolution of this run{tick}: use `bench targets`"
+    if not parts:
+        sentence = f"The marginal CPU per request is {unresolved}."
+    else:
+        sentence = "Per request, with its 95% interval: " + ", ".join(parts) + \
+            (f"; {', '.join(below)}: {unresolved}" if below else "") + "."
+    if all(r.get("kind") == "virtual" for r in sampled):
+        sentence += " Virtual time: the system model's cost (its cpu_us), not a measurement."
+    runs = tuple(r["run"] for rs in resolved.values() for r in rs) or tuple(r["run"] for r in sampled)
+    return Answer("cpu", "What does each limiter cost the target in CPU?", sentence, runs, "comparison")
+
+
+QUESTIONS = (over_admission, legit_rejections, bounded_p99, throughput, retries, distribution, cpu)
 
 
 def answers(rows: Sequence[Row]) -> list[Answer]:

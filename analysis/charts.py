@@ -310,6 +310,16 @@ INTERVALS = {"cpu_target_us_per_req": ("cpu_target_us_per_req_low", "cpu_target_
 """Measures drawn with their own interval as a whisker."""
 
 
+BELOW_RESOLUTION = "< res."
+"""How a chart marks a run whose marginal CPU its samples cannot resolve: a mark, not a blank."""
+
+
+def _below_resolution(ax: Axes, x: float, color: str) -> None:
+    """``< res.`` upright at the foot of the run's place (x in data, y in the panel's height)."""
+    ax.text(x, 0.03, BELOW_RESOLUTION, transform=ax.get_xaxis_transform(), rotation=90, ha="center", va="bottom",
+            fontsize=7, color=color)
+
+
 def comparison(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     """One row per measure, full width; scenarios side by side, one bar per run in its algorithm's colour."""
     groups = _by_scenario(runs)
@@ -318,13 +328,16 @@ def comparison(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     fig.suptitle(fig_title, fontsize=12, fontweight="bold")
     width = 0.8 / max(len(rs) for rs in groups.values())
     for ax, (field, label, scale, log) in zip(axes, COMPARISON):
-        missing = 0
+        missing = unresolved = 0
         for g, rs in enumerate(groups.values()):
             for k, a in enumerate(rs):
-                value = a.row.get(field)
+                value, x = a.row.get(field), g - 0.4 + width * (k + 0.5)
+                if value is None and field in INTERVALS and a.row.get("cpu_target_ms_per_1k") is not None:
+                    unresolved += 1
+                    _below_resolution(ax, x, colour(a.run.info.algorithm))
+                    continue
                 missing += value is None
                 if value is not None and (value > 0 or not log):
-                    x = g - 0.4 + width * (k + 0.5)
                     ax.bar(x, value * scale, width, color=colour(a.run.info.algorithm), label=a.run.info.algorithm)
                     if field in INTERVALS:
                         low, high = (a.row[f] * scale for f in INTERVALS[field])
@@ -333,8 +346,9 @@ def comparison(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
             ax.set_yscale("log")
         ax.set_ylabel(label, fontsize=8)
         ax.tick_params(labelsize=8)
-        why = "no cpu.csv, or below the sampler's resolution" if field in INTERVALS else "no client log / cpu.csv"
-        ax.set_title(label.split(" (")[0] + (f" ({missing} runs n/a: {why})" if missing else ""), fontsize=9)
+        notes = [f"{missing} runs n/a: {'no cpu.csv' if field in INTERVALS else 'no client log / cpu.csv'}"] * bool(missing)
+        notes += [f"{unresolved} runs {BELOW_RESOLUTION} below the sampler's resolution"] * bool(unresolved)
+        ax.set_title(label.split(" (")[0] + (f" ({'; '.join(notes)})" if notes else ""), fontsize=9)
     axes[-1].set_xticks(np.arange(len(groups)), [f"{s}\n{panel_policy(rs)}" for s, rs in groups.items()], fontsize=8)
     _legend(fig, axes)
     return fig

@@ -10,7 +10,8 @@ flushes), not the limiter. The marginal figure is the slope of the target's CPU 
 requests it decided, over the sampler's bins of one run (least squares, CPU = idle x span +
 marginal x requests): it needs no extra load and no change to what a run sends, and its own 95%
 interval says when a run's traffic cannot resolve it (too few requests, or the same count in
-every bin). A figure whose interval is wider than RESOLVED_SHARE of it is not given.
+every bin). A figure whose interval is wider than RESOLVED_SHARE of it, or that rests on fewer
+than MIN_BINS samples that read any CPU, is not given.
 """
 
 from __future__ import annotations
@@ -84,9 +85,11 @@ def marginal_cpu(cpu: pd.DataFrame, decided_t: np.ndarray) -> dict[str, float | 
 
 def _slope(dt: np.ndarray, n: np.ndarray, busy: np.ndarray) -> tuple[float, float, float] | None:
     """Least squares of busy = idle x dt + slope x n: (idle, slope, the 95% half-width of the
-    slope); None with fewer than MIN_BINS bins or requests that do not vary apart from the span."""
+    slope); None with fewer than MIN_BINS bins that decided requests *and* read CPU (one sample's
+    CPU over one bin's requests fits exactly, an interval of no width that measured nothing), or
+    requests that do not vary apart from the span."""
     x = np.column_stack([dt, n])
-    if len(busy) < MIN_BINS or np.linalg.matrix_rank(x) < 2:
+    if np.count_nonzero((n > 0) & (busy > 0)) < MIN_BINS or np.linalg.matrix_rank(x) < 2:
         return None
     coef, _, _, _ = np.linalg.lstsq(x, busy, rcond=None)
     dof = len(busy) - 2

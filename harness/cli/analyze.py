@@ -23,6 +23,8 @@ from .term_table import Column, fit_table
 
 EXIT_REGRESSION = 1
 EXIT_BAD_INPUT = 2
+EXIT_NOT_COMPARABLE = 3
+"""compare across different policies: nothing is called a regression, and the gate does not pass."""
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -30,16 +32,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     report.add_argument("folder", type=Path, metavar="DIR", help="a results folder (results/<campaign>-<time>)")
     report.set_defaults(func=cmd_report)
 
-    cmp = sub.add_parser("compare", help="per-run deltas between two results folders; exit 1 on a regression")
+    cmp = sub.add_parser("compare", help="per-run deltas between two results folders, judged beyond their noise; "
+                         "exit 1 on a regression or runs it cannot judge, 3 across different policies")
     cmp.add_argument("folder_a", type=Path, metavar="DIR_A", help="the baseline")
     cmp.add_argument("folder_b", type=Path, metavar="DIR_B", help="the candidate")
     cmp.add_argument("--threshold", type=number(float), default=2.0, metavar="RATIO",
-                     help="flag a P99 that grew by this factor or more (default 2: doubled; finite, above 1)")
+                     help="flag a P99 that grew by this factor or more (default 2: doubled; finite, above 1); "
+                     "with one run a side also a goodput that fell by it")
     cmp.add_argument("--tolerance", type=number(float), default=0.01,
-                     help="flag over-admission (x L) or legit rejection rate rising by more than this (default 0.01; finite, >= 0)")
+                     help="flag over-admission (x L) or legit rejection rate rising by more than this, "
+                     "CPU per request rising or goodput falling by more than this share (default 0.01; finite, >= 0)")
     cmp.add_argument("--all", action="store_true", help="every measure of every run, not only those that changed")
     cmp.add_argument("--allow-missing", action="store_true",
-                     help="judge the runs B has: a run of A missing, unreadable or failed in B does not fail the comparison")
+                     help="judge the rest: a run missing, unreadable, failed or degraded does not fail the comparison")
     cmp.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     cmp.set_defaults(func=cmd_compare)
 
@@ -75,6 +80,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     show_comparison(result, args, term_table.console(wide=args.wide))
+    if not result.comparable:
+        return EXIT_NOT_COMPARABLE
     return EXIT_REGRESSION if failed(result, args.allow_missing) else 0
 
 

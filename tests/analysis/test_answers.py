@@ -121,3 +121,23 @@ def test_algorithm_names_take_their_chart_colour() -> None:
         "[bold #1f77b4]fixed_window[/] beat [bold #2ca02c]sliding_window_counter[/] \\[x]"
     assert html_markup("run boundary_burst__fixed_window__memory & gcra") == \
         "run boundary_burst__fixed_window__memory &amp; <span class='alg' style='color:#e377c2'>gcra</span>"
+
+
+def _cpu(algorithm: str, us: float | None, low: float | None = None, high: float | None = None, **fields) -> dict:
+    spread = {} if us is None else {"cpu_target_us_per_req": [low, high]}
+    return _row("steady", algorithm, cpu_target_ms_per_1k=150.0, cpu_target_us_per_req=us, spread=spread,
+                cpu_target_resolution_ms_per_1k=5.9, **fields)
+
+
+def test_the_cpu_answer_gives_each_algorithm_its_interval_or_its_resolution() -> None:
+    rows = [_cpu("fixed_window", 100.0, 90.0, 110.0), {**_cpu("fixed_window", 120.0, 115.0, 125.0), "scenario": "ramp"},
+            _cpu("token_bucket", None)]
+    assert _by_key(rows)["cpu"] == (  # the median of 100 and 120, the span of the two intervals
+        "Per request, with its 95% interval: fixed_window 110.0 µs (90.0-125.0); token_bucket: below the resolution "
+        "of this run (5.9 ms per 1,000 requests): use `bench targets`.")
+    assert _by_key([_cpu("token_bucket", None), _cpu("gcra", None)])["cpu"] == (
+        "The marginal CPU per request is below the resolution of this run (5.9 ms per 1,000 requests): use `bench targets`.")
+    assert _by_key([_cpu("gcra", 106.5, 106.5, 106.5, kind="virtual")])["cpu"] == (
+        "Per request, with its 95% interval: gcra 106.5 µs (exact). Virtual time: the system model's cost (its cpu_us), "
+        "not a measurement.")
+    assert "cpu" not in _by_key(ROWS)  # no CPU samples: not asked

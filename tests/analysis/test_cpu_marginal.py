@@ -63,6 +63,15 @@ def test_bursts_below_the_clock_tick_are_below_resolution():
     assert row["cpu_target_us_per_req"] is None
 
 
+def test_one_sample_that_read_cpu_gives_no_figure():
+    """All 1,000 requests and the one 5.9% sample in one bin of eight: the line through it fits
+    exactly (29.5 us a request, an interval of no width), yet it rests on one sample."""
+    counts = [0, 0, 0, 0, 0, 1000, 0, 0]
+    row = marginal_cpu(cpu_frame([0.0] * 5 + [0.059 * 0.5, 0.0, 0.0]), decided(counts))
+    assert row["cpu_target_us_per_req"] is None and row["cpu_target_us_per_req_low"] is None
+    assert row["cpu_target_resolution_ms_per_1k"] == pytest.approx(CLOCK_TICK_S * 1e6 / 1000)  # 10 ms per 1,000
+
+
 def test_too_few_bins_or_no_samples_give_nothing():
     assert marginal_cpu(cpu_frame([0.1, 0.2, 0.3]), decided([10, 20, 30]))["cpu_target_us_per_req"] is None
     empty = cpu_frame([])
@@ -84,3 +93,18 @@ def test_a_virtual_ramp_gives_back_the_models_cost_per_request(tmp_path):
     assert row["cpu_target_us_per_req"] == pytest.approx(cpu_us_for("token_bucket"), rel=0.02)
     assert row["cpu_target_us_per_req_low"] <= cpu_us_for("token_bucket") <= row["cpu_target_us_per_req_high"]
     assert row["cpu_sample_s"] == 1.0
+
+
+def test_a_run_below_resolution_is_marked_in_the_chart_not_left_blank(live_folder):
+    from analysis.analyze import analyze
+    from analysis.charts import BELOW_RESOLUTION, comparison
+    from analysis.loader import load_results
+    from analysis.pool import InlineExecutor
+
+    runs = analyze(load_results(live_folder), pool=InlineExecutor()).runs
+    sampled = [a for a in runs if a.row.get("cpu_target_ms_per_1k") is not None]
+    sampled[0].row.update(cpu_target_us_per_req=None, cpu_target_us_per_req_low=None, cpu_target_us_per_req_high=None)
+    unresolved = sum(a.row.get("cpu_target_us_per_req") is None for a in sampled)
+    cpu_panel = comparison(runs, "t").axes[2]
+    assert [t.get_text() for t in cpu_panel.texts] == [BELOW_RESOLUTION] * unresolved
+    assert cpu_panel.get_title().endswith(f"{unresolved} runs {BELOW_RESOLUTION} below the sampler's resolution)")

@@ -68,7 +68,7 @@ def test_smoke_writes_the_whole_results_layout(smoke):
 def test_smoke_answers_first_in_the_terminal_and_a_report_that_fits_1400_px(smoke, tmp_path):
     rows = json.loads((smoke / "summary.json").read_text())["runs"]
     found = answers(rows)
-    assert [a.key for a in found] == ["over_admission", "legit_rejections", "bounded_p99"]
+    assert [a.key for a in found] == ["over_admission", "legit_rejections", "bounded_p99", "cpu"]
     stdout = " ".join((smoke.parent / "stdout.txt").read_text().split())  # rich wraps long lines
     tail = stdout[stdout.index("live campaign summary"):]
     assert all(" ".join(a.line().split()) in tail for a in found)
