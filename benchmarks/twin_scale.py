@@ -17,7 +17,6 @@ whose P99 rises before its core is full, so where live breaks on the target, the
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -31,11 +30,15 @@ from analysis import ramp
 from analysis.analyze import CLIENT_MEASURES
 from analysis.loader import load_results
 from contract.folder import utc_stamp
+from contract.params import Bounds
 from contract.schema import CAMPAIGN_FILE, SUMMARY_JSON
 from harness.campaign.live import Campaign
 from harness.campaign.simulate import SimCampaign
-from harness.campaign.system import SystemSettings
+from harness.campaign.system import MAX_US, SystemSettings
 from harness.sim.runner import execute, plan_from_campaign
+from targets.cli_args import number
+
+from .args import bench_parser
 
 BINS_FILE = "bins.csv"
 WITHIN = 0.10
@@ -180,19 +183,25 @@ def compare(live: Path, out: Path, cpu_us: float | None, console: Console) -> li
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="run_bench.py bench twin-scale", description=__doc__.splitlines()[0])
+    parser = bench_parser("twin-scale", __doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="step", required=True)
     ex = sub.add_parser("export", help="on the machine that ran the campaign: what the comparison needs")
     ex.add_argument("results", type=Path)
     ex.add_argument("out", type=Path)
     cmp = sub.add_parser("compare", help="the exported live figures against the campaign in virtual time")
     cmp.add_argument("live", type=Path, help="a folder written by export")
-    cmp.add_argument("--cpu-us", type=float, help="the target's CPU per request in the twin (default: bench targets')")
+    cmp.add_argument("--cpu-us", type=number(float, Bounds(0.1, MAX_US)),
+                     help="the target's CPU per request in the twin (default: bench targets')")
     cmp.add_argument("--out", type=Path, default=Path("results") / f"twin-scale-{utc_stamp()}")
     args = parser.parse_args(argv)
     if args.step == "export":
+        if not (args.results / SUMMARY_JSON).is_file():
+            parser.error(f"{args.results}: not a results folder with its {SUMMARY_JSON} (run_bench.py report writes it)")
         export(args.results, args.out)
     else:
+        missing = [n for n in (SUMMARY_JSON, BINS_FILE, CAMPAIGN_FILE) if not (args.live / n).is_file()]
+        if missing:
+            parser.error(f"{args.live}: no {', '.join(missing)}: not a folder written by `bench twin-scale export`")
         compare(args.live, args.out, args.cpu_us, Console(width=max(Console().width, 200)))
     return 0
 

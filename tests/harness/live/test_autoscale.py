@@ -60,3 +60,4 @@ def test_what_the_file_gives_stays_and_the_rest_is_chosen():
     given, choice = apply(_campaign(processes=3, scale={"auto": True, "workers": 2, "max_connections": 100}), 16)
     assert (given.processes, given.scale.workers, given.scale.max_connections) == (3, 2, 100)
     assert (choice.processes, choice.workers, choice.max_connections) == (3, 2, 100)
+
