@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from .labels import cell, num, row_policy
-from .spread import apart, interval, with_spread
+from .spread import OWN_INTERVAL, apart, interval, with_spread
 
 Row = dict[str, Any]
 
@@ -296,11 +296,20 @@ def distribution(rows: Sequence[Row]) -> Answer | None:
                   tuple(r["run"] for r in stores.values()), "over_admission")
 
 
+def _own_interval(row: Row, field: str) -> tuple[float, float]:
+    """A figure's interval: its repeats' spread, else the run's own (a summary.json row keeps it
+    beside the figure), so the report and a row read back from summary.json say the same."""
+    if (row.get("spread") or {}).get(field) is not None:
+        return interval(row, field)
+    low, high = (row.get(name) for name in OWN_INTERVAL[field])
+    return (row[field], row[field]) if low is None or high is None else (float(low), float(high))
+
+
 def _cost(runs: Sequence[Row]) -> str:
     """One algorithm's marginal CPU per request: the median of its runs that resolve it, with the
     span of their 95% intervals."""
     field = "cpu_target_us_per_req"
-    lows, highs = zip(*(interval(r, field) for r in runs))
+    lows, highs = zip(*(_own_interval(r, field) for r in runs))
     median = float(np.median([r[field] for r in runs]))
     spread = "exact" if min(lows) == max(highs) else f"{cell(field, min(lows))}-{cell(field, max(highs))}"
     return f"{_who(runs[0])} {cell(field, median)} µs ({spread})"

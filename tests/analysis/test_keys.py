@@ -32,9 +32,11 @@ def test_by_hand():
 @settings(max_examples=60, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 400), st.sampled_from("abcd"), st.booleans(), st.integers(1, 3)), max_size=60),
        st.integers(1, 200))
-def test_worst_window_is_the_most_admitted_in_any_window_of_the_key(rows, window_ms):
-    df = log([(t / 100.0, k, a, c) for t, k, a, c in rows])
-    window = window_ms / 100.0
+def test_worst_window_is_the_most_admitted_in_any_window_of_the_key(rows, ticks):
+    # dyadic times (1/128 s): the brute force's s + W is exact, so an arrival at a window's end is
+    # outside it as the sweep says (0.79 + 0.64 in hundredths is 1.4300000000000002 > 1.43)
+    df = log([(t / 128.0, k, a, c) for t, k, a, c in rows])
+    window = ticks / 128.0
     table = per_key(df, window).set_index("key")
     for key in {k for _, k, _, _ in rows}:
         mine = df[(df["key"] == key) & df["allowed"]]
