@@ -6,6 +6,10 @@ here with its arguments, each optional). A command line fills in the ones it dis
 ``counters(counters)``
     About every half second during a live run: the first target's ``/_bench/counters`` (its
     ``limits`` map of ``decisions`` and ``rejections`` per limit).
+``load(figures)``
+    About every half second during a live run: the load generator's side (harness/live/load_view.py:
+    ``elapsed_s``, ``remaining_s``, the plan's ``offered_rps``, and Locust's ``achieved_rps``,
+    ``requests``, ``failures``, ``p50_ms``, ``p99_ms`` once it has them).
 ``run_done(i, n, run, result)``
     Run ``i`` of ``n`` has ended; ``result`` is its run.json content (live) or its summary row
     (simulate), whatever its status.
@@ -29,6 +33,7 @@ log = logging.getLogger(__name__)
 class RunnerEvents(Generic[RunT]):
     run_start: Callable[[int, int, RunT], None] | None = None
     counters: Callable[[dict[str, Any]], None] | None = None
+    load: Callable[[dict[str, Any]], None] | None = None
     run_done: Callable[[int, int, RunT, dict[str, Any]], None] | None = None
     failed: set[str] = field(default_factory=set, compare=False)
     """The hooks whose listener has failed (each logged once)."""
@@ -38,6 +43,9 @@ class RunnerEvents(Generic[RunT]):
 
     def counted(self, counters: dict[str, Any]) -> None:
         self._fire("counters", counters)
+
+    def loaded(self, figures: dict[str, Any]) -> None:
+        self._fire("load", figures)
 
     def done(self, i: int, n: int, run: RunT, result: dict[str, Any]) -> None:
         self._fire("run_done", i, n, run, result)

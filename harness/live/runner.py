@@ -20,12 +20,14 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 import yaml
@@ -67,6 +69,7 @@ from targets.redact import redacted
 from . import cpus
 from .cpu_sampler import CpuSampler, cpu_csv
 from .generator import GeneratorWatch
+from .load_view import LOCUST_HISTORY, load_figures
 from .logs import plan_not_kept, slowest_ready
 from .measures import fleet_measures, measured_window, model_phases, store_degradation, store_failure_measures
 from .peers import live_peer
@@ -238,7 +241,8 @@ class LiveRunner:
         side_up_s = _ready_in_time(side_launched, plan)
         marked = plan.user_class == "PlanUser" and not self.remote  # a local open-loop worker marks its last send
         generator = GeneratorWatch(run_dir / HANDSHAKE_DIR, self.workers, launched, first_send(plan), marked)
-        happened = self._wait(locust, side, end_at, run_dir / "logs" / "locust.log", self._store_events(run, plan), generator)
+        happened = self._wait(locust, side, end_at, run_dir / "logs" / "locust.log", self._store_events(run, plan), generator,
+                              self._load_view(plan, end_at, run_dir))
         self._learn_lead(run_dir / HANDSHAKE_DIR, launched, side_up_s)
         self._results(run, run_dir, side, plan, record, happened)
 
@@ -351,8 +355,17 @@ class LiveRunner:
                                 f"{self.remote.address})")
             time.sleep(0.05)
 
+    def _load_view(self, plan: LivePlan, end_at: float, run_dir: Path) -> Callable[[], None] | None:
+        """What the live view is told each wake (``RunnerEvents.load``), or None: nobody listens."""
+        if self.events.load is None:
+            return None
+        t = np.asarray(plan.arrivals().t, dtype=np.float64)
+        history = run_dir / LOCUST_DIR / LOCUST_HISTORY
+        return lambda: self.events.loaded(load_figures(t, plan.start_at, end_at, time.time(), history))
+
     def _wait(self, locust: subprocess.Popen, side: Side, end_at: float, log: Path,
-              events: list[tuple[float, str]], generator: GeneratorWatch) -> dict[str, float]:
+              events: list[tuple[float, str]], generator: GeneratorWatch,
+              view: Callable[[], None] | None = None) -> dict[str, float]:
         """Until the plan is over, running the scenario's store events on time (``stop``/``start``
         of our own Redis) and watching the side's processes; then SIGTERM to the Locust master,
         which stops its workers and lets every worker write its client log. Returns when each
@@ -376,6 +389,8 @@ class LiveRunner:
                 if counters:
                     with suppress(httpx.HTTPError, ValueError, KeyError):
                         self.events.counted(http.get(counters).json())
+                if view is not None:
+                    view()
                 next_t = min([end_at, *(t for t, _ in pending)])
                 time.sleep(min(0.5, max(0.0, next_t - time.time())))
         generator.await_sent()

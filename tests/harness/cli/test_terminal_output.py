@@ -151,3 +151,40 @@ def test_progress_heard_through_the_runner_events_drops_its_status_line_after_th
     shown = Text.from_ansi(out.getvalue()).plain
     assert "run 1/2 steady__gcra__memory1  ok  100 sent, 5 rejected" in shown
     assert "run 2/2 steady__gcra__memory2  ok  100 sent, 5 rejected" in shown
+
+
+LOAD = {"elapsed_s": 12.0, "remaining_s": 21.4, "offered_rps": 8_100.0, "achieved_rps": 8_050.0, "requests": 90_000.0,
+        "failures": 3.0, "p50_ms": 12.0, "p99_ms": 48.0}
+
+
+def test_the_live_view_shows_the_load_generators_side(monkeypatch):
+    console = Console(file=io.StringIO(), force_terminal=True, width=200)
+    with RunProgress(console) as progress:
+        progress.start(1, 5, "ramp__token_bucket__memory")
+        progress.counters(counters(40_000, 25_000))
+        progress.loaded(LOAD)
+        first, second = str(progress.status.status).split("\n")
+        assert "40,000 decided, 25,000 rejected" in first
+        assert second == ("offered 8,100/s, answered 8,050/s (Locust's, seconds behind); 90,000 answers so far, 3 failed; "
+                          "P50 12 / P99 48 ms (last seconds, from the send); 21 s left")
+
+
+def test_piped_the_live_view_is_a_plain_line_every_ten_seconds(monkeypatch):
+    out = io.StringIO()
+    now = [0.0]
+    monkeypatch.setattr("harness.cli.progress.time.monotonic", lambda: now[0])
+    with RunProgress(Console(file=out, width=200)) as progress:
+        progress.start(1, 1, "ramp__token_bucket__memory")
+        now[0] = 5.0
+        progress.loaded({"elapsed_s": 5.0, "remaining_s": 28.0, "offered_rps": 2_000.0})  # 5 s in: nothing yet
+        now[0] = 10.5
+        progress.counters(counters(90_000, 60_000))
+        progress.loaded(LOAD)
+        now[0] = 12.0
+        progress.loaded(LOAD)  # 1.5 s after the last line: none
+        progress.counters(counters(240_000, 160_000))
+        progress.done({"status": "ok", "sent": 240_000})
+    assert out.getvalue().splitlines() == [
+        "run 1/1 ramp__token_bucket__memory  10 s  90,000 decided, 60,000 rejected  offered 8,100/s, answered 8,050/s "
+        "(Locust's, seconds behind); 90,000 answers so far, 3 failed; P50 12 / P99 48 ms (last seconds, from the send); 21 s left",
+        "run 1/1 ramp__token_bucket__memory  ok  240,000 sent, 160,000 rejected, 12.0 s"]
