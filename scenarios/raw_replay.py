@@ -339,10 +339,12 @@ class RawReplay:
         starved them: the master marked its workers missing and stopped the test) and frees the
         connections its replies release instead of opening new ones."""
         now = time.time
+        if t <= now():  # behind already (not a deadline reached while waiting: a burst then leaves at once)
+            self._poll(0.0)
+            return
         while True:
             remaining = t - now()
             if remaining <= 0:
-                self._poll(0.0)
                 return
             if spin and remaining <= SPIN_S:
                 self._poll(0.0, may_yield=False)

@@ -4,13 +4,14 @@ worker past its last send before the run stops Locust."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from pathlib import Path
 
 from contract.schema import READY_GLOB, SENT_GLOB
 
 from .logs import slowest_ready
-from .supervise import SideLate
+from .supervise import RunFailed, SideLate
 
 READY_WAIT_S = 120.0
 """How long past the plan's first send the runner waits for a late worker to say ready, to learn
@@ -28,9 +29,10 @@ class GeneratorWatch:
     and the run starts again with a lead that covers it. And, for ``sends_marked`` plans, the
     workers' last sends awaited before the stop."""
 
-    def __init__(self, handshake: Path, workers: int, launched: float, first_send_at: float, sends_marked: bool) -> None:
+    def __init__(self, handshake: Path, workers: int, launched: float, first_send_at: float, sends_marked: bool,
+                 locust: subprocess.Popen) -> None:
         self.handshake, self.workers, self.launched, self.first_send_at = handshake, workers, launched, first_send_at
-        self.sends_marked = sends_marked
+        self.sends_marked, self.locust = sends_marked, locust
         self.checked = False
 
     def check(self) -> None:
@@ -41,15 +43,19 @@ class GeneratorWatch:
         if self._count(READY_GLOB) >= self.workers:
             return
         deadline = self.first_send_at + READY_WAIT_S
-        while self._count(READY_GLOB) < self.workers and time.time() < deadline:
+        while self._count(READY_GLOB) < self.workers and time.time() < deadline and self.locust.poll() is None:
             time.sleep(0.1)
+        if self._count(READY_GLOB) < self.workers:  # never ready: a start-up that failed, not a late one
+            raise RunFailed(f"{self.workers - self._count(READY_GLOB)} of {self.workers} Locust workers never said ready "
+                            f"(their side did not answer, or they stopped): see logs/locust.log")
         ready = slowest_ready(self.handshake) or time.time()
         raise SideLate(ready - self.first_send_at, ready - self.launched, "the load generator")
 
     def await_sent(self) -> None:
         """Until every worker has sent its last request, at most SENT_GRACE_S."""
         deadline = time.time() + SENT_GRACE_S
-        while self.sends_marked and self._count(SENT_GLOB) < self.workers and time.time() < deadline:
+        while (self.sends_marked and self._count(SENT_GLOB) < self.workers and time.time() < deadline
+               and self.locust.poll() is None):
             time.sleep(0.1)
 
     def _count(self, pattern: str) -> int:

@@ -240,7 +240,7 @@ class LiveRunner:
         watch.targets(side.start())
         side_up_s = _ready_in_time(side_launched, plan)
         marked = plan.user_class == "PlanUser" and not self.remote  # a local open-loop worker marks its last send
-        generator = GeneratorWatch(run_dir / HANDSHAKE_DIR, self.workers, launched, first_send(plan), marked)
+        generator = GeneratorWatch(run_dir / HANDSHAKE_DIR, self.workers, launched, first_send(plan), marked, locust)
         happened = self._wait(locust, side, end_at, run_dir / "logs" / "locust.log", self._store_events(run, plan), generator,
                               self._load_view(plan, end_at, run_dir))
         self._learn_lead(run_dir / HANDSHAKE_DIR, launched, side_up_s)
