@@ -38,6 +38,13 @@ def newest_results(results: Path) -> Path:
     return max(found, key=lambda p: (p / RUNS_DIR).stat().st_mtime)
 
 
+def folder_named(value: str, root: Path) -> Path:
+    """A folder the user named (``RATELIMIT_RESULTS=results/...``): a relative path is the
+    repository root's, where ``make notebook`` runs, not the notebook's folder, where its kernel does."""
+    path = Path(value).expanduser()
+    return path if path.is_absolute() else root / path
+
+
 def png(fig: Figure) -> bytes:
     """A figure as PNG bytes, in memory."""
     buf = io.BytesIO()

@@ -175,11 +175,16 @@ def _count(field: str) -> Callable[[dict], str]:
     return lambda r: with_spread(r, field, f"{r[field]:,.0f}", lambda v: f"{v:,.0f}")
 
 
+def _share(r: dict, part: str, whole: str) -> str:
+    """A count as a share of its whole (``-`` with none: no legitimate request, nothing to refuse)."""
+    return "-" if not r.get(whole) else with_spread(r, part, f"{r[part] / r[whole]:.1%}", lambda v: f"{v / r[whole]:.1%}")
+
+
 SIM_COLUMNS = (
     Column("requests", "req.", _count("requests")),
     Column("admitted", "adm.", _count("admitted")),
     Column("rejected", "rej.", _count("rejected")),
-    Column("legit rejected", "legit\nrej.", lambda r: f"{_count('rejected_legit')(r)}/{r['legit_requests']:,.0f}"),
+    Column("legit rejected", "legit\nrej.", lambda r: _share(r, "rejected_legit", "legit_requests")),
     Column("over-admission", "over-\nadm.", _over),
     Column("false admits", "false\nadm.", _count("false_admits")),
     Column("false rejects", "false\nrej.", _count("false_rejects")),

@@ -128,7 +128,8 @@ class LogReader:
         if self.lines and self.bad.count > MAX_BAD_SHARE * self.lines:
             first = "; ".join(f"line {n}: {t!r}" for n, t in self.bad.located(self.path))
             raise LogError(f"{self.path}: {self.bad.count:,} of {self.lines:,} lines "
-                           f"({self.bad.count / self.lines:.1%}) are not {self.name} (more than 1%); first: {first}")
+                           f"({self.bad.count / self.lines:.1%}) are not {self.name} (more than 1%); first: {first}; "
+                           "a log of your own format: --log-format 'THE NGINX log_format STRING' (or --format NAME)")
 
 
 _REQUEST = r"^(?P<method>[A-Z]+) (?:[a-zA-Z][a-zA-Z0-9+.-]*://[^/ ]*)?(?P<path>[^ ?#]*)"

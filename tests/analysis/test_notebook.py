@@ -41,7 +41,10 @@ def _texts(nb: nbformat.NotebookNode) -> list[str]:
 def test_the_notebook_reads_a_folder_shows_what_the_report_does_not_and_writes_nothing(copy_of, live_folder, monkeypatch):
     folder = copy_of(live_folder)
     before = _snapshot(folder)
-    nb = _run({"RATELIMIT_RESULTS": str(folder), "RATELIMIT_BASELINE": str(folder)}, monkeypatch)
+    # RESULTS relative to the repository root, as docs/analysis.md writes it for `make notebook`
+    # (the kernel runs in the notebook's folder); BASELINE absolute
+    relative = os.path.relpath(folder, NOTEBOOK.parents[2])
+    nb = _run({"RATELIMIT_RESULTS": relative, "RATELIMIT_BASELINE": str(folder)}, monkeypatch)
     assert _snapshot(folder) == before  # no chart, no summary, nothing rewritten
     text = "\n".join(_texts(nb))
     expected = answers(group(analyze(load_results(folder)).rows))

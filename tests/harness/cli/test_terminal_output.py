@@ -188,3 +188,11 @@ def test_piped_the_live_view_is_a_plain_line_every_ten_seconds(monkeypatch):
         "run 1/1 ramp__token_bucket__memory  10 s  90,000 decided, 60,000 rejected  offered 8,100/s, answered 8,050/s "
         "(Locust's, seconds behind); 90,000 answers so far, 3 failed; P50 12 / P99 48 ms (last seconds, from the send); 21 s left",
         "run 1/1 ramp__token_bucket__memory  ok  240,000 sent, 160,000 rejected, 12.0 s"]
+
+
+def test_the_simulate_table_gives_legitimate_rejections_as_a_share():
+    rows = [{**sim_rows()[0], "rejected_legit": 937_500, "legit_requests": 1_650_000},
+            {**sim_rows()[1], "rejected_legit": 0, "legit_requests": 0}]
+    text = render(cli.summary_table, rows, 200, wide=True)
+    assert "56.8%" in text and "937,500/1,650,000" not in text and "0/0" not in text
+
