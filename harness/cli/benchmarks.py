@@ -25,6 +25,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "peer-agreement": ("benchmarks.peer_agreement", "a peer (NGINX, HAProxy, slowapi) vs its mapped model, request by request, bursty"),
     "slot-overhead": ("benchmarks.slot_overhead", "what the live stack adds to each downstream call (the model's default) vs virtual time"),
     "twin": ("benchmarks.twin", "live vs virtual time: P99, admitted, rejected, sustained rate per run, with their ratio"),
+    "store-deadline": ("benchmarks.store_deadline", "a target on Redis slowed or hung: P99 against the store budget, fallback share"),
     "twin-scale": ("benchmarks.twin_scale", "a live ramp campaign from another machine (16 cores) vs virtual time: sustained, P99 by rate"),
     "traffic": ("benchmarks.traffic", "access log parse rate per format; 5M combined lines x 3 policies: wall time, peak RSS"),
     "marginal-cpu": ("benchmarks.marginal_cpu", "a live run's marginal target CPU per request vs bench targets', per algorithm"),
