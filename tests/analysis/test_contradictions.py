@@ -94,11 +94,15 @@ def test_concurrency_limiters_are_not_on_the_over_admission_axis(crafted) -> Non
 
 
 def test_the_first_answer_names_its_scenario_and_policy_and_the_2x_line_is_drawn_only_where_it_applies(crafted) -> None:
+    """Issue 38: the bucket's 5.50x on page loads is inside its own (B + L)/L = 6x, never past the
+    fixed window's 2x line; the window edge leads."""
     _, report = crafted
     said = _answer(report, "over_admission")
-    assert said.startswith("On page_load_burst (L 2 per 1 s, burst 10), the worst of 7 rate-limiter runs: up to 5.50x "
-                           "the limit: token_bucket admitted 11 in one 1 s window")  # every scenario's worst, not the burst's
-    assert said.endswith("1 of 7 runs went past the 2x line (the fixed window's bound): page_load_burst__token_bucket__memory.")
+    assert said == (
+        "At the window edge on boundary_burst (L 50 per 1 s), the most admitted in one 1 s window: fixed_window 2.00x "
+        "(inside its 2.00x bound), sliding_log 1.00x (inside its 1.00x bound); the most of the campaign's 7 rate-limiter "
+        "runs on page_load_burst (L 2 per 1 s, burst 10): token_bucket 5.50x (inside its 6.00x bound; "
+        "page_load_burst__token_bucket__memory); every limiter stayed inside its own bound.")
     rate = [a for a in report.analysis.runs if a.row["over_admission"] is not None]
     fig = charts.over_admission(rate, "t")
     panels = {ax.get_title().split(":")[0]: ax for ax in fig.axes if ax.get_title()}
