@@ -246,11 +246,15 @@ STOPPED = {"p99": "then P99 over {bound}", "late": "then late sends: the generat
 SHED = 0.5  # a rule refusing this share or more of its traffic says so beside the rate it sustained
 
 
+def _shed(row: Row) -> str:
+    share = row.get("rejected_rate") or 0.0
+    return f" while refusing {100 * share:.0f}% of requests" if share >= SHED else ""
+
+
 def _sustained(row: Row, bound: str) -> str:
     rate = row["ramp_sustained_rps"]
     reached = _rps(rate) if rate > 0 else f"not even the ramp's first {_rps(row['ramp_offered_min_rps'])}"
-    share = row.get("rejected_rate") or 0.0
-    shed = f" while refusing {100 * share:.0f}% of requests" if share >= SHED else ""
+    shed = _shed(row)
     stall = row.get("ramp_startup_stall_s")
     after = f"after a start-up stall of {_num(stall)} s (late sends), " if stall else ""
     return f"{reached}{shed} ({after}{STOPPED[row['ramp_stopped_by']].format(bound=bound)}; {row['run']})"
@@ -270,7 +274,7 @@ def _broken(best: Row, rest: Sequence[Row]) -> str:
     """Why ``best`` heads the runs tied with it on the rate: the first criterion that sets it apart."""
     for field, said, fmt in TIE_BREAKS:
         if best.get(field) is not None and all(r.get(field) is not None and apart(best, r, field) for r in rest):
-            return f"first by its {said} ({fmt(best[field])} against {', '.join(fmt(r[field]) for r in rest)})"
+            return f"{_who(best)} first by its {said} ({fmt(best[field])} against {', '.join(fmt(r[field]) for r in rest)})"
     return "tied on P99 and goodput too"
 
 
@@ -288,7 +292,8 @@ def throughput(rows: Sequence[Row]) -> Answer | None:
     others = sorted((r for r in runs if all(r is not t for t in top)), key=lambda r: (-r["ramp_sustained_rps"], _order(r)))
     sentence = f"Best: {_who(best)}, {_sustained(best, bound)}"
     if len(top) > 1:
-        sentence += f"; {_names(top[1:], len(top))} {_even(top)} with it on the rate, {_broken(best, top[1:])}"
+        also = ", ".join(f"{_who(r)}{_shed(r)} ({r['run']})" for r in top[1:])
+        sentence += f"; {'tied' if exact(*top) else 'within noise'} with it on the rate: {also}; {_broken(best, top[1:])}"
     cited = [best]
     if others:
         worst = others[-1]

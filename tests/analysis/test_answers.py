@@ -167,3 +167,31 @@ def test_the_cpu_answer_gives_each_algorithm_its_interval_or_its_resolution() ->
         "Per request, with its 95% interval: gcra 106.5 µs (exact). Virtual time: the system model's cost (its cpu_us), "
         "not a measurement.")
     assert "cpu" not in _by_key(ROWS)  # no CPU samples: not asked
+
+
+def _ramp(algorithm: str, sustained: float, p99: float, **fields) -> dict:
+    return _row("ramp", algorithm, ramp_sustained_rps=sustained, ramp_stopped_by="p99", ramp_p99_bound_ms=100.0,
+                ramp_offered_min_rps=100.0, ramp_offered_max_rps=2000.0, latency_p99_intended_ms=p99, kind="virtual",
+                **fields)
+
+
+def test_a_tie_at_the_top_is_said_and_broken_by_p99_then_goodput() -> None:
+    """Issue 38: the ring, the token bucket and adaptive all sustained 1,000/s (virtual time: tied,
+    not within noise); the token bucket's lower P99 puts it first; adaptive refused 79% of its
+    traffic, said beside its rate."""
+    rows = [_ramp("fixed_window", 500.0, 90.0), _ramp("sliding_window_ring", 1000.0, 40.0),
+            _ramp("token_bucket", 1000.0, 12.0), _ramp("adaptive", 1000.0, 20.0, rejected_rate=0.79)]
+    assert _by_key(rows)["throughput"] == (
+        "Best: token_bucket, 1,000/s (then P99 over 100 ms; ramp__token_bucket__memory); tied with it on the rate: "
+        "adaptive while refusing 79% of requests (ramp__adaptive__memory), sliding_window_ring "
+        "(ramp__sliding_window_ring__memory); token_bucket first by its lower P99 (12 ms against 20 ms, 40 ms); "
+        "worst: fixed_window, 500/s (then P99 over 100 ms; ramp__fixed_window__memory).")
+    rows[2]["latency_p99_intended_ms"] = 40.0  # P99 tied with the ring's: goodput decides
+    rows[1]["goodput_rps"], rows[2]["goodput_rps"], rows[3]["goodput_rps"] = 950.0, 990.0, 210.0
+    got = _by_key(rows)["throughput"]
+    assert got.startswith("Best: adaptive, 1,000/s while refusing 79% of requests (then P99 over 100 ms; "
+                          "ramp__adaptive__memory); tied with it on the rate: token_bucket (ramp__token_bucket__memory), "
+                          "sliding_window_ring (ramp__sliding_window_ring__memory); adaptive first by its lower P99 "
+                          "(20 ms against 40 ms, 40 ms)")
+    rows[3]["latency_p99_intended_ms"] = 40.0  # all three at 40 ms: the token bucket's goodput decides
+    assert "; token_bucket first by its higher goodput (990/s against 950/s, 210/s); worst" in _by_key(rows)["throughput"]
