@@ -196,6 +196,13 @@ def legit_rejections(rows: Sequence[Row]) -> Answer | None:
     return Answer("legit_rejections", question, sentence, (worst["run"], other), "rejections")
 
 
+def _collapsed(runs: Sequence[Row]) -> str:
+    """An adaptive limit that fell onto its floor and stayed there to the run's end: a finding,
+    said with when (from the first send) and the floor (analysis.adaptive.collapse)."""
+    return "".join(f"; {_who(r)}'s limit collapsed to {_num(r['limit_floor'])} at {r['limit_collapsed_s']:g} s and "
+                   f"never recovered ({r['run']})" for r in runs if r.get("limit_collapsed_s") is not None)
+
+
 def bounded_p99(rows: Sequence[Row]) -> Answer | None:
     field = "latency_p99_intended_ms"
     every = _of(rows, "unhealthy_downstream", field)
@@ -231,6 +238,7 @@ def bounded_p99(rows: Sequence[Row]) -> Answer | None:
     if baseline:
         sentence += f"; no limiting at all ({BASELINE}): {_num(baseline[0][field])} ms"
         cited.append(baseline[0])
+    sentence += _collapsed(runs)
     return Answer("bounded_p99", f"The downstream got slow {_where(b)}: which limiter keeps P99 bounded?", sentence + ".",
                   tuple(r["run"] for r in cited), "latency_over_time")
 
@@ -304,6 +312,7 @@ def throughput(rows: Sequence[Row]) -> Answer | None:
     if baseline:
         sentence += f"; no limiting at all ({BASELINE}): {_sustained(baseline[0], bound)}"
         cited.append(baseline[0])
+    sentence += _collapsed(runs)
     offered = max(r["ramp_offered_max_rps"] for r in every)
     question = (f"Offered up to {_rps(offered)}: how high can the rate go with P99 under {bound} and nothing late or failed?")
     return Answer("throughput", question, sentence + ".", tuple(r["run"] for r in cited), "ramp_p99")

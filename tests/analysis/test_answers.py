@@ -195,3 +195,16 @@ def test_a_tie_at_the_top_is_said_and_broken_by_p99_then_goodput() -> None:
                           "(20 ms against 40 ms, 40 ms)")
     rows[3]["latency_p99_intended_ms"] = 40.0  # all three at 40 ms: the token bucket's goodput decides
     assert "; token_bucket first by its higher goodput (990/s against 950/s, 210/s); worst" in _by_key(rows)["throughput"]
+
+
+def test_an_adaptive_limit_that_collapsed_is_a_finding_with_its_time_and_floor() -> None:
+    rows = [_ramp("token_bucket", 1000.0, 12.0),
+            _ramp("adaptive", 200.0, 20.0, rejected_rate=0.79, limit_collapsed_s=3.5, limit_floor=1.0)]
+    assert _by_key(rows)["throughput"] == (
+        "Best: token_bucket, 1,000/s (then P99 over 100 ms; ramp__token_bucket__memory); worst: adaptive, 200/s while "
+        "refusing 79% of requests (then P99 over 100 ms; ramp__adaptive__memory); adaptive's limit collapsed to 1 at "
+        "3.5 s and never recovered (ramp__adaptive__memory).")
+    slow = [_row("unhealthy_downstream", "adaptive", latency_p99_intended_ms=504.0, rejected_rate=0.9,
+                 limit_collapsed_s=2.25, limit_floor=4.0)]
+    assert _by_key(slow)["bounded_p99"].endswith(
+        "; adaptive's limit collapsed to 4 at 2.25 s and never recovered (unhealthy_downstream__adaptive__memory).")
