@@ -110,7 +110,8 @@ def _each(runs: Sequence[Row]) -> tuple[str, list[Row]]:
     with the runs in the order the list names them."""
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in runs:
-        groups.setdefault((f"{r['over_admission']:.2f}x", _state(r)), []).append(r)
+        x = _figure(r, "over_admission", f"{r['over_admission']:.2f}x", lambda v: f"{v:.2f}x")
+        groups.setdefault((x, _state(r)), []).append(r)
     return ", ".join(f"{_names(rs, len(rs))} {x} ({'each ' if len(rs) > 1 else ''}{state})"
                      for (x, state), rs in groups.items()), [r for rs in groups.values() for r in rs]
 
@@ -222,7 +223,8 @@ def bounded_p99(rows: Sequence[Row]) -> Answer | None:
     if others:
         worst = _extreme(others, field, True)
         low = min(r[field] for r in others)
-        spread = f"{_num(low)} to {_num(worst[0][field])} ms" if len(others) > 1 else \
+        span = dict.fromkeys((_num(low), _num(worst[0][field])))  # one figure when both ends write the same
+        spread = " to ".join(span) + " ms" if len(others) > 1 else \
             _figure(worst[0], field, f"{_num(worst[0][field])} ms", lambda v: f"{_num(v)} ms")
         who = _names(others, 1) if len(others) == 1 else f"the {len(others)} others"
         named = f"worst: {_who(worst[0])}, {worst[0]['run']}" if len(worst) == 1 and len(others) > 1 else \

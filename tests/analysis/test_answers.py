@@ -7,6 +7,7 @@ import copy
 
 from analysis.answers import answers
 from analysis.palette import html_markup, rich_markup
+from analysis.spread import apart
 
 
 def _row(scenario: str, algorithm: str, **fields) -> dict:
@@ -208,3 +209,16 @@ def test_an_adaptive_limit_that_collapsed_is_a_finding_with_its_time_and_floor()
                  limit_collapsed_s=2.25, limit_floor=4.0)]
     assert _by_key(slow)["bounded_p99"].endswith(
         "; adaptive's limit collapsed to 4 at 2.25 s and never recovered (unhealthy_downstream__adaptive__memory).")
+
+
+def test_virtual_time_figures_are_tied_or_apart_never_within_noise() -> None:
+    """The default campaign in virtual time: eight limiters never reached their limit, P99
+    962.864-962.871 ms: 963 ms each as written, tied; a difference within 5% still ranks."""
+    rows = [_row("unhealthy_downstream", a, latency_p99_intended_ms=ms, kind="virtual", rejected_rate=r)
+            for a, ms, r in (("adaptive", 360.713, 0.268), ("fixed_window", 962.866, 0.0), ("sliding_log", 962.871, 0.0))]
+    assert _by_key(rows)["bounded_p99"] == (
+        "Best: adaptive, P99 361 ms while rejecting 26.8% of requests (unhealthy_downstream__adaptive__memory); "
+        "the 2 others: 963 ms (tied); their limits were never reached (0% rejected).")
+    assert not apart(rows[1], rows[2], "latency_p99_intended_ms")
+    assert apart({"x": 1.14, "kind": "virtual"}, {"x": 1.13, "kind": "virtual"}, "x")  # live, 1% would be noise
+    assert not apart({"x": 1.14}, {"x": 1.13}, "x")
