@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import copy
 
-from analysis.answers import answers
+from analysis.answers import Answer, answers
 from analysis.palette import html_markup, rich_markup
 from analysis.spread import apart
+
+from .consistency import contradictions
 
 
 def _row(scenario: str, algorithm: str, **fields) -> dict:
@@ -187,6 +189,11 @@ def test_a_tie_at_the_top_is_said_and_broken_by_p99_then_goodput() -> None:
         "adaptive while refusing 79% of requests (ramp__adaptive__memory), sliding_window_ring "
         "(ramp__sliding_window_ring__memory); token_bucket first by its lower P99 (12 ms against 20 ms, 40 ms); "
         "worst: fixed_window, 500/s (then P99 over 100 ms; ramp__fixed_window__memory).")
+    assert contradictions(answers(rows), rows) == []
+    before = Answer("throughput", "", "Best: sliding_window_ring, 1,000/s; worst: fixed_window, 500/s; token_bucket "
+                    "and adaptive in between.", ("ramp__sliding_window_ring__memory",), None)  # issue 38's sentence
+    assert contradictions([before], rows) == ["ramp__token_bucket__memory tied at the top, not named as such",
+                                              "ramp__adaptive__memory tied at the top, not named as such"]
     rows[2]["latency_p99_intended_ms"] = 40.0  # P99 tied with the ring's: goodput decides
     rows[1]["goodput_rps"], rows[2]["goodput_rps"], rows[3]["goodput_rps"] = 950.0, 990.0, 210.0
     got = _by_key(rows)["throughput"]
