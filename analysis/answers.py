@@ -365,7 +365,8 @@ def _cost(runs: Sequence[Row]) -> str:
     field = "cpu_target_us_per_req"
     lows, highs = zip(*(interval(r, field) for r in runs))
     median = float(np.median([r[field] for r in runs]))
-    spread = "exact" if min(lows) == max(highs) else f"{cell(field, min(lows))}-{cell(field, max(highs))}"
+    low, high = cell(field, min(lows)), cell(field, max(highs))
+    spread = "exact" if low == high else f"{low}-{high}"  # as written: 106.0-106.0 is one figure
     return f"{_who(runs[0])} {cell(field, median)} µs ({spread})"
 
 

@@ -196,3 +196,26 @@ def test_the_checker_finds_a_sentence_that_contradicts_its_rows(crafted) -> None
                      "sliding_log is not the limiter that refused most page loads",
                      "page_load_burst__token_bucket__memory said to refuse none",
                      "best unhealthy_downstream__adaptive__memory has 500.0, the top is 100.0"]
+
+
+def _outside(fig) -> list[str]:
+    """The legends of a drawn figure that reach past its frame."""
+    fig.draw_without_rendering()
+    legends = [*fig.legends, *(ax.get_legend() for ax in fig.axes if ax.get_legend())]
+    box = fig.bbox
+    return [leg.get_title().get_text() or "legend" for leg in legends
+            if (e := leg.get_window_extent()).x0 < box.x0 - 1 or e.x1 > box.x1 + 1 or e.y0 < box.y0 - 1]
+
+
+@pytest.mark.parametrize("shape", ["crafted", "smoke"])
+def test_every_legend_inside_its_frame(shape, request) -> None:
+    """Every chart of the shape, and the over-admission chart of one scenario alone: one panel, a
+    narrow figure, five entries (bound, 2x line, three limiters) that 6 columns would cut off."""
+    _, report = request.getfixturevalue(shape)
+    runs = report.analysis.runs
+    for spec in charts.SPECS:
+        chosen = [a for a in runs if spec.select(a)]
+        for chart, rs in charts._charts(spec, chosen):
+            assert _outside(spec.draw(rs, chart.title)) == [], chart.name
+    alone = [a for a in runs if a.run.info.scenario == "unhealthy_downstream" and a.row["over_admission"] is not None]
+    assert _outside(charts.over_admission(alone, "t")) == []
