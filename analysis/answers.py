@@ -135,8 +135,8 @@ def over_admission(rows: Sequence[Row]) -> Answer | None:
     each, cited = _each(lead)
     sentence = f"{where}, the most admitted in one {window:g} s window: {each}"
     if all(r is not top for r in lead):
-        sentence += (f"; the most of the campaign's {len(runs)} rate-limiter runs {_where(top)}: {_who(top)} "
-                     f"{top['over_admission']:.2f}x ({_state(top)}; {top['run']})")
+        worst, _ = _each(_extreme([r for r in runs if r["scenario"] == top["scenario"]], "over_admission", True))
+        sentence += f"; the most of the campaign's {len(runs)} rate-limiter runs {_where(top)}: {worst}, in {top['run']}"
         cited.append(top)
     said = own_verdict(runs)
     sentence += f"; {said}" if said else ""

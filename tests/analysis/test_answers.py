@@ -49,7 +49,7 @@ def test_every_question_answered_from_the_rows() -> None:
         "At the window edge on boundary_burst (L 50 per 1 s), the most admitted in one 1 s window: fixed_window 2.00x "
         "(inside its 2.00x bound), sliding_log 1.00x (inside its 1.00x bound), token_bucket 1.30x (inside its 2.00x bound); "
         "the most of the campaign's 6 rate-limiter runs on multi_node-rr (L 50 per 1 s): token_bucket (redis-local) 2.95x "
-        "(past its 2.00x bound by 0.95x; multi_node-rr__token_bucket__redis-local); 1 of 6 runs went past their own bound: "
+        "(past its 2.00x bound by 0.95x), in multi_node-rr__token_bucket__redis-local; 1 of 6 runs went past their own bound: "
         "multi_node-rr__token_bucket__redis-local (by 0.95x).")
     boundary = _by_key([r for r in ROWS if r["scenario"] == "boundary_burst"])["over_admission"]
     assert boundary == (
@@ -105,11 +105,12 @@ def test_the_headline_is_the_window_edge_then_the_worst_of_every_scenario() -> N
     assert got.sentence == (
         "At the window edge on boundary_burst (L 50 per 1 s), the most admitted in one 1 s window: gw-a and gw-b 1.00x "
         "(each inside its 2.00x bound); the most of the campaign's 5 rate-limiter runs on first_hit_hunt (L 50 per 1 s): "
-        "gw-a 1.96x (inside its 2.00x bound; first_hit_hunt__gw-a__memory); every limiter stayed inside its own bound.")
+        "gw-a 1.96x (inside its 2.00x bound), gw-b 1.90x (inside its 2.00x bound), in first_hit_hunt__gw-a__memory; every "
+        "limiter stayed inside its own bound.")
     assert got.runs == ("boundary_burst__gw-a__memory", "boundary_burst__gw-b__memory", "first_hit_hunt__gw-a__memory")
     rows[4]["over_admission"] = 2.1
     got = answers(rows)[0].sentence
-    assert got.endswith("gw-b 2.10x (past its 2.00x bound by 0.10x; first_hit_hunt__gw-b__memory); 1 of 5 runs went past "
+    assert got.endswith("gw-b 2.10x (past its 2.00x bound by 0.10x), in first_hit_hunt__gw-b__memory; 1 of 5 runs went past "
                         "their own bound: first_hit_hunt__gw-b__memory (by 0.10x).")
     without_edge = [r for r in rows if r["scenario"] != "boundary_burst"]
     assert answers(without_edge)[0].sentence.startswith(

@@ -122,8 +122,8 @@ def test_the_first_answer_names_its_scenario_and_policy_and_the_2x_line_is_drawn
     assert said == (
         "At the window edge on boundary_burst (L 50 per 1 s), the most admitted in one 1 s window: fixed_window 2.00x "
         "(inside its 2.00x bound), sliding_log 1.00x (inside its 1.00x bound); the most of the campaign's 7 rate-limiter "
-        "runs on page_load_burst (L 2 per 1 s, burst 10): token_bucket 5.50x (inside its 6.00x bound; "
-        "page_load_burst__token_bucket__memory); every limiter stayed inside its own bound.")
+        "runs on page_load_burst (L 2 per 1 s, burst 10): token_bucket 5.50x (inside its 6.00x bound), in "
+        "page_load_burst__token_bucket__memory; every limiter stayed inside its own bound.")
     rate = [a for a in report.analysis.runs if a.row["over_admission"] is not None]
     fig = charts.over_admission(rate, "t")
     panels = {ax.get_title().split(":")[0]: ax for ax in fig.axes if ax.get_title()}
@@ -175,7 +175,7 @@ def test_the_smoke_shape_reads_each_limiter_against_its_own_bound(smoke) -> None
     assert _answer(report, "over_admission") == (
         "At the window edge on boundary_burst (L 20 per 1 s), the most admitted in one 1 s window: fixed_window 2.00x "
         "(inside its 2.00x bound); the most of the campaign's 4 rate-limiter runs on page_load_burst (L 2 per 1 s, "
-        "burst 10): token_bucket 5.50x (inside its 6.00x bound; page_load_burst__token_bucket__memory); every limiter "
+        "burst 10): token_bucket 5.50x (inside its 6.00x bound), in page_load_burst__token_bucket__memory; every limiter "
         "stayed inside its own bound.")
 
 
