@@ -8,6 +8,9 @@ hand-computed series.
 - time to react: from the break until the limit settles (stays within ``SETTLE_BAND`` of the
   level it holds at the end of the break) for the rest of the break;
 - time to recover: the same from the recovery to the run's end;
+- collapse: a limit that ended on its floor, at most COLLAPSE of its peak, and stayed there: the
+  time it fell there for good and the floor (a finding: the rule stopped admitting and never
+  probed back up);
 - oscillation: coefficient of variation of the limit in the healthy steady state (the second
   half of the time before the break: the first half is the rule's start-up probe).
 """
@@ -26,13 +29,15 @@ from .labels import gateway_text
 
 GOODPUT_BOUND_S = 0.5
 """A client's patience: an answer later than this from the intended send is not goodput."""
+COLLAPSE = 0.25
+"""Collapsed: the limit ended at this share of its highest value or below, on its floor."""
 SETTLE_BAND = 0.1
 """Settled: within +-10% of the settled level (the median of the window's last quarter)."""
 BREAK_PHASES = (*HEALTH_PHASES.values(), OVERLOAD_PHASE)
 """run.json phases that mark the downstream's change (every unhealthy health, and an overload
 break's window, which leaves the downstream healthy); the earliest is the break."""
 EMPTY = {"goodput_in_bound_rps": None, "limit_react_s": None, "limit_recover_s": None, "limit_cov": None,
-         "limit_mean": None}
+         "limit_mean": None, "limit_collapsed_s": None, "limit_floor": None}
 
 
 def goodput_in_bound(intended_t: np.ndarray, done_t: np.ndarray, status: np.ndarray, span_s: float,
@@ -69,6 +74,18 @@ def settle_time(t: np.ndarray, limit: np.ndarray, start: float, end: float, band
     return round(float(settled_at - start), 4)
 
 
+def collapse(t: np.ndarray, limit: np.ndarray) -> tuple[float, float] | None:
+    """When the limit fell for good onto its floor (every later sample within SETTLE_BAND above the
+    run's lowest) and that floor, when it ended there at COLLAPSE of its peak or below; else None."""
+    t, limit = _sorted(t, limit)
+    t, limit = t[np.isfinite(limit)], limit[np.isfinite(limit)]
+    if not len(limit) or limit[-1] > COLLAPSE * limit.max():
+        return None
+    floor = float(limit.min())
+    above = np.flatnonzero(limit > floor * (1 + SETTLE_BAND))
+    return float(t[above[-1] + 1] if len(above) else t[0]), floor
+
+
 def oscillation(t: np.ndarray, limit: np.ndarray, start: float, end: float) -> float | None:
     """Coefficient of variation (std / mean) of the limit over [start, end); None without samples."""
     t, limit = np.asarray(t, dtype=np.float64), np.asarray(limit, dtype=np.float64)
@@ -93,9 +110,14 @@ def measures(info: RunInfo, decisions: pd.DataFrame, client: pd.DataFrame | None
         row["goodput_in_bound_rps"] = goodput_in_bound(client["intended_t"].to_numpy(), client["done_t"].to_numpy(),
                                                        client["status"].to_numpy(), span)
     window = break_window(info)
-    if "adaptive_limit" not in decisions.columns or decisions["adaptive_limit"].isna().all() or window is None:
+    if "adaptive_limit" not in decisions.columns or decisions["adaptive_limit"].isna().all():
         return row
     t, limit = decisions["t"].to_numpy(dtype=np.float64), decisions["adaptive_limit"].to_numpy(dtype=np.float64)
+    fell = collapse(t, limit)
+    if fell is not None:
+        row["limit_collapsed_s"], row["limit_floor"] = round(fell[0] - origin, 3), fell[1]
+    if window is None:
+        return row
     start, end = window
     last = float(t.max())
     row["limit_react_s"] = settle_time(t, limit, start, end)

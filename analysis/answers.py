@@ -14,13 +14,14 @@ from typing import Any
 import numpy as np
 
 from .labels import cell, num, row_policy
-from .spread import OWN_INTERVAL, apart, interval, with_spread
+from .own_bound import bound, past
+from .own_bound import verdict as own_verdict
+from .spread import OWN_INTERVAL, apart, exact, interval, with_spread
+from .theory import BUCKETS
 
 Row = dict[str, Any]
 
 BASELINE = "none"  # admits everything: the overhead baseline, never "the best limiter"
-LINE = 2.0  # the fixed window's bound, drawn where an algorithm of its family ran
-FIXED_WINDOW_FAMILY = ("fixed_window", "sliding_window_counter", "sliding_window_ring")
 
 
 @dataclass(frozen=True)
@@ -83,61 +84,67 @@ def _extreme(runs: Sequence[Row], field: str, high: bool) -> list[Row]:
     return [top, *(r for r in runs if r is not top and not apart(top, r, field))]
 
 
+def _even(rows: Sequence[Row]) -> str:
+    """How equal figures are said: tied in virtual time (no noise), else within noise."""
+    return "tied" if exact(*rows) else "within noise of each other"
+
+
 def _tied(rows: Sequence[Row]) -> str:
-    return _who(rows[0]) if len(rows) == 1 else f"{_names(rows)} (within noise of each other)"
+    return _who(rows[0]) if len(rows) == 1 else f"{_names(rows)} ({_even(rows)})"
 
 
 def _figure(row: Row, field: str, text: str, fmt: Any = _num) -> str:
     return with_spread(row, field, text, fmt)
 
 
-def _times(row: Row, field: str = "over_admission") -> str:
-    return _figure(row, field, f"{row[field]:.2f}x", lambda v: f"{v:.2f}x")
+def _state(row: Row) -> str:
+    """A run's figure against its own policy's bound (analysis/own_bound.py)."""
+    b, over = bound(row), past(row)
+    if b is None:
+        return "without a bound"
+    return f"past its {b:.2f}x bound by {over:.2f}x" if over is not None else f"inside its {b:.2f}x bound"
 
 
-def _runs_named(rows: Sequence[Row], most: int = 3) -> str:
-    names = [r["run"] for r in rows]
-    if len(names) > most:
-        names = [*names[:most], f"{len(names) - most} more"]
-    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+def _each(runs: Sequence[Row]) -> tuple[str, list[Row]]:
+    """Every run's figure and state in one list, runs with the same figure and state named together;
+    with the runs in the order the list names them."""
+    groups: dict[tuple[str, str], list[Row]] = {}
+    for r in runs:
+        x = _figure(r, "over_admission", f"{r['over_admission']:.2f}x", lambda v: f"{v:.2f}x")
+        groups.setdefault((x, _state(r)), []).append(r)
+    return ", ".join(f"{_names(rs, len(rs))} {x} ({'each ' if len(rs) > 1 else ''}{state})"
+                     for (x, state), rs in groups.items()), [r for rs in groups.values() for r in rs]
 
 
-def _line(runs: Sequence[Row]) -> str:
-    """The 2x line: every run past it counted and named, whatever ran; "none past it" said only
-    where a fixed-window-family algorithm ran (the panel draws the line only there)."""
-    above = [r for r in runs if r["over_admission"] > LINE + 1e-9]
-    if above:
-        return (f"; {len(above)} of {len(runs)} runs went past the {LINE:g}x line (the fixed window's bound): "
-                f"{_runs_named(sorted(above, key=lambda r: -r['over_admission']))}")
-    if any(r["algorithm"] in FIXED_WINDOW_FAMILY for r in runs):
-        return f"; no run went past the {LINE:g}x line (the fixed window's bound)"
-    return ""
+EDGE = "boundary_burst"  # the window-edge question: how much gets through where one window meets the next
 
 
 def over_admission(rows: Sequence[Row]) -> Answer | None:
-    """The worst case of the campaign: the most admitted in any W, as a multiple of L, over every
-    rate-limiter run of every scenario (boundary bursts, the drip, page loads, a fleet's nodes, a
-    hunt: whichever found the most), per the key the policy names, naming the run; beside it the
-    best limiter on that same scenario (the same traffic) and every run past the 2x line."""
+    """The window edge first (boundary_burst, else the scenario that got the most through): every
+    limiter's most admitted in any W, as a multiple of L, each against the bound its own policy
+    implies; then the campaign's worst of every scenario when elsewhere, and every run past its own
+    bound named. What a policy allows by design (a bucket's burst) is never called past it."""
     runs = _limiters([r for r in rows if r.get("over_admission") is not None and not r.get("degraded_share")])
     if not runs:
         return None
     top = max(runs, key=lambda r: r["over_admission"])
-    same = [r for r in runs if r["scenario"] == top["scenario"]]
-    worst, best = _extreme(same, "over_admission", True), _extreme(same, "over_admission", False)
-    w, b = worst[0], best[0]
-    limit, window = w["limit"], w["window_s"]
-    of = f"the worst of {len(runs)} rate-limiter runs" if len(runs) > 1 else "one rate-limiter run"
-    sentence = (f"O{_where(w)[1:]}, {of}: up to {_times(w)} the limit: {_tied(worst)} admitted "
-                f"{_num(w['over_admission'] * limit)} in one {window:g} s window against a limit of {_num(limit)} "
-                f"({w['run']})")
-    if w is not b and not set(map(id, worst)) & set(map(id, best)):
-        sentence += f"; on the same traffic {_tied(best)} held it to {_times(b)} ({b['run']})"
-    elif len(same) > 1:
-        sentence += "; every limiter on that traffic within noise of it"
-    sentence += _line(runs)
-    question = f"We limit to {_num(limit)} per {window:g} s per key: how much can get through in any {window:g} s?"
-    return Answer("over_admission", question, sentence + ".", tuple(dict.fromkeys((w["run"], b["run"]))), "over_admission")
+    edge = [r for r in runs if family(r["scenario"]) == EDGE]
+    lead = [r for r in runs if r["scenario"] == (edge[0] if edge else top)["scenario"]]
+    first, window = lead[0], lead[0]["window_s"]
+    where = f"At the window edge {_where(first)}" if edge else f"O{_where(first)[1:]}"
+    each, cited = _each(lead)
+    sentence = f"{where}, the most admitted in one {window:g} s window: {each}"
+    if all(r is not top for r in lead):
+        worst, _ = _each(_extreme([r for r in runs if r["scenario"] == top["scenario"]], "over_admission", True))
+        sentence += f"; the most of the campaign's {len(runs)} rate-limiter runs {_where(top)}: {worst}, in {top['run']}"
+        cited.append(top)
+    said = own_verdict(runs)
+    sentence += f"; {said}" if said else ""
+    limit = _num(first["limit"])
+    question = (f"We limit to {limit} per {window:g} s per key: how much gets through at a window edge?" if edge else
+                f"We limit to {limit} per {window:g} s per key: how much can get through in any {window:g} s?")
+    return Answer("over_admission", question, sentence + ".", tuple(dict.fromkeys(r["run"] for r in cited)),
+                  "over_admission")
 
 
 def _abuse(row: Row) -> str:
@@ -147,6 +154,20 @@ def _abuse(row: Row) -> str:
     share = 1.0 - (row.get("rejected_abusive_rate") or 0.0)
     return " (but admitted all of the abusive traffic)" if share >= 1.0 else \
         f" (but admitted {100 * share:.0f}% of the abusive traffic)"
+
+
+def _burst_buys(runs: Sequence[Row]) -> str:
+    """What the burst setting buys a page load: the legitimate requests the buckets admitted that
+    the sliding log (the exact window, no burst) refused."""
+    strict = [r for r in runs if r["algorithm"] == "sliding_log" and r["rejected_legit"]]
+    buckets = [r for r in runs if r["algorithm"] in BUCKETS]
+    if not strict or not buckets:
+        return ""
+    refused = strict[0]["rejected_legit"]
+    fewest = min(buckets, key=lambda r: r["rejected_legit"])
+    spared = max(refused - fewest["rejected_legit"], 0)
+    return (f"; the burst of {_num(fewest.get('burst') or fewest['limit'])} spared {spared:,} of the {refused:,} "
+            f"legitimate requests sliding_log refused ({_who(fewest)}, {fewest['run']})")
 
 
 def legit_rejections(rows: Sequence[Row]) -> Answer | None:
@@ -172,8 +193,15 @@ def legit_rejections(rows: Sequence[Row]) -> Answer | None:
         other = least[0]["run"]
     rate = _figure(worst, "rejected_legit_rate", f"{100 * worst['rejected_legit_rate']:.1f}%", lambda v: f"{100 * v:.1f}%")
     sentence = (f"With {_who(worst)}, yes: {worst['rejected_legit']:,} of {worst['legit_requests']:,} legitimate requests "
-                f"({rate}) got a 429 ({worst['run']}); {rest}.")
+                f"({rate}) got a 429 ({worst['run']}); {rest}{_burst_buys(runs)}.")
     return Answer("legit_rejections", question, sentence, (worst["run"], other), "rejections")
+
+
+def _collapsed(runs: Sequence[Row]) -> str:
+    """An adaptive limit that fell onto its floor and stayed there to the run's end: a finding,
+    said with when (from the first send) and the floor (analysis.adaptive.collapse)."""
+    return "".join(f"; {_who(r)}'s limit collapsed to {_num(r['limit_floor'])} at {r['limit_collapsed_s']:g} s and "
+                   f"never recovered ({r['run']})" for r in runs if r.get("limit_collapsed_s") is not None)
 
 
 def bounded_p99(rows: Sequence[Row]) -> Answer | None:
@@ -187,7 +215,7 @@ def bounded_p99(rows: Sequence[Row]) -> Answer | None:
     others = [r for r in runs if all(r is not x for x in best)]
     shed = 100 * (b.get("rejected_rate") or 0.0)
     ms = _figure(b, field, f"{_num(b[field])} ms", lambda v: f"{_num(v)} ms")
-    lead = "Best" if len(best) == 1 else "Best, within noise of each other"
+    lead = "Best" if len(best) == 1 else f"Best, {_even(best)}"
     sentence = f"{lead}: {_names(best)}, P99 {ms} while rejecting {shed:.1f}% of requests ({b['run']})"
     if _idle(b):
         sentence += ", its limit never reached (0% rejected)"
@@ -195,11 +223,12 @@ def bounded_p99(rows: Sequence[Row]) -> Answer | None:
     if others:
         worst = _extreme(others, field, True)
         low = min(r[field] for r in others)
-        spread = f"{_num(low)} to {_num(worst[0][field])} ms" if len(others) > 1 else \
+        span = dict.fromkeys((_num(low), _num(worst[0][field])))  # one figure when both ends write the same
+        spread = " to ".join(span) + " ms" if len(others) > 1 else \
             _figure(worst[0], field, f"{_num(worst[0][field])} ms", lambda v: f"{_num(v)} ms")
         who = _names(others, 1) if len(others) == 1 else f"the {len(others)} others"
         named = f"worst: {_who(worst[0])}, {worst[0]['run']}" if len(worst) == 1 and len(others) > 1 else \
-            ("within noise of each other" if len(others) > 1 else worst[0]["run"])
+            (_even(others) if len(others) > 1 else worst[0]["run"])
         sentence += f"; {who}: {spread} ({named})"
         idle = [r for r in others if _idle(r)]
         if idle:
@@ -211,6 +240,7 @@ def bounded_p99(rows: Sequence[Row]) -> Answer | None:
     if baseline:
         sentence += f"; no limiting at all ({BASELINE}): {_num(baseline[0][field])} ms"
         cited.append(baseline[0])
+    sentence += _collapsed(runs)
     return Answer("bounded_p99", f"The downstream got slow {_where(b)}: which limiter keeps P99 bounded?", sentence + ".",
                   tuple(r["run"] for r in cited), "latency_over_time")
 
@@ -223,25 +253,57 @@ STOPPED = {"p99": "then P99 over {bound}", "late": "then late sends: the generat
            "failed": "then failed requests", None: "held to the top of the ramp"}
 
 
+SHED = 0.5  # a rule refusing this share or more of its traffic says so beside the rate it sustained
+
+
+def _shed(row: Row) -> str:
+    share = row.get("rejected_rate") or 0.0
+    return f" while refusing {100 * share:.0f}% of requests" if share >= SHED else ""
+
+
 def _sustained(row: Row, bound: str) -> str:
     rate = row["ramp_sustained_rps"]
     reached = _rps(rate) if rate > 0 else f"not even the ramp's first {_rps(row['ramp_offered_min_rps'])}"
+    shed = _shed(row)
     stall = row.get("ramp_startup_stall_s")
     after = f"after a start-up stall of {_num(stall)} s (late sends), " if stall else ""
-    return f"{reached} ({after}{STOPPED[row['ramp_stopped_by']].format(bound=bound)}; {row['run']})"
+    return f"{reached}{shed} ({after}{STOPPED[row['ramp_stopped_by']].format(bound=bound)}; {row['run']})"
+
+
+P99 = "latency_p99_intended_ms"
+TIE_BREAKS = ((P99, "lower P99", lambda v: f"{_num(v)} ms"), ("goodput_rps", "higher goodput", _rps))
+"""A tie on the rate sustained is broken by P99, then by goodput."""
+
+
+def _order(row: Row) -> tuple[float, float]:
+    p99, goodput = row.get(P99), row.get("goodput_rps")
+    return (np.inf if p99 is None else p99, -(goodput or 0.0))
+
+
+def _broken(best: Row, rest: Sequence[Row]) -> str:
+    """Why ``best`` heads the runs tied with it on the rate: the first criterion that sets it apart."""
+    for field, said, fmt in TIE_BREAKS:
+        if best.get(field) is not None and all(r.get(field) is not None and apart(best, r, field) for r in rest):
+            return f"{_who(best)} first by its {said} ({fmt(best[field])} against {', '.join(fmt(r[field]) for r in rest)})"
+    return "tied on P99 and goodput too"
 
 
 def throughput(rows: Sequence[Row]) -> Answer | None:
-    """Per ramp run, the highest offered rate with P99 under the bound and no late or failed request."""
+    """Per ramp run, the highest offered rate with P99 under the bound and no late or failed request;
+    runs tied on it are named as tied and ordered by P99, then goodput."""
     every = _of(rows, "ramp", "ramp_sustained_rps")
     runs = _limiters(every)
     if not runs:
         return None
     bounds = {r["ramp_p99_bound_ms"] for r in every}
     bound = f"{_num(next(iter(bounds)))} ms" if len(bounds) == 1 else "its bound"
-    ranked = sorted(runs, key=lambda r: -r["ramp_sustained_rps"])
-    best, others = ranked[0], ranked[1:]
+    top = sorted(_extreme(runs, "ramp_sustained_rps", True), key=_order)
+    best = top[0]
+    others = sorted((r for r in runs if all(r is not t for t in top)), key=lambda r: (-r["ramp_sustained_rps"], _order(r)))
     sentence = f"Best: {_who(best)}, {_sustained(best, bound)}"
+    if len(top) > 1:
+        also = ", ".join(f"{_who(r)}{_shed(r)} ({r['run']})" for r in top[1:])
+        sentence += f"; {'tied' if exact(*top) else 'within noise'} with it on the rate: {also}; {_broken(best, top[1:])}"
     cited = [best]
     if others:
         worst = others[-1]
@@ -252,8 +314,9 @@ def throughput(rows: Sequence[Row]) -> Answer | None:
     if baseline:
         sentence += f"; no limiting at all ({BASELINE}): {_sustained(baseline[0], bound)}"
         cited.append(baseline[0])
-    top = max(r["ramp_offered_max_rps"] for r in every)
-    question = (f"Offered up to {_rps(top)}: how high can the rate go with P99 under {bound} and nothing late or failed?")
+    sentence += _collapsed(runs)
+    offered = max(r["ramp_offered_max_rps"] for r in every)
+    question = (f"Offered up to {_rps(offered)}: how high can the rate go with P99 under {bound} and nothing late or failed?")
     return Answer("throughput", question, sentence + ".", tuple(r["run"] for r in cited), "ramp_p99")
 
 
@@ -311,7 +374,8 @@ def _cost(runs: Sequence[Row]) -> str:
     field = "cpu_target_us_per_req"
     lows, highs = zip(*(_own_interval(r, field) for r in runs))
     median = float(np.median([r[field] for r in runs]))
-    spread = "exact" if min(lows) == max(highs) else f"{cell(field, min(lows))}-{cell(field, max(highs))}"
+    low, high = cell(field, min(lows)), cell(field, max(highs))
+    spread = "exact" if low == high else f"{low}-{high}"  # as written: 106.0-106.0 is one figure
     return f"{_who(runs[0])} {cell(field, median)} µs ({spread})"
 
 

@@ -92,13 +92,18 @@ def _panel_title(ax: Axes, a: RunAnalysis, measured: str) -> None:
 
 
 def _legend(fig: Figure, axes: Sequence[Axes], title: str | None = None) -> None:
-    """One legend for the figure, under the panels: the same algorithm has one colour in every panel."""
+    """One legend for the figure, under the panels: the same algorithm has one colour in every panel;
+    in as many rows as it takes to stay inside the figure's frame (a one-panel figure is narrow)."""
     unique: dict[str, object] = {}
     for ax in axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             unique.setdefault(label, handle)
-    fig.legend(list(unique.values()), list(unique), loc="outside lower center", fontsize=8, title=title,
-               ncol=min(len(unique), 6), frameon=False)
+    for ncol in range(min(len(unique), 6), 0, -1):  # as many columns as the figure's width holds: never cut off
+        legend = fig.legend(list(unique.values()), list(unique), loc="outside lower center", fontsize=8, title=title,
+                            ncol=ncol, frameon=False)
+        if ncol == 1 or legend.get_window_extent().width <= fig.bbox.width:
+            return
+        legend.remove()
 
 
 def _save(fig: Figure, chart: Chart, root: Path) -> None:

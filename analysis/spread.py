@@ -26,6 +26,9 @@ BOOTSTRAP_FROM = 5
 SINGLE_RUN_NOISE = 0.05
 """Without repeats nothing measures the noise: figures closer than this share of the larger one
 are called within noise (live P99 and CPU move by about this much from run to run here)."""
+EXACT_DIGITS = 3
+"""Virtual-time figures that agree to this many significant digits are tied (962.866 and 962.871 ms:
+both 963 as written), never ranked by a difference no sentence shows."""
 MIN_MAX, CI95 = "min-max", "95% CI"
 IDENTITY = ("scenario", "algorithm", "store", "system")
 NOT_MEASURES = ("repeat", "seed", "limit", "window_s", "burst")
@@ -95,11 +98,19 @@ def interval(row: Row, field: str) -> tuple[float, float]:
     return float(low), float(high)
 
 
+def exact(*rows: Row) -> bool:
+    """Single runs in virtual time: replayed, they give the same figures, so they have no noise."""
+    return all(r.get("kind") == "virtual" and r.get("repeats", 1) == 1 for r in rows)
+
+
 def apart(a: Row, b: Row, field: str) -> bool:
     """Whether two groups' figures differ beyond their noise: intervals that do not overlap; for
-    two single runs (no interval), a difference above SINGLE_RUN_NOISE of the larger."""
+    two single runs (no interval), a difference above SINGLE_RUN_NOISE of the larger; when both are
+    exact (virtual time), any difference in EXACT_DIGITS significant digits."""
     (alo, ahi), (blo, bhi) = interval(a, field), interval(b, field)
     if ahi < blo or bhi < alo:
+        if exact(a, b):
+            return f"{a[field]:.{EXACT_DIGITS}g}" != f"{b[field]:.{EXACT_DIGITS}g}"
         if a.get("repeats", 1) > 1 or b.get("repeats", 1) > 1:
             return True
         return abs(a[field] - b[field]) > SINGLE_RUN_NOISE * max(abs(a[field]), abs(b[field]))

@@ -24,7 +24,7 @@ from .keys import per_key
 from .labels import policy_text
 from .loader import ResultsError
 from .palette import colour
-from .spread import apart, interval, with_spread
+from .spread import apart, exact, interval, with_spread
 
 Row = dict[str, Any]
 REFUSED_COLOUR = "#d62728"
@@ -143,6 +143,13 @@ def timeline(runs: Sequence[RunAnalysis], key: str) -> Figure:
     return fig
 
 
+def _differ(a: dict[str, Any], b: dict[str, Any], field: str) -> str:
+    """Whether A and B differ beyond their noise; two virtual runs have none: equal or not."""
+    if exact(a, b):
+        return "differ" if a[field] != b[field] else "equal"
+    return "beyond noise" if apart(a, b, field) else "within noise"
+
+
 def ab_table(a: Row, b: Row) -> pd.DataFrame:
     """Every measure compare shows, A and B as the report writes them (median and interval), the
     change, and whether the two differ beyond their noise (analysis.spread.apart)."""
@@ -155,7 +162,7 @@ def ab_table(a: Row, b: Row) -> pd.DataFrame:
         rows.append({"measure": label, "A": "n/a" if va is None else with_spread(a, field, fmt(va), fmt),
                      "B": "n/a" if vb is None else with_spread(b, field, fmt(vb), fmt),
                      "B - A": ("+" if vb >= va else "-") + fmt(abs(vb - va)) if both else "n/a",
-                     "differ": ("beyond noise" if apart(a, b, field) else "within noise") if both else "n/a"})
+                     "differ": _differ(a, b, field) if both else "n/a"})
     return pd.DataFrame(rows).set_index("measure")
 
 

@@ -186,8 +186,8 @@ SIM_COLUMNS = (
     Column("rejected", "rej.", _count("rejected")),
     Column("legit rejected", "legit\nrej.", lambda r: _share(r, "rejected_legit", "legit_requests")),
     Column("over-admission", "over-\nadm.", _over),
-    Column("false admits", "false\nadm.", _count("false_admits")),
-    Column("false rejects", "false\nrej.", _count("false_rejects")),
+    Column("log refused", "log\nrefused", _count("false_admits")),  # admitted where the sliding log refused: a burst too
+    Column("log admitted", "log\nadmitted", _count("false_rejects")),  # refused where the sliding log admitted
 )
 SYSTEM_COLUMNS = (
     Column("P99 ms", "P99\nms", lambda r: _maybe(r.get("latency_p99_intended_ms"), "{:,.0f}")),

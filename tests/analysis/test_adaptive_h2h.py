@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from analysis.adaptive import (
+    collapse,
     goodput_in_bound,
     limit_over_time,
     measures,
@@ -64,6 +65,15 @@ def test_measures_read_the_break_phase_and_the_logged_limit() -> None:
     # recovery [7, 9]: 3 all along -> 0 s; steady state: the second half before the break, t in [2, 4): 4, 6
     assert (row["limit_react_s"], row["limit_recover_s"], row["limit_cov"], row["limit_mean"]) == (2.0, 0.0, 0.2, 5.0)
     assert row["goodput_in_bound_rps"] == round(9 / 9.1, 3)
+    # ended on 3, under a quarter of its peak 16, from t = 6 on: collapsed there, never recovered
+    assert (row["limit_collapsed_s"], row["limit_floor"]) == (6.0, 3.0)
+
+
+def test_a_collapse_is_a_limit_that_ends_on_its_floor() -> None:
+    assert collapse(T[:4], np.array([16.0, 2.0, 1.05, 1.0])) == (2.0, 1.0)  # 2 is above the band, 1.05 within 10%
+    assert collapse(T[:4], np.array([16.0, 1.0, 1.0, 5.0])) is None  # probed back up past a quarter of 16
+    assert collapse(T[:4], np.array([16.0, 8.0, 8.0, 8.0])) is None  # halved: not a collapse
+    assert collapse(T[:4], np.full(4, np.nan)) is None
 
 
 def test_the_chart_series_keeps_each_bins_last_limit_and_rules_are_named() -> None:
