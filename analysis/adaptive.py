@@ -83,6 +83,8 @@ def collapse(t: np.ndarray, limit: np.ndarray) -> tuple[float, float] | None:
         return None
     floor = float(limit.min())
     above = np.flatnonzero(limit > floor * (1 + SETTLE_BAND))
+    if len(above) and above[-1] == len(limit) - 1:  # low, but its last sample is not on its floor: still moving
+        return None
     return float(t[above[-1] + 1] if len(above) else t[0]), floor
 
 

@@ -89,7 +89,9 @@ def url_verdicts(policy: PolicyFile, url: str, key: KeySpec, caps: Caps = Caps()
 
 
 def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> list[CheckVerdict]:
-    """The claim against the measurement: L (a rate for buckets), W (a burst for buckets), the
+    """The claim against the measurement: L and W, or for a claimed bucket its rate and its burst
+    (rows named by the claim, not by the model that fits best: a busy machine can make a bucket fit
+    as a window, and the claim's rows must not change with it), the
     claimed model replayed on the recorded decisions, and the worst case within the claim's bound.
     A figure passes within 5% of the fitted one, or when the claimed figure, put in the fitted
     policy, repeats the decisions as well as the fit: a few dozen decisions do not pin a bucket's
@@ -109,7 +111,7 @@ def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> lis
         return near(measured, claim_value) or agreement(best.model, instead, decisions,
                                                          within_round_trip=True) >= best.agreed
 
-    if best.model in BUCKETED:
+    if lim.algorithm in BUCKETED:  # a bucket claim is checked as a bucket, whatever model fits best
         rate, got_rate = claim.limit / claim.window_s, got.limit / got.window_s
         rows = [_row("live_measured_rate", lim, f"{got_rate:.4g}/s", f"{rate:.4g}/s ±5%",
                      fits(got_rate, rate, replace(got, window_s=got.limit / rate)), said),

@@ -74,6 +74,7 @@ def test_a_collapse_is_a_limit_that_ends_on_its_floor() -> None:
     assert collapse(T[:4], np.array([16.0, 1.0, 1.0, 5.0])) is None  # probed back up past a quarter of 16
     assert collapse(T[:4], np.array([16.0, 8.0, 8.0, 8.0])) is None  # halved: not a collapse
     assert collapse(T[:4], np.full(4, np.nan)) is None
+    assert collapse(T[:4], np.array([16.0, 1.0, 1.0, 3.0])) is None  # low, but its last sample off the floor
 
 
 def test_the_chart_series_keeps_each_bins_last_limit_and_rules_are_named() -> None:
