@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: bench test simulate notebook core-bench live-bench hostile-bench system-deps clean
+.PHONY: bench test test-fast simulate notebook core-bench live-bench hostile-bench system-deps clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +28,12 @@ notebook: $(STAMP)
 test: $(STAMP) system-deps
 	$(PY) -m ruff check .
 	$(PY) -m pytest -q -n 3 --dist loadfile --durations=15  # the tests mostly wait on real processes: three files at a time
+
+# The fast lane: every test that starts no process (`-m "not process"`, tests/lanes.py), two files at a
+# time, for the edit-test loop; `make test` (and CI) runs them all.
+test-fast: $(STAMP)
+	$(PY) -m ruff check .
+	$(PY) -m pytest -q -m "not process" -n 2 --dist loadfile --durations=10
 
 # What some tests drive besides Python: Redis (store tests), Chromium (report rendering), NGINX and
 # HAProxy (the peer targets); and wrk, which the live benchmark runs beside the suite's generator.

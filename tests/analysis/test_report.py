@@ -89,6 +89,7 @@ def test_ideal_replay_matches_the_simulator(sim_folder: Path) -> None:
 
 
 @pytest.mark.parametrize("folder", ["live", "wide"])
+@pytest.mark.process
 def test_report_fits_1000_px_in_headless_chromium(folder: str, live_report, live_folder: Path, wide_folder: Path,
                                                   tmp_path: Path) -> None:
     """No sideways scrolling, no chart shown under 60% of its drawn width, tables sort by a click."""
