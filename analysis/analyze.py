@@ -251,6 +251,7 @@ def analyze_run(run: Run) -> RunAnalysis:
     if run.info.scenario.startswith(RETRY_STORM_PREFIX):
         sent = client["sent_t"].to_numpy(dtype=np.float64) if client is not None else t
         a.calls = _per_second(sent[np.isfinite(sent)], origin)
+    row.update(run.info.simulator)  # a virtual run's figures no log holds, as its run.json recorded them
     a.twin = _twin_row(run, row)
     return a
 

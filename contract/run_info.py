@@ -93,6 +93,9 @@ class RunInfo:
     """The trace file the run replayed (``simulate --trace``), else None."""
     gateway: dict[str, float] | None = None
     """The token bucket in front of the limiter (``{rate, burst}``), else None."""
+    simulator: dict[str, Any] = field(default_factory=dict)
+    """A virtual run's figures no log holds (``wall_s``, ``evicted_keys``, ``target_cores``,
+    ``downstream_utilisation``): recorded with the run, so the summary row never borrows another's."""
 
     @property
     def degraded(self) -> Phase | None:
@@ -243,6 +246,7 @@ def read_run_json(path: Path) -> RunInfo:
         kind=str(raw.get("kind") or "live"), seed=_count(raw, "seed", path, 0), repeat=_count(raw, "repeat", path, 1),
         trace=str(raw["trace"]) if raw.get("trace") else None,
         gateway=dict(raw["gateway"]) if isinstance(raw.get("gateway"), dict) else None,
+        simulator=dict(raw["simulator"]) if isinstance(raw.get("simulator"), dict) else {},
     )
 
 

@@ -1,8 +1,8 @@
 """summary.json and summary.csv: one row per run, the schema ``simulate --json`` prints, extended
 with the analysis fields (a field that does not apply to a run is null).
 
-Fields the analysis cannot rebuild from raw files (the simulator's ``evicted_keys`` and
-``wall_s``) are carried over from the summary already in the folder.
+Every row is built from its own run's files (a virtual run's ``wall_s`` and ``evicted_keys`` from its
+run.json): nothing is read back from an earlier summary, which would key runs by name and blur repeats.
 """
 
 from __future__ import annotations
@@ -18,8 +18,6 @@ from typing import Any
 from .atomic import write_text
 from .schema import DECIDED_BY_CLIENT, DECIDED_BY_MODEL, DECIDED_BY_TARGET, SUMMARY_CSV, SUMMARY_JSON, SYSTEM_SUITE
 
-RUN_ID = ("scenario", "algorithm", "store")
-
 
 def _plain(value: Any) -> Any:
     """JSON-safe: numpy scalars as Python numbers, NaN as null."""
@@ -30,23 +28,6 @@ def _plain(value: Any) -> Any:
     if isinstance(value, dict):
         return {str(k): _plain(v) for k, v in value.items()}
     return value
-
-
-def _previous(root: Path) -> dict[tuple, dict[str, Any]]:
-    try:
-        runs = json.loads((root / SUMMARY_JSON).read_text(encoding="utf-8")).get("runs", [])
-        return {tuple(r.get(k) for k in RUN_ID): r for r in runs if isinstance(r, dict)}
-    except (OSError, ValueError, AttributeError):
-        return {}
-
-
-def merged_rows(root: Path, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    old = _previous(root)
-    out = []
-    for row in rows:
-        extra = {k: v for k, v in old.get(tuple(row.get(k) for k in RUN_ID), {}).items() if k not in row}
-        out.append({k: _plain(v) for k, v in {**row, **extra}.items()})
-    return out
 
 
 def with_system(row: dict[str, Any]) -> dict[str, Any]:
@@ -107,7 +88,7 @@ def write_rows(root: Path, rows: Sequence[dict[str, Any]]) -> None:
 
 
 def write_summary(root: Path, rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The analysis' rows with what only the folder's previous summary knows; returns the rows as written."""
-    merged = merged_rows(root, rows)
-    write_rows(root, merged)
-    return merged
+    """The analysis' rows, written as they are (numpy scalars as numbers, NaN as null); returns them so."""
+    plain = [{k: _plain(v) for k, v in row.items()} for row in rows]
+    write_rows(root, plain)
+    return plain

@@ -1,4 +1,5 @@
-"""What every test shares: Hypothesis judged on properties, never on this machine's speed.
+"""What every test shares: Hypothesis judged on properties, never on this machine's speed; the
+two lanes (tests/lanes.py: a test that starts a process is marked ``process``, and fails if not).
 
 The machine is shared (its speed moves 2-3x, and the suite runs three files at a time beside
 live processes), so Hypothesis's timing checks (a per-example deadline; "input generation is
@@ -7,6 +8,13 @@ test; every other health check stays on.
 """
 
 from hypothesis import HealthCheck, settings
+
+from tests.lanes import (  # noqa: F401  # the lanes' hooks and guard, registered as this conftest's
+    no_unmarked_process,
+    pytest_collection_modifyitems,
+    pytest_configure,
+    pytest_runtest_protocol,
+)
 
 settings.register_profile("shared-machine", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("shared-machine")

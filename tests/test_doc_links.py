@@ -7,6 +7,8 @@ import re
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from contract.schema import REPORT_MD
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,6 +37,7 @@ def missing_pages() -> list[str]:
     return missing
 
 
+@pytest.mark.process
 def test_every_mentioned_markdown_page_exists():
     assert missing_pages() == []
 

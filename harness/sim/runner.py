@@ -309,6 +309,9 @@ def _info_of(run: SimRun, result: Replay) -> RunInfo:
                    phases=tuple(Phase(**p) for p in info["phases"]), gateway=info["gateway"])
 
 
+SIMULATOR_FIGURES = ("wall_s", "evicted_keys", "target_cores", "downstream_utilisation")
+"""The summary fields of a virtual run that its logs cannot give: run.json records them."""
+
 SUMMARY_COLUMNS = ("t", "key", "cost", "allowed", "client_class", "client_id", "delay_s", "ideal_allowed")
 """What ``summarize`` reads of a decision log (the rest would cost a Python object a request)."""
 
@@ -330,15 +333,16 @@ def _write_parts(path: Path, parts: Iterable[pa.Table], schema: pa.Schema = DECI
             writer.write_table(part)
 
 
-def _write_system(folder: ResultsFolder, run: SimRun, result: Replay) -> None:
+def _write_system(folder: ResultsFolder, run: SimRun, result: Replay, figures: dict[str, Any]) -> None:
     """The rest of a virtual run's folder with the system model (its decision log is written
-    first): the client log, the target's CPU samples and run.json, as a live run's."""
+    first): the client log, the target's CPU samples and run.json, as a live run's, with the
+    simulator's ``figures`` that no log holds (run.json ``simulator``: the analysis' row reads them there)."""
     run_dir = folder.run_dir(run.name)
     if result.served is None:
         return
     atomic_write(run_dir / CLIENT_FILE, partial(_write_parts, parts=client_parts(result), schema=CLIENT_SCHEMA))
     write_text(run_dir / CPU_FILE, result.served.cpu().to_csv(index=False))
-    write_run_json(run_dir / RUN_FILE, _run_info(run, result))
+    write_run_json(run_dir / RUN_FILE, {**_run_info(run, result), "simulator": figures})
 
 
 def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None = None) -> list[dict]:
@@ -389,7 +393,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
         if folder is not None:
-            _write_system(folder, run, result)
+            _write_system(folder, run, result, {k: row.get(k) for k in SIMULATOR_FIGURES})
         rows.append(row)
         del result  # before the next run's replay: two at once would double the peak
         if events is not None:

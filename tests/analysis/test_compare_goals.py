@@ -17,6 +17,8 @@ from harness.campaign.system import SystemSettings
 from harness.sim.runner import execute, make_plan
 from targets.algorithms import Policy
 
+pytestmark = pytest.mark.slow  # A/B and A/A folders simulated over seeds
+
 PAIRS = 20
 L, W = 20.0, 5.0
 ADMIT_MORE = [("fixed_window.limit", "24"), ("token_bucket.capacity", "24"), ("token_bucket.rate", "4.8")]

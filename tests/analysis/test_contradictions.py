@@ -16,6 +16,8 @@ from contract.schema import REPORT_HTML
 from .consistency import contradictions
 from .synth import T0, client_table, decisions_table, write_run
 
+pytestmark = pytest.mark.slow  # its crafted folders analysed and reported
+
 BOUNDARY = {"limit": 50.0, "window_s": 1.0, "burst": None}
 PAGES = {"limit": 2.0, "window_s": 1.0, "burst": 10.0}
 ALL = ("fixed_window", "sliding_log", "concurrency")  # the default campaign's shape: every kind of limiter

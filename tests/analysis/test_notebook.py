@@ -17,6 +17,8 @@ from analysis.answers import answers
 from analysis.loader import ResultsError, load_results
 from analysis.spread import group
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 NOTEBOOK = Path(__file__).resolve().parents[2] / "analysis" / "notebooks" / "compare.ipynb"
 
 

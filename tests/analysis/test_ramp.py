@@ -73,6 +73,7 @@ def _folder(root: Path, runs: dict[str, dict], extra: dict | None = None) -> Pat
 RUNS = {"fixed_window": {"slow": {2: 400.0}}, "token_bucket": {}, "adaptive": {"late": (4,)}, "none": {"slow": {1: 900.0}}}
 
 
+@pytest.mark.slow
 def test_report_gives_the_column_the_sentence_and_the_chart(tmp_path: Path) -> None:
     root = _folder(tmp_path / "results", RUNS)
     report = build_report(root)
@@ -94,6 +95,7 @@ def test_report_gives_the_column_the_sentence_and_the_chart(tmp_path: Path) -> N
     assert "charts/ramp_p99-ramp.png" in md and "| sustained (offered /s) | then |" in md
 
 
+@pytest.mark.slow
 def test_a_changed_row_changes_the_answer(tmp_path: Path) -> None:
     runs = {**RUNS, "token_bucket": {"late": (3,)}, "fixed_window": {}}
     report = build_report(_folder(tmp_path / "results", runs, {"scenario_params": {"p99_bound_ms": 500.0}}))

@@ -14,6 +14,8 @@ import time
 import psutil
 import pytest
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 POOL = textwrap.dedent("""
     import os, sys, time
     from analysis.pool import worker_pool

@@ -30,6 +30,7 @@ def test_out_of_range_downstream_is_refused_in_one_line(tmp_path, capsys, param,
     assert code == 2 and message in err and len(err.splitlines()) == 1 and not out.exists()
 
 
+@pytest.mark.process
 def test_a_nan_spread_exits_2_without_a_traceback():
     done = subprocess.run([sys.executable, "run_bench.py", "simulate", "--scenario", "downstream_breaks",
                            "--scenario-param", "sigma=nan", "--algorithm", "adaptive"],

@@ -22,6 +22,8 @@ from scenarios import raw_replay
 from scenarios.live_plan import LivePlan, groups, worker_share
 from scenarios.raw_replay import RawReplay, wires
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 
 @pytest.fixture(scope="module")
 def target(tmp_path_factory):

@@ -226,6 +226,7 @@ def test_answers_become_decisions():
                                                   ("trigger=flood", "trigger='flood': choose from: burst, outage"),
                                                   ("outage_s=0", "outage_s must be > 0"),
                                                   ("outage_s=2", "outage_s needs trigger=outage")])
+@pytest.mark.process
 def test_out_of_range_parameters_exit_2_naming_the_parameter(param, message):
     proc = subprocess.run([sys.executable, "run_bench.py", "simulate", "--scenario", "retry_storm",
                            "--scenario-param", param], cwd=ROOT, capture_output=True, text=True, timeout=600)

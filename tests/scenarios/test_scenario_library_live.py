@@ -17,6 +17,8 @@ import yaml
 from scenarios import build_model
 from scenarios.live_plan import origin_of
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 ROOT = Path(__file__).resolve().parents[2]
 STORM_POLICY = {"limit": 100, "window_s": 1, "burst": 5}
 """A tight bucket: 5 tokens, refilled at 100/s. Between two lockstep waves (0.3 s and more apart)

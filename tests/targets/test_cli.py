@@ -10,6 +10,8 @@ import pytest
 
 from harness.processes.ports import free_port
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 
 def run(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "targets", *args], capture_output=True, text=True, timeout=600)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import httpx
 import pyarrow.parquet as pq
+import pytest
 
 from contract import decision_file
 from contract.schema import DECISION_SCHEMA
@@ -33,6 +34,7 @@ print(sorted(set(sys.modules) - before))
 """
 
 
+@pytest.mark.process
 def test_the_first_flush_imports_nothing(tmp_path: Path) -> None:
     out = subprocess.run([sys.executable, "-c", SCRIPT, str(tmp_path / "log.parquet")], capture_output=True,
                          text=True, check=True, cwd=Path(__file__).resolve().parents[2])

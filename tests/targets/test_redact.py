@@ -35,6 +35,7 @@ def test_a_config_tree_has_every_url_redacted():
     assert redacted(tree)["n"] == 1 and tree["redis"]["url"] == "redis://:hunter2@h"  # the input is left alone
 
 
+@pytest.mark.process
 def test_campaign_yaml_has_no_password(tmp_path):
     campaign = load_campaign(Path(__file__).parents[2] / "campaigns" / "smoke.yaml").model_copy(update={"redis": RedisOptions(url="redis://:hunter2@h:1")})
     LiveRunner(campaign, tmp_path / "out").run_all([])
@@ -42,6 +43,7 @@ def test_campaign_yaml_has_no_password(tmp_path):
     assert "hunter2" not in written and "redis://:***@h:1" in written
 
 
+@pytest.mark.process
 def test_the_startup_error_does_not_print_the_password():
     done = subprocess.run([sys.executable, "-m", "targets", "--port", str(free_port()), "--store", "redis",
                            "--redis-url", "redis://bob:hunter2@127.0.0.1:1/0"], capture_output=True, text=True, timeout=600)

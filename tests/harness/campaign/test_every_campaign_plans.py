@@ -13,6 +13,8 @@ from harness.campaign.simulate import load_sim_campaign
 from harness.live.plan import plan_runs
 from harness.sim.runner import plan_from_campaign
 
+pytestmark = pytest.mark.slow  # every shipped campaign planned, the largest in tens of seconds
+
 CAMPAIGNS = sorted((Path(__file__).parents[3] / "campaigns").glob("*.yaml"))
 
 

@@ -216,6 +216,7 @@ def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys
         assert text in err, (case, err)
 
 
+@pytest.mark.process
 def test_a_planned_simulation_beyond_its_bounds_exits_2_at_once_as_a_process(tmp_path):
     """The real process: 1e9 boundaries grew ~100 MB/s until the machine ran out; now refused
     before a single request is generated (the time is the interpreter's start-up)."""
@@ -227,6 +228,7 @@ def test_a_planned_simulation_beyond_its_bounds_exits_2_at_once_as_a_process(tmp
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.process
 def test_a_bench_argument_beyond_its_memory_bound_exits_2_at_once_as_a_process(tmp_path):
     """``bench queue --requests 1e12`` asked for 7 TiB; now one line and exit 2 before a single
     arrival is drawn."""
@@ -250,6 +252,7 @@ def _read_only_copy(source: Path, mount: Path) -> bool:
     return subprocess.run(["mount", "-o", "remount,ro", str(mount)], capture_output=True).returncode == 0
 
 
+@pytest.mark.process
 def test_outputs_on_a_read_only_filesystem_are_one_line_and_exit_2(tmp_path, monkeypatch, capsys):
     """report, --out (judge's too), --json and --junit where nothing can be written (a read-only tmpfs: as
     root, permissions never refuse a write, so a mode bit cannot show it)."""

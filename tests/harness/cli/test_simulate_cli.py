@@ -157,6 +157,7 @@ def test_bad_campaign_names_the_field(tmp_path, capsys):
     assert "policy.burts: unknown field (did you mean 'burst'?); valid: limit, window_s, burst" in capsys.readouterr().err
 
 
+@pytest.mark.process
 def test_list_names_everything():
     out = subprocess.run([sys.executable, "run_bench.py", "list"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for name in ("fixed_window", "sliding_window_ring", "gcra", "concurrency", "boundary_burst",
@@ -164,6 +165,7 @@ def test_list_names_everything():
         assert name in out
 
 
+@pytest.mark.process
 def test_default_campaign_runs_end_to_end(tmp_path):
     """What `make simulate` runs, through the real entry point."""
     out = tmp_path / "default"

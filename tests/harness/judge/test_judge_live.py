@@ -27,6 +27,8 @@ from harness.processes.target import TargetProcess, start_target
 from targets.algorithms import Policy
 from tests.recorded import client_answers, limiter_dated, logged, recorded_verdict
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 L = 10
 SERVED = {"fixed_window": 2.0, "sliding_log": 1.0, "token_bucket": 1.0}
 """W per algorithm: 2 s where the hunt must land bursts on both sides of an edge, 1 s elsewhere."""

@@ -17,6 +17,8 @@ from harness.judge.virtual import VirtualEndpoint
 from harness.sim.fingerprint import BUCKETED, WINDOWED, Fit
 from targets.algorithms import Policy
 
+pytestmark = pytest.mark.slow  # whole judge sessions in virtual time
+
 POLICY = Policy(10, 1.0, 10)
 
 

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import pytest
 import yaml
 
 from harness.campaign.live import Campaign
@@ -19,6 +20,8 @@ from harness.live.runner import LiveRunner
 from harness.processes.target import running_target
 from scenarios.addresses import PROBE_ADDRESS, WARM_UP_ADDRESS
 from tests.recorded import suite_model_agrees
+
+pytestmark = pytest.mark.process  # every test here starts processes
 
 CLIENTS = 5
 STEADY = {"name": "steady", "params": {"clients": CLIENTS, "load": 2.0, "duration_s": 2}}

@@ -28,6 +28,7 @@ def test_the_targets_get_the_first_half_rounded_up():
 
 
 @TWO_CORES
+@pytest.mark.process
 def test_every_thread_of_a_process_and_its_children_is_pinned():
     code = ("import subprocess, sys, threading, time; threading.Thread(target=time.sleep, args=(30,), daemon=True).start();"
             "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(30)']); print('up', flush=True); time.sleep(30)")
@@ -47,6 +48,7 @@ def test_every_thread_of_a_process_and_its_children_is_pinned():
 
 
 @TWO_CORES
+@pytest.mark.process
 def test_a_pinned_run_puts_each_side_on_its_cores(tmp_path, monkeypatch):
     pinned: list[tuple[tuple[int, ...], int, set[int]]] = []
     """(cores asked, processes in the tree, the cores every thread of the tree may now use)"""

@@ -10,6 +10,7 @@ import json
 import os
 import signal
 
+import pytest
 import yaml
 from rich.console import Console
 
@@ -21,6 +22,8 @@ from harness.cli.progress import RunProgress
 from harness.events import RunnerEvents
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
+
+pytestmark = pytest.mark.process  # every test here starts processes
 
 CAMPAIGN = {
     "name": "lost-redis", "seed": 1, "policy": {"limit": 50, "window_s": 1}, "algorithms": ["fixed_window"],

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pandas as pd
+import pytest
 import yaml
 
 from analysis.adaptive import one_row_per_request
@@ -24,6 +25,8 @@ from harness.sim.runner import SimRun
 from targets.algorithms import get_algorithm
 from targets.stores.memory import MemoryStore
 from tests.recorded import in_time_order
+
+pytestmark = pytest.mark.process  # every test here starts processes
 
 SERVICE_MS = 4000
 """Nothing is answered before the schedule ends, even with its second wave late on a busy machine

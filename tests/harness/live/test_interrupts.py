@@ -12,9 +12,12 @@ import time
 from pathlib import Path
 
 import psutil
+import pytest
 
 from analysis.loader import load_results
 from analysis.report import build_report, render_md
+
+pytestmark = pytest.mark.process  # every test here starts processes
 
 ROOT = Path(__file__).resolve().parents[3]
 SMOKE = ROOT / "campaigns" / "smoke.yaml"

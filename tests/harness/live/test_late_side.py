@@ -10,12 +10,15 @@ from __future__ import annotations
 import time
 
 import pandas as pd
+import pytest
 
 from harness.campaign.live import Campaign
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
 from harness.live.sides.suite import SuiteSide
 from tests.recorded import suite_model_agrees
+
+pytestmark = pytest.mark.process  # every test here starts processes
 
 TINY = {
     "name": "late", "policy": {"limit": 10, "window_s": 1}, "algorithms": ["fixed_window"],

@@ -25,6 +25,8 @@ from targets.algorithms import build_params
 from tests.analysis.render import fits_the_page
 from tests.recorded import suite_model_agrees
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 ROOT = Path(__file__).resolve().parents[3]
 SMOKE = ROOT / "campaigns" / "smoke.yaml"
 

@@ -8,6 +8,7 @@ import json
 import os
 import signal
 
+import pytest
 from rich.console import Console
 
 from harness.campaign.live import Campaign
@@ -15,6 +16,8 @@ from harness.cli.progress import RunProgress
 from harness.events import RunnerEvents
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
+
+pytestmark = pytest.mark.process  # every test here starts processes
 
 TINY = {
     "name": "own-redis", "policy": {"limit": 10, "window_s": 1}, "algorithms": ["fixed_window", "token_bucket"],

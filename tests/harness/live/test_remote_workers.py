@@ -26,6 +26,8 @@ from harness.processes.ports import free_ports
 from scenarios.live_plan import LivePlan, worker_share
 from scenarios.remote import CLOCK_BOUND_S, best_clock
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 ROOT = Path(__file__).resolve().parents[3]
 RUN_BENCH = str(ROOT / "run_bench.py")
 CAMPAIGN = {

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import httpx
 import pandas as pd
+import pytest
 
 from harness.campaign.log_traffic import LogOptions, load_traffic
 from harness.campaign.policy_file import parse_policy
@@ -91,6 +92,7 @@ limits:
 """LAYERED as the target's config: the policy file's api_key is the target's client key."""
 
 
+@pytest.mark.process
 def test_a_live_target_decides_as_the_replay_of_its_own_log(tmp_path: Path) -> None:
     """The planned requests (each sent once the one before it is answered) to a real target
     with both memory layers; the access log is written from the times the target recorded. The

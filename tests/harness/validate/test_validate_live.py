@@ -24,6 +24,8 @@ from harness.campaign.policy_file import load_policy
 from harness.cli.main import main
 from harness.validate.probes import REDIS_TIMEOUT_S, plan_live
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 ROOT = Path(__file__).resolve().parents[3]
 POLICIES = ROOT / "campaigns" / "policies"
 GENEROUS = ["live_p99_ms < 600000", "live_cpu_ms_per_1k < 1000000000"]

@@ -142,6 +142,7 @@ def _live(tmp_path: Path, capsys, text: str) -> dict[str, dict]:
 
 
 @needs_nginx
+@pytest.mark.process
 def test_live_the_file_runs_in_a_real_nginx_and_its_refusal_is_read_as_a_client_reads_it(tmp_path, capsys):
     live = _live(tmp_path / "a", capsys, API_KEYED)
     # its own error page: problem+json and a Retry-After of 1 s (at 10r/s one request is back in 0.1 s)
@@ -166,6 +167,7 @@ def test_live_the_file_runs_in_a_real_nginx_and_its_refusal_is_read_as_a_client_
 
 
 @needs_nginx
+@pytest.mark.process
 def test_live_a_url_is_judged_by_the_policy_it_claims(tmp_path, capsys):
     from harness.live.peers.standalone import peer_before_none
 

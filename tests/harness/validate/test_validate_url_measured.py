@@ -26,6 +26,8 @@ from harness.validate.measured import Caps, claim_verdicts, measure
 from targets.algorithms import Policy
 from tests.recorded import client_answers, limiter_dated, logged, recorded_verdict
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 L, W = 10, 1.0
 DECISION_LOG = "decisions.parquet"
 CAPS = Caps(max_requests=1000, max_rate=500.0, max_wait_s=10.0)

@@ -22,6 +22,8 @@ from harness.live.peers.standalone import peer_before_none
 from targets.algorithms import Policy
 from tests.recorded import peer_model_agrees
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 ROOT = Path(__file__).resolve().parents[4]
 POLICY = Policy(10, 1)
 CAMPAIGN = {

@@ -56,6 +56,7 @@ def test_a_policy_becomes_a_request_rate_period_and_a_deny_limit(policy, limit, 
 
 
 @needs_haproxy
+@pytest.mark.process
 def test_the_generated_config_is_one_haproxy_accepts(tmp_path):
     conf = tmp_path / "haproxy.cfg"
     conf.write_text(haproxy_cfg(haproxy_limit(Policy(2, 1, 10)), port=free_ports(1)[0], downstream_port=9))
@@ -161,6 +162,7 @@ def test_the_model_decides_the_hand_computed_schedule():
 
 
 @needs_haproxy
+@pytest.mark.process
 def test_haproxy_decides_as_its_model_on_its_own_times(haproxy):
     url, logs, policy = haproxy
     statuses: dict[str, int] = {}
@@ -204,6 +206,7 @@ PEER_CAMPAIGN = {
 
 
 @needs_haproxy
+@pytest.mark.process
 def test_a_campaign_runs_haproxy_beside_the_suite_and_judges_it_by_the_same_metrics(tmp_path):
     path, out = tmp_path / "peer.yaml", tmp_path / "res"
     path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
@@ -238,6 +241,7 @@ def test_a_campaign_haproxy_cannot_run_exits_2_naming_it_and_starts_nothing(refu
 
 
 @needs_haproxy
+@pytest.mark.process
 def test_a_haproxy_that_cannot_start_fails_with_its_log_and_leaves_nothing(tmp_path):
     conf = tmp_path / "haproxy.cfg"
     conf.write_text("backend rb\n    stick-table type string size 1k store http_req_rate(fast)\n")

@@ -103,6 +103,7 @@ def test_the_mapped_model_decides_the_hand_computed_burst_schedule():
 
 
 @needs_nginx
+@pytest.mark.process
 def test_nginx_decides_as_its_mapped_model_on_its_own_times(nginx, tmp_path):
     url, logs, policy = nginx
     statuses: dict[str, int] = {}
@@ -144,6 +145,7 @@ def _our_nginx(out: Path) -> list[psutil.Process]:
 
 
 @needs_nginx
+@pytest.mark.process
 def test_a_campaign_runs_nginx_beside_the_suite_and_judges_it_by_the_same_metrics(tmp_path):
     path, out = tmp_path / "peer.yaml", tmp_path / "res"
     path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
@@ -191,6 +193,7 @@ def test_a_peer_campaign_nginx_cannot_run_exits_2_naming_it_and_starts_nothing(r
 
 
 @needs_nginx
+@pytest.mark.process
 def test_an_nginx_that_cannot_start_fails_with_its_error_log_and_leaves_nothing(tmp_path):
     conf = tmp_path / "nginx.conf"
     conf.write_text("daemon off;\nevents {}\nhttp { limit_req_zone $binary_remote_addr zone=z:10m rate=fast; }\n")

@@ -17,8 +17,9 @@ from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from targets.algorithms import Policy
 from tests.recorded import all_logged, peer_model_agrees
 
-pytestmark = pytest.mark.skipif(shutil.which("nginx") is None and os.environ.get("CI", "").lower() != "true",
-                                reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")
+pytestmark = [pytest.mark.process,  # every test here starts nginx
+              pytest.mark.skipif(shutil.which("nginx") is None and os.environ.get("CI", "").lower() != "true",
+                                 reason="nginx not on PATH: install Debian's nginx package (CI never skips this)")]
 
 
 def sent(probe: Refusal) -> int:

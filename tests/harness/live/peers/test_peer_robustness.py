@@ -19,6 +19,8 @@ import yaml
 
 from harness.live.peers import LIVE_PEERS
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 ROOT = Path(__file__).resolve().parents[4]
 CI = os.environ.get("CI", "").lower() == "true"
 ONE_PER_SYSTEM = sorted({p.spec.system: name for name, p in reversed(LIVE_PEERS.items())}.values())

@@ -92,6 +92,7 @@ def test_the_mapped_model_decides_the_hand_computed_schedule_per_strategy_and_st
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=[needs_redis] if p.uses_redis else [])
                                   for n, p in PEERS.items() if p.system == "slowapi"])
+@pytest.mark.process
 def test_slowapi_decides_as_its_mapped_model_on_its_own_times_per_strategy_and_store(name, tmp_path, request):
     spec = PEERS[name]
     env = {**os.environ, "REDIS_URL": request.getfixturevalue("redis_url")} if spec.uses_redis else None

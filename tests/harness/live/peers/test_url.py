@@ -23,6 +23,8 @@ from scenarios.live_plan import LivePlan, worker_share
 from targets.algorithms import Policy
 from tests.recorded import peer_model_agrees, suite_model_agrees
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 ROOT = Path(__file__).resolve().parents[4]
 CAMPAIGN = {
     "name": "url", "policy": {"limit": 20, "window_s": 1}, "algorithms": ["sliding_log"],

@@ -15,6 +15,8 @@ from targets.stores.memory import MemoryStore
 from targets.stores.redis import AsyncRedisStore, FailoverStore, decision_source
 from targets.stores.redis.connect import async_client
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 FIXED = ALGORITHMS["fixed_window"]
 
 

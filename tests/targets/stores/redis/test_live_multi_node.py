@@ -16,6 +16,8 @@ from harness.campaign.live import load_campaign
 from harness.live.plan import plan_runs
 from harness.live.runner import LiveRunner
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 L, K, BATCH = 20, 3, 5
 CAMPAIGN = {
     "name": "multi", "seed": 1, "policy": {"limit": L, "window_s": 1}, "algorithms": ["sliding_log"],

@@ -20,6 +20,8 @@ import yaml
 from harness.processes.redis_server import RedisServer
 from harness.processes.target import start_target
 
+pytestmark = pytest.mark.process  # every test here starts processes
+
 ROOT = Path(__file__).resolve().parents[4]
 
 
