@@ -16,6 +16,8 @@ from targets.stores.memory import MemoryStore
 from targets.stores.redis import AsyncRedisStore, FailoverStore, decision_source
 from targets.stores.redis.connect import async_client
 
+pytestmark = pytest.mark.process  # a redis-server and the proxy's process
+
 FIXED = ALGORITHMS["fixed_window"]
 BUDGET_S = 0.25
 """Well above a busy machine's stall, well below the slow delay: the outcome, not a timing, is asserted."""
