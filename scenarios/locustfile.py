@@ -39,6 +39,7 @@ from locust import FastHttpUser, User, events, runners, task
 from locust.exception import CatchResponseError, StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from contract.lifetime import die_with_parent
 from contract.limit_headers import limit_lines
 from contract.routes import model_route
 from contract.schema import (
@@ -83,6 +84,18 @@ runners.HEARTBEAT_LIVENESS = 10
 
 REMOTE: WorkerSide | None = None
 """This worker's half of the remote protocol, when it runs on another machine than the master."""
+
+
+LOCUST_PID = os.getpid()
+"""The process that imported this file: Locust reads it before ``--processes`` forks the workers."""
+
+
+@events.init.add_listener
+def _die_with_master(runner, **_kwargs) -> None:
+    """A worker Locust forked (``--processes``) stops when its master dies, SIGKILL included: the
+    master reaps it on every other exit; the harness binds the master itself (``spawn``)."""
+    if isinstance(runner, WorkerRunner) and os.getpid() != LOCUST_PID:
+        die_with_parent(LOCUST_PID)
 
 
 @events.init.add_listener
