@@ -26,6 +26,7 @@ from __future__ import annotations
 import gc
 import itertools
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -92,10 +93,10 @@ LOCUST_PID = os.getpid()
 
 @events.init.add_listener
 def _die_with_master(runner, **_kwargs) -> None:
-    """A worker Locust forked (``--processes``) stops when its master dies, SIGKILL included: the
-    master reaps it on every other exit; the harness binds the master itself (``spawn``)."""
+    """A worker Locust forked (``--processes``) is SIGKILLed when its master dies by a signal (the
+    master reaps it on every other exit; the harness binds the master itself: ``spawn``)."""
     if isinstance(runner, WorkerRunner) and os.getpid() != LOCUST_PID:
-        die_with_parent(LOCUST_PID)
+        die_with_parent(LOCUST_PID, signal.SIGKILL)
 
 
 @events.init.add_listener

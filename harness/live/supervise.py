@@ -134,9 +134,10 @@ class Processes:
         return started
 
     def start(self, cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen:
-        """A child in its own session (its group is stopped as one), output to ``log``."""
+        """Locust, in its own session (its group is stopped as one), output to ``log``; SIGKILLed
+        if this process dies (spawn.py)."""
         with log.open("wb") as out:
-            process = spawn(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd)
+            process = spawn(cmd, signal.SIGKILL, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd)
         self.children.append(process)
         return process
 

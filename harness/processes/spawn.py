@@ -2,7 +2,9 @@
 one way: in a session of its own (its process group stopped as one, ``groups.py``) and bound to
 this process's life (``contract.lifetime``): when the process that started it dies by any signal,
 SIGKILL included, the child gets SIGTERM and stops its own (a target its server processes and
-decision log, Locust its workers, nginx and haproxy theirs), so no port stays listening.
+decision log, nginx and haproxy their workers), so no port stays listening. Locust's master gets
+SIGKILL: on SIGTERM it waits for its workers, which may never come (the run is lost anyway); its
+forked workers are bound to it in turn (``scenarios/locustfile.py``).
 
 ``PR_SET_PDEATHSIG`` fires when the *thread* that forked the child ends, and the runner starts
 targets from a thread pool: so every child is forked by one thread of this process that lives as
@@ -12,6 +14,7 @@ long as the process (one per process: a forked process gets its own).
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -30,8 +33,9 @@ def _thread() -> ThreadPoolExecutor:
     return _spawner[1]
 
 
-def spawn(cmd: Sequence[str], **popen: Any) -> subprocess.Popen:
-    """``subprocess.Popen(cmd, **popen)`` in a session of its own, SIGTERMed when this process dies."""
+def spawn(cmd: Sequence[str], death_signal: int = signal.SIGTERM, **popen: Any) -> subprocess.Popen:
+    """``subprocess.Popen(cmd, **popen)`` in a session of its own, sent ``death_signal`` when this
+    process dies (SIGKILL for a child whose SIGTERM may wait on others: Locust's master)."""
     parent = os.getpid()
     return _thread().submit(subprocess.Popen, list(cmd), start_new_session=True,
-                            preexec_fn=lambda: die_with_parent(parent), **popen).result()
+                            preexec_fn=lambda: die_with_parent(parent, death_signal), **popen).result()

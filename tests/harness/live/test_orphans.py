@@ -65,7 +65,7 @@ def _left(tree: list[psutil.Process], ports: set[int], marker: str) -> list[str]
     """What is still there: a recorded process, a process naming ``marker``, a recorded port listening."""
     left = [f"{p.pid} {p.info['name']}" for p in psutil.process_iter(["name", "cmdline"])
             if marker in " ".join(p.info["cmdline"] or ()) and _alive(p)]
-    left += [f"{p.pid} recorded" for p in tree if _alive(p)]
+    left += [f"{p.pid} recorded: {' '.join(p.cmdline()[:6])}" for p in tree if _alive(p)]
     left += [f"port {c.laddr.port}" for c in psutil.net_connections("inet")
              if c.status == psutil.CONN_LISTEN and c.laddr.port in ports]
     return left
