@@ -16,7 +16,15 @@ import pandas as pd
 import pyarrow as pa
 
 from contract.run_info import degraded_line
-from contract.schema import ALGORITHM_NAMES, CLIENT_REQUIRED, DECIDED_BY_MODEL, DECISIONS_FILE, REPEAT_MARK, split_repeat
+from contract.schema import (
+    ALGORITHM_NAMES,
+    CLIENT_REQUIRED,
+    DECIDED_BY_MODEL,
+    DECISIONS_FILE,
+    REPEAT_MARK,
+    RUN_DEGRADED,
+    split_repeat,
+)
 
 from . import adaptive, latency, metrics, promises, ramp, retries
 from . import client as client_metrics
@@ -82,7 +90,7 @@ def _base_row(run: Run) -> dict[str, Any]:
             "scenario_params": i.scenario_params, "run": run.name, "twin_of": None,
             "repeat": i.repeat if i.repeat is not None else split_repeat(run.name)[1], "seed": i.seed, "trace": i.trace,
             "kind": i.kind if run.live else "simulated", "processes": i.processes, "limiters": i.limiters,
-            "gateway": i.gateway,
+            "gateway": i.gateway, "status": i.status,
             "degraded_share": i.fallback["share"] if i.fallback else None,
             "degraded_span_s": round(i.fallback["end_t"] - i.fallback["start_t"], 3) if i.fallback else None}
 
@@ -310,6 +318,8 @@ def analyze(results: Results, on_run: Callable[[int, int, str], None] | None = N
         out.warnings.extend(run.warnings)
         if run.info.fallback:
             out.warnings.append(f"{run.name}: {degraded_line(run.info.store, run.info.fallback)}")
+        if run.info.status == RUN_DEGRADED:
+            out.warnings.append(f"{run.name}: run degraded: {'; '.join(run.info.degraded_reasons)}")
         if result.row["generator_bound"]:
             out.warnings.append(f"{run.name}: generator-bound: the load generator, not the target, was the bottleneck")
     rank = {name: i for i, name in enumerate(ALGORITHM_NAMES)}

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from contract.errors import BadInput
+from contract.schema import RUN_DEGRADED
 
 from . import matching, noise
 from .analyze import analyze
@@ -164,8 +165,12 @@ def _judge(result: Comparison, pairs: list[tuple[Side, Side]], limits: Limits) -
     result.regressions = [_sentence(b.row["run"], j, a, b, limits, alpha) for a, b, j in judged if j.flagged(alpha)]
 
 
-def _degraded(side: Side) -> bool:
-    return any(m.get("degraded_share") for m in side.members)
+def _degraded(side: Side) -> str | None:
+    """Why a side is no measure of its limiter (compare refuses it), or None: decisions from a
+    fallback, or a run its runner marked degraded (failed requests: run.json ``degraded_reasons``)."""
+    if any(m.get("degraded_share") for m in side.members):
+        return "degraded (decisions from a fallback)"
+    return "degraded (run marked degraded)" if any(m.get("status") == RUN_DEGRADED for m in side.members) else None
 
 
 def compare(root_a: Path, root_b: Path, p99_ratio: float = 2.0, tolerance: float = 0.01) -> Comparison:
@@ -187,10 +192,10 @@ def judged(fa: Folder, fb: Folder, limits: Limits) -> Comparison:
     result.differences = [*matching.scenarios(list(fa.groups.values()), list(fb.groups.values())),
                           *matching.differences(rows), *matching.machine(fa.campaign, fb.campaign, rows)]
     result.comparable = not matching.policies_differ(rows)
-    degraded = [b.row["run"] for a, b in pairs if _degraded(a) or _degraded(b)]
+    degraded = {b.row["run"]: why for a, b in pairs if (why := _degraded(a) or _degraded(b))}
     result.missing = {**{n: "missing in B" for n in result.only_a}, **{n: "unreadable or failed in B" for n in left_b},
                       **{group_name(x.name): "unreadable or failed in A" for x in fa.left_out},
-                      **{n: "degraded (decisions from a fallback)" for n in degraded}}
+                      **degraded}
     result.runs_a_side = _runs_a_side(pairs)
     for a, b in pairs:
         result.deltas.extend(_deltas(b.row["run"], a.row, b.row))

@@ -30,6 +30,7 @@ from contract.schema import (
     CPU_FILE,
     DECISIONS_FILE,
     ROLE_PLAN,
+    RUN_ANALYSED,
     RUN_FILE,
     RUN_OK,
     RUNS_DIR,
@@ -215,7 +216,7 @@ def _open_run(path: Path, campaign: dict[str, Any]) -> Run:
         info = read_run_json(path / RUN_FILE) if live else _sim_info(path.name, campaign)
     except RunFileError as exc:
         raise RunDataError(str(exc)) from None
-    if info.status != RUN_OK:
+    if info.status not in RUN_ANALYSED:  # a degraded run has its data: analysed, and named degraded
         why = f": {info.error.strip().splitlines()[-1]}" if info.error and info.error.strip() else ""
         raise RunDataError(f"run marked {info.status}{why}")
     decisions = path / DECISIONS_FILE

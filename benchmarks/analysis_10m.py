@@ -30,6 +30,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from benchmarks.args import REQUESTS, ROUNDS, bench_parser
+from harness.processes.spawn import spawn
 from targets.cli_args import number
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -117,8 +118,8 @@ def time_report(root: Path) -> tuple[int, float, float, int]:
     of the tree in bytes (summed over processes, sampled every 20 ms)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
-    child = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "report", str(root)],
-                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    child = spawn([sys.executable, str(ROOT / "run_bench.py"), "report", str(root)],
+                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     watched, peak = psutil.Process(child.pid), 0
     while child.poll() is None:
         with contextlib.suppress(psutil.Error):

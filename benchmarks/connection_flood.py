@@ -31,6 +31,7 @@ from rich.console import Console
 from rich.table import Table
 
 from harness.live.peers.standalone import peer_before_none
+from harness.processes.spawn import spawn
 from harness.processes.target import running_target
 from targets.algorithms import Policy
 
@@ -117,8 +118,8 @@ def _kept_connection(port: int, seconds: float, into: list[float]) -> None:
 
 
 def _h2load(port: int, connections: int, seconds: float) -> subprocess.Popen:
-    return subprocess.Popen(["h2load", "--h1", "-c", str(connections), "-D", str(round(seconds)), "-H", f"x-api-key: {FLOOD_KEY}",
-                             f"http://127.0.0.1:{port}/api/items"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    return spawn(["h2load", "--h1", "-c", str(connections), "-D", str(round(seconds)), "-H", f"x-api-key: {FLOOD_KEY}",
+                  f"http://127.0.0.1:{port}/api/items"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
 
 
 def _h2load_counts(flood: subprocess.Popen, seconds: float) -> dict[str, int]:

@@ -32,6 +32,7 @@ from harness.live.plan import plan_runs
 from harness.live.remote import RemoteWorkers
 from harness.live.runner import ROOT, LiveRunner
 from harness.processes.ports import free_ports
+from harness.processes.spawn import spawn
 from targets.cli_args import number
 
 from .live import NO_DOWNSTREAM, _campaign, _cpu, steady_scenario
@@ -126,9 +127,9 @@ def run_distributed_bench(console: Console, seconds: float, rates: tuple[int, ..
         (port,) = free_ports(1)
         machine = root / "remote-machine"
         machine.mkdir()
-        worker = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "worker", "--master", f"127.0.0.1:{port}",
-                                   "--give-up", "60", "--dir", str(machine)], cwd=machine, start_new_session=True,
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        worker = spawn([sys.executable, str(ROOT / "run_bench.py"), "worker", "--master", f"127.0.0.1:{port}",
+                        "--give-up", "60", "--dir", str(machine)], cwd=machine,
+                       stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             remote = [_remote(root / f"remote-{rate}", rate, seconds, port, worker.pid, rate == rates[-1]) for rate in rates]
             worker.wait(30)

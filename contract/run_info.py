@@ -81,6 +81,8 @@ class RunInfo:
     fallback: dict[str, Any] | None = None
     """run.json's ``degraded``: some decisions came from a fallback, not the store (``share``,
     ``sources``, ``start_t``, ``end_t``); None when the store made every decision."""
+    degraded_reasons: tuple[str, ...] = ()
+    """Why a ``degraded`` run is so (run.json ``degraded_reasons``)."""
 
     kind: str = "live"
     """``live``, or ``virtual`` (contract.schema.KIND_VIRTUAL): a simulated run with the system model."""
@@ -173,6 +175,11 @@ class RunRecord:
     targets key): the key its client-side decisions, and so every metric of the run, are per."""
     degraded: dict[str, Any] | None = None
     """How the store degraded during the run (harness/live/measures.py: ``store_degradation``)."""
+    failed_requests: dict[str, Any] | None = None
+    """Plan requests the suite's target left unanswered or answered neither 2xx nor 429, outside
+    the run's phases (harness/live/measures.py: ``failed_requests``)."""
+    degraded_reasons: list[str] | None = None
+    """Why the run is ``degraded``, each with its share (empty: it is not)."""
     fleet: dict[str, Any] | None = None
     store_failure: dict[str, Any] | None = None
     error: str | None = None
@@ -243,6 +250,7 @@ def read_run_json(path: Path) -> RunInfo:
         response=raw.get("response") if isinstance(raw.get("response"), dict) else None,
         processes=int(raw.get("processes") or 1), limiters=str(raw.get("limiters") or "shared"),
         fallback=_fallback(raw.get("degraded"), path),
+        degraded_reasons=tuple(str(r) for r in raw.get("degraded_reasons") or ()),
         kind=str(raw.get("kind") or "live"), seed=_count(raw, "seed", path, 0), repeat=_count(raw, "repeat", path, 1),
         trace=str(raw["trace"]) if raw.get("trace") else None,
         gateway=dict(raw["gateway"]) if isinstance(raw.get("gateway"), dict) else None,

@@ -164,8 +164,12 @@ ROLE_TARGET, ROLE_GENERATOR = "target", "generator"
 # run.json: one per live run, written by the campaign runner (simulation runs have none).
 RUN_FILE = "run.json"
 RUN_SCHEMA_VERSION = 1
-RUN_OK, RUN_FAILED, RUN_INTERRUPTED = "ok", "failed", "interrupted"
-RUN_STATUSES = (RUN_OK, RUN_FAILED, RUN_INTERRUPTED)
+RUN_OK, RUN_FAILED, RUN_INTERRUPTED, RUN_DEGRADED = "ok", "failed", "interrupted", "degraded"
+RUN_STATUSES = (RUN_OK, RUN_FAILED, RUN_INTERRUPTED, RUN_DEGRADED)
+RUN_ANALYSED = (RUN_OK, RUN_DEGRADED)
+"""A degraded run completed and has its data (it is analysed), but part of it was not what it
+measures: decisions from a fallback, requests failed (run.json ``degraded_reasons``); ``run`` exits
+1 for it and ``compare`` refuses it."""
 RUN_REQUIRED = ("status", "scenario", "algorithm", "store", "policy")
 """Required keys of run.json. Optional: ``schema`` (RUN_SCHEMA_VERSION), ``params`` (the
 algorithm's parameters), ``scenario_params`` (e.g. ``backoff`` of a retry storm), ``phases``

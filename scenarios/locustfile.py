@@ -26,6 +26,7 @@ from __future__ import annotations
 import gc
 import itertools
 import os
+import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -39,6 +40,7 @@ from locust import FastHttpUser, User, events, runners, task
 from locust.exception import CatchResponseError, StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
+from contract.lifetime import die_with_parent
 from contract.limit_headers import limit_lines
 from contract.routes import model_route
 from contract.schema import (
@@ -83,6 +85,18 @@ runners.HEARTBEAT_LIVENESS = 10
 
 REMOTE: WorkerSide | None = None
 """This worker's half of the remote protocol, when it runs on another machine than the master."""
+
+
+LOCUST_PID = os.getpid()
+"""The process that imported this file: Locust reads it before ``--processes`` forks the workers."""
+
+
+@events.init.add_listener
+def _die_with_master(runner, **_kwargs) -> None:
+    """A worker Locust forked (``--processes``) is SIGKILLed when its master dies by a signal (the
+    master reaps it on every other exit; the harness binds the master itself: ``spawn``)."""
+    if isinstance(runner, WorkerRunner) and os.getpid() != LOCUST_PID:
+        die_with_parent(LOCUST_PID, signal.SIGKILL)
 
 
 @events.init.add_listener

@@ -17,7 +17,7 @@ from rich.status import Status
 from rich.text import Text
 
 from contract.run_info import degraded_line
-from contract.schema import RUN_OK
+from contract.schema import RUN_ANALYSED, RUN_DEGRADED
 from harness.events import RunnerEvents
 
 PLAIN_EVERY_S = 10.0
@@ -89,13 +89,16 @@ class RunProgress:
     def done(self, info: dict[str, Any]) -> None:
         """The run's one line: its outcome, what was sent and decided, how long it took."""
         seconds = time.monotonic() - self.run_t0
-        if info["status"] == RUN_OK:
+        if info["status"] in RUN_ANALYSED:
             sent = info.get("sent", 0)
             decided = f"{self.decided:,} decided, " if self.decided != sent else ""  # said when they differ
             what = f"[green]ok[/green]  {sent:,} sent, {decided}{self.rejected:,} rejected, {seconds:.1f} s"
             if info.get("clock_unbounded"):  # remote workers whose offset from the master is uncertain
                 workers = ", ".join(map(str, info["clock_unbounded"]))
                 what += f"  [yellow]clock offset of remote worker {workers} not bounded below 1 ms[/yellow]"
+            if info["status"] == RUN_DEGRADED:
+                what = what.replace("[green]ok[/green]", "[yellow]degraded[/yellow]", 1)
+                what += f"  [yellow]{'; '.join(info.get('degraded_reasons') or ())}[/yellow]"
             if info.get("degraded"):
                 what = what.replace("[green]ok[/green]", "[yellow]ok, degraded[/yellow]", 1)
                 what += f"  [yellow]{degraded_line(info['store'], info['degraded'])}[/yellow]"

@@ -18,7 +18,7 @@ from analysis.report import build_report
 from analysis.spread import with_spread
 from contract.folder import utc_stamp
 from contract.params import Bounds
-from contract.schema import RUN_OK
+from contract.schema import RUN_ANALYSED, RUN_DEGRADED
 from harness.campaign.config_file import CampaignError, check_out, check_repeats
 from harness.campaign.live import StoreName, load_campaign
 from harness.live import autoscale, cpus
@@ -53,6 +53,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="each run waits this long for its remote workers, else it fails saying how many came (default: %(default)g s)")
     p.add_argument("--repeats", type=int, metavar="N",
                    help="each run N times at seed offsets 0..N-1 (overrides the campaign's repeats)")
+    p.add_argument("--allow-degraded", action="store_true",
+                   help="exit 0 even when a run is degraded (exploratory runs; a degraded run exits 1 otherwise)")
     p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     p.set_defaults(func=cmd_run)
 
@@ -95,9 +97,16 @@ def cmd_run(args: argparse.Namespace) -> int:
             _summarize(out, console, args.wide)
         return 130
     _summarize(out, console, args.wide)
-    failed = [r for r in results if r["status"] != RUN_OK]
-    console.print(f"results: {out}" + (f"  ([red]{len(failed)} failed[/red])" if failed else ""))
-    return 0
+    failed = [r for r in results if r["status"] not in RUN_ANALYSED]
+    degraded = [r for r in results if r["status"] == RUN_DEGRADED]
+    console.print(f"results: {out}" + (f"  ([red]{len(failed)} failed[/red])" if failed else "")
+                  + (f"  ([yellow]{len(degraded)} degraded[/yellow])" if degraded else ""))
+    return degraded_exit(degraded, args.allow_degraded)
+
+
+def degraded_exit(degraded: list[dict], allowed: bool) -> int:
+    """1 when a run is degraded (its figures are not its limiter's), unless ``--allow-degraded``."""
+    return 1 if degraded and not allowed else 0
 
 
 def _summarize(out: Path, console: Console, wide: bool) -> None:

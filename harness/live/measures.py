@@ -11,6 +11,7 @@ store-failure runs, what the fleet enforced.
 - ``degraded``: any run (not only a store failure's) in which some decisions came from a fallback
   (the decision log's ``source``): their share, their sources and the time span they cover, so
   the run's metrics are never taken for the store's.
+- ``failed_requests`` and ``degraded_reasons``: what makes a completed run ``degraded``.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from contract.schema import (
     HEALTH_PHASES,
     OVERLOAD_PHASE,
     RAMP_PHASE,
+    STATUS_TOO_MANY,
 )
 from scenarios.base import TrafficModel
 from scenarios.live_plan import LivePlan, group_ranges
@@ -100,6 +102,36 @@ def store_degradation(decisions: pd.DataFrame) -> dict[str, Any] | None:
     return {"share": round(len(fell) / len(decisions), 6), "decisions": len(fell), "of": len(decisions),
             "sources": {str(k): int(v) for k, v in fell.groupby("source").size().items()},
             "start_t": float(fell["t"].min()), "end_t": float(fell["t"].max())}
+
+
+def failed_requests(client: pd.DataFrame, phases: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The plan's requests (``client``: intended_t, status) left unanswered (status 0) or answered
+    neither 2xx nor 429, sent outside the run's phases (each a departure from health the scenario
+    asked for: a downstream's outage answers 503 on purpose); None when there were none."""
+    t, status = client["intended_t"].to_numpy(), client["status"].to_numpy()
+    inside = np.zeros(len(t), dtype=bool)
+    for p in phases:
+        inside |= (t >= p["start_t"]) & (t < p["end_t"])
+    failed = status[~inside & ~(((status >= 200) & (status < 300)) | (status == STATUS_TOO_MANY))]
+    if not len(failed):
+        return None
+    values, counts = np.unique(failed, return_counts=True)
+    return {"count": len(failed), "of": len(client), "share": round(len(failed) / len(client), 6),
+            "statuses": {str(int(v)): int(c) for v, c in zip(values, counts)}}
+
+
+def degraded_reasons(record: dict[str, Any], outage_planned: bool) -> list[str]:
+    """Why a completed run is degraded, each with its share: decisions from a fallback (unless the
+    scenario stopped the store on purpose: then the fallback is what it measures, ``store_failure``)
+    and failed requests."""
+    reasons = []
+    fell, failed = record.get("degraded"), record.get("failed_requests")
+    if fell and not outage_planned:
+        reasons.append(f"{fell['share']:.1%} of its decisions came from a fallback, not {record['store']}")
+    if failed:
+        statuses = ", ".join(f"{'no answer' if s == '0' else s} {n:,}" for s, n in failed["statuses"].items())
+        reasons.append(f"{failed['count']:,} of {failed['of']:,} requests ({failed['share']:.1%}) failed: {statuses}")
+    return reasons
 
 
 def measured_window(rows: list[tuple], info: dict[str, Any], interval_s: float) -> list[tuple]:

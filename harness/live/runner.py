@@ -50,10 +50,12 @@ from contract.schema import (
     ROLE_GENERATOR,
     ROLE_PLAN,
     ROLE_TARGET,
+    RUN_DEGRADED,
     RUN_FAILED,
     RUN_FILE,
     RUN_INTERRUPTED,
     RUN_OK,
+    SYSTEM_SUITE,
     TWIN_FILE,
 )
 from harness.campaign.live import Campaign
@@ -71,7 +73,15 @@ from .cpu_sampler import CpuSampler, cpu_csv
 from .generator import GeneratorWatch
 from .load_view import LOCUST_HISTORY, load_figures
 from .logs import plan_not_kept, slowest_ready
-from .measures import fleet_measures, measured_window, model_phases, store_degradation, store_failure_measures
+from .measures import (
+    degraded_reasons,
+    failed_requests,
+    fleet_measures,
+    measured_window,
+    model_phases,
+    store_degradation,
+    store_failure_measures,
+)
 from .peers import live_peer
 from .plan import LiveRun, PeerLimiter
 from .remote import RemoteWorkers, remote_clocks
@@ -155,7 +165,8 @@ class LiveRunner:
         try:
             self._own_services(run, record)
             self._attempts(run, run_dir, record, watch)
-            record.add(status=RUN_OK)
+            reasons = degraded_reasons(record.to_json(), outage_planned=record.get("store_failure") is not None)
+            record.add(degraded_reasons=reasons, status=RUN_DEGRADED if reasons else RUN_OK)
         except RunFailed as exc:
             record.add(error=str(exc))
         except Interrupted:
@@ -313,6 +324,10 @@ class LiveRunner:
             client = pq.read_table(run_dir / CLIENT_FILE, columns=["status"], filters=[("role", "==", ROLE_PLAN)]).to_pandas()
             out["store_failure"] = store_failure_measures(decisions, client, *window, run.policy.limit / len(run.joins_s),
                                                           run.policy.window_s)
+        if run.system == SYSTEM_SUITE:  # a peer's own refusals (nginx's 503) are its answers
+            client = pq.read_table(run_dir / CLIENT_FILE, columns=["intended_t", "status"],
+                                   filters=[("role", "==", ROLE_PLAN)]).to_pandas()
+            out["failed_requests"] = failed_requests(client, out.get("phases", record.phases or []))
         return out
 
     def _locust(self, run_dir: Path, run_time: int, host: str, users: str, *role: str) -> subprocess.Popen:

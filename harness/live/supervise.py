@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.processes.groups import stop_group
+from harness.processes.spawn import spawn
 from harness.processes.target import TargetError, TargetProcess, start_target, wait_ready
 
 PEER_READY_S = 15.0
@@ -123,7 +124,7 @@ class Processes:
         once; ready when its ``/healthz`` (proxied to the downstream) answers. Its error log's
         tail names why it did not start."""
         with stderr_path.open("wb") as err:
-            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True, env=env)
+            process = spawn(cmd, stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env)
         started = TargetProcess(process, port, stderr_path, port)
         self.targets.append(started)
         try:
@@ -133,10 +134,10 @@ class Processes:
         return started
 
     def start(self, cmd: list[str], log: Path, cwd: Path) -> subprocess.Popen:
-        """A child in its own session (its group is stopped as one), output to ``log``."""
+        """Locust, in its own session (its group is stopped as one), output to ``log``; SIGKILLed
+        if this process dies (spawn.py)."""
         with log.open("wb") as out:
-            process = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd,
-                                       start_new_session=True)
+            process = spawn(cmd, signal.SIGKILL, stdin=subprocess.DEVNULL, stdout=out, stderr=out, cwd=cwd)
         self.children.append(process)
         return process
 

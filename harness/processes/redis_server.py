@@ -19,6 +19,7 @@ import redis
 
 from .groups import stop_group
 from .ports import free_port
+from .spawn import spawn
 
 BINARY = "redis-server"
 CLI = "redis-cli"
@@ -53,8 +54,7 @@ class RedisServer:
                 "--dir", str(self.dir), "--daemonize", "no", "--logfile", "redis.log"]
         if self.cluster:
             args += ["--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf", "--cluster-node-timeout", "2000"]
-        self.process = subprocess.Popen([*args, *self.extra_args], cwd=self.dir, start_new_session=True,
-                                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.process = spawn([*args, *self.extra_args], cwd=self.dir, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._wait_ready()
         return self
 

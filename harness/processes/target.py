@@ -24,6 +24,7 @@ from targets.cli_args import EXIT_BAD_INPUT
 
 from .groups import stop_group
 from .ports import HOST, free_ports
+from .spawn import spawn
 
 EXIT_PORT_IN_USE = EXIT_BAD_INPUT
 """How a target says its port was taken (it exits 2 with "in use" for every bad input)."""
@@ -79,10 +80,9 @@ def start_target(args: Sequence[str], *, log_dir: Path, port: int | None = None,
         admin = admin_port or next(p for p in spare if p != chosen)
         stderr_path = log_dir / f"target-{chosen}.stderr"
         with stderr_path.open("wb") as err:
-            process = subprocess.Popen(
+            process = spawn(
                 [*launcher, sys.executable, "-m", "targets", "--port", str(chosen), "--admin-port", str(admin), *args],
-                stdin=subprocess.DEVNULL, stdout=err, stderr=err, start_new_session=True,
-                env=env, cwd=ROOT,
+                stdin=subprocess.DEVNULL, stdout=err, stderr=err, env=env, cwd=ROOT,
             )
         target = TargetProcess(process, chosen, stderr_path, admin)
         try:

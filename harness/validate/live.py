@@ -25,7 +25,7 @@ from analysis.report import build_report
 from contract.atomic import write_text
 from contract.folder import utc_stamp
 from contract.machine import machine_facts
-from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, ROLE_PLAN, RUN_OK, STATUS_TOO_MANY
+from contract.schema import CAMPAIGN_FILE, CLIENT_FILE, DECISIONS_FILE, LEGIT, ROLE_PLAN, RUN_DEGRADED, RUN_OK, STATUS_TOO_MANY
 from harness.campaign.policy_file import PolicyFile
 from harness.events import RunnerEvents
 from harness.live.plan import LiveRun
@@ -52,6 +52,8 @@ class ProbeResult:
     def error(self) -> str | None:
         if self.info.get("status") == RUN_OK:
             return None
+        if self.info.get("status") == RUN_DEGRADED:  # its figures are not the policy's: no probe passes on them
+            return f"degraded: {'; '.join(self.info.get('degraded_reasons') or ())}"
         lines = str(self.info.get("error") or self.info.get("status") or "no result").strip().splitlines()
         return lines[0] if len(lines) == 1 else f"{lines[0]} ... {lines[-1]}"
 

@@ -138,3 +138,9 @@ def test_a_run_that_failed_in_the_baseline_fails_the_gate(live_folder: Path, cop
     assert main(["compare", str(a), str(live_folder)]) == 1
     out = capsys.readouterr().out
     assert "unreadable or failed in A: ramp__token_bucket__memory" in out
+
+
+def test_a_run_marked_degraded_fails_the_gate_with_its_name() -> None:
+    c = judged(_folder(_row()), _folder(_row(status="degraded")), LIMITS)
+    assert c.missing == {"page_load_burst__fixed_window__memory": "degraded (run marked degraded)"}
+    assert failed(c) and not failed(c, allow_missing=True)
