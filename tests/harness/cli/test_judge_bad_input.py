@@ -10,11 +10,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from harness.cli.main import main
+from tests.http_stub import serving
 
 
 class Misbehaving(BaseHTTPRequestHandler):
@@ -42,13 +43,8 @@ class Misbehaving(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def server() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Misbehaving)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}"
-    finally:
-        httpd.shutdown()
+    with serving(Misbehaving) as base:
+        yield base
 
 
 @pytest.mark.parametrize(("path", "args", "said"), [

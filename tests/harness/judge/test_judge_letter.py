@@ -10,12 +10,13 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import ClassVar
 
 import pytest
 
 from harness.cli.main import main
+from tests.http_stub import serving
 
 L, W = 5, 1.0
 FINDING = "Retry-After '1.5': neither delay-seconds (digits only) nor an HTTP-date"
@@ -47,14 +48,8 @@ class FractionalRetryAfter(BaseHTTPRequestHandler):
 
 @pytest.fixture(scope="module")
 def url() -> Iterator[str]:
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), FractionalRetryAfter)
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{httpd.server_address[1]}/api/items"
-    finally:
-        httpd.shutdown()
-        httpd.server_close()
+    with serving(FractionalRetryAfter) as base:
+        yield f"{base}/api/items"
 
 
 def test_judge_fails_a_fractional_retry_after_quoting_it(url, tmp_path, capsys):
