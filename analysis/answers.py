@@ -16,7 +16,7 @@ import numpy as np
 from .labels import cell, num, row_policy
 from .own_bound import bound, past
 from .own_bound import verdict as own_verdict
-from .spread import OWN_INTERVAL, apart, exact, interval, with_spread
+from .spread import apart, exact, interval, with_spread
 from .theory import BUCKETS
 
 Row = dict[str, Any]
@@ -359,20 +359,11 @@ def distribution(rows: Sequence[Row]) -> Answer | None:
                   tuple(r["run"] for r in stores.values()), "over_admission")
 
 
-def _own_interval(row: Row, field: str) -> tuple[float, float]:
-    """A figure's interval: its repeats' spread, else the run's own (a summary.json row keeps it
-    beside the figure), so the report and a row read back from summary.json say the same."""
-    if (row.get("spread") or {}).get(field) is not None:
-        return interval(row, field)
-    low, high = (row.get(name) for name in OWN_INTERVAL[field])
-    return (row[field], row[field]) if low is None or high is None else (float(low), float(high))
-
-
 def _cost(runs: Sequence[Row]) -> str:
     """One algorithm's marginal CPU per request: the median of its runs that resolve it, with the
     span of their 95% intervals."""
     field = "cpu_target_us_per_req"
-    lows, highs = zip(*(_own_interval(r, field) for r in runs))
+    lows, highs = zip(*(interval(r, field) for r in runs))
     median = float(np.median([r[field] for r in runs]))
     low, high = cell(field, min(lows)), cell(field, max(highs))
     spread = "exact" if low == high else f"{low}-{high}"  # as written: 106.0-106.0 is one figure

@@ -93,8 +93,14 @@ def group(rows: Sequence[Row]) -> list[Row]:
 
 
 def interval(row: Row, field: str) -> tuple[float, float]:
+    """A figure's interval: its group's spread, else (a run's row as summary.json keeps it) the
+    interval the run measured itself (OWN_INTERVAL), else the figure alone."""
     value = row[field]
-    low, high = (row.get("spread") or {}).get(field, (value, value))
+    spread = (row.get("spread") or {}).get(field)
+    if spread is None and field in OWN_INTERVAL:
+        own = [row.get(name) for name in OWN_INTERVAL[field]]
+        spread = own if None not in own else None
+    low, high = spread if spread is not None else (value, value)
     return float(low), float(high)
 
 

@@ -91,7 +91,7 @@ to the workers still ready, which replay their share again, or stops the test)."
 def plan_not_kept(record: dict[str, Any], locust_log: Path) -> str | None:
     """Why the generator did not replay the plan exactly, or None: every planned request sent
     once (a follow-up or a retry is a request of its own), and no worker lost by the master."""
-    lost = sum(LOST_WORKER in line for line in _lines(locust_log))
+    lost = locust_log.read_text(encoding="utf-8", errors="replace").count(LOST_WORKER) if locust_log.is_file() else 0
     planned, sent, twice = record.get("planned_requests"), record.get("planned_sent"), record.get("sent_twice")
     why = []
     if lost:
@@ -101,8 +101,3 @@ def plan_not_kept(record: dict[str, Any], locust_log: Path) -> str | None:
     if twice:
         why.append(f"{twice:,} were sent twice")
     return "; ".join(why) if why else None
-
-
-def _lines(path: Path) -> list[str]:
-    return path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else []
-

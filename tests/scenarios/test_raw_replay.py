@@ -195,10 +195,11 @@ def test_an_answer_nobody_asked_for_is_dropped(toy):
     engine.close()
 
 
-def test_a_replay_behind_its_plan_still_lets_other_greenlets_run_and_reads_replies(target):
+def test_a_replay_behind_its_plan_still_lets_other_greenlets_run(target, monkeypatch):
     """Every deadline already past (a worker that cannot keep up): the loop sends group after
-    group, and still yields to gevent (Locust's heartbeats) and reads the replies that came, so
-    its 4 warm connections carry the 200 requests without opening more."""
+    group, and still lets gevent run (Locust's heartbeats) at each group, YIELD_S being 0 here so
+    that how fast the machine sends decides nothing: the old loop never yielded there at all."""
+    monkeypatch.setattr(raw_replay, "YIELD_S", 0.0)
     ticks = []
     ticker = gevent.spawn(lambda: [ticks.append(1) or gevent.sleep(0) for _ in iter(int, 1)])
     n = 200
@@ -214,6 +215,5 @@ def test_a_replay_behind_its_plan_still_lets_other_greenlets_run_and_reads_repli
         engine.drain()
     ticker.kill()
     engine.close()
-    assert sent_with_ticks > 0
+    assert sent_with_ticks >= n - 1  # a turn of the ticker between every two groups
     assert sorted(engine.status.tolist()) == [200] * n
-    assert len(next(iter(engine.pools.values())).all) < n  # replies read while sending freed connections

@@ -19,8 +19,10 @@ from targets.stores.redis.connect import async_client
 pytestmark = pytest.mark.process  # a redis-server and the proxy's process
 
 FIXED = ALGORITHMS["fixed_window"]
-BUDGET_S = 0.25
-"""Well above a busy machine's stall, well below the slow delay: the outcome, not a timing, is asserted."""
+BUDGET_S = 2.0
+"""Far above a busy machine's stall (a reply at 5 ms never misses it), far below the slow delay
+(5 s, or never): the outcome, not a timing, is asserted."""
+SLOW_S = 5.0
 
 
 @pytest.fixture(scope="module")
@@ -50,7 +52,7 @@ def test_a_store_inside_its_budget_decides_every_request(server):
     assert sources(server, 0.005) == ["redis"] * 20
 
 
-@pytest.mark.parametrize("delay_s", [1.0, STALL], ids=["1000ms", "hung"])
+@pytest.mark.parametrize("delay_s", [SLOW_S, STALL], ids=["5s", "hung"])
 def test_past_the_budget_or_hung_every_decision_is_the_policys_fallback(server, delay_s):
     assert sources(server, delay_s) == ["fallback"] * 20
     assert sources(server, delay_s, fail_open=False) == ["fail_closed"] * 20
