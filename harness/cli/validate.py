@@ -21,13 +21,14 @@ from contract.schema import JUDGE_LOG
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
+from harness.campaign.peers import Peer, PeerConfig
 from harness.campaign.peers.nginx_config import with_includes
 from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.judge.endpoint import JudgeError, KeySpec
 from harness.live.peers import ProcessPeer, live_peer
 from harness.live.supervise import Interrupted
 from harness.validate.checks import CheckVerdict, run_checks
-from harness.validate.inputs import check_url, policy_of_config, read_config, reject_status, which_peer
+from harness.validate.inputs import check_url, config_lints, fleet_notes, policy_of_config, read_config, which_peer
 from harness.validate.latency import run_latency_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
@@ -54,6 +55,38 @@ from .log_options import add_log_options, log_options
 from .progress import RunProgress
 
 EXIT_PASS, EXIT_FAIL, EXIT_INTERRUPTED = 0, 1, 130
+MAX_REPLICAS = 1000
+"""As a policy file's ``nodes``: the fleet is simulated node by node."""
+
+
+def _replicas(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_REPLICAS:
+        raise argparse.ArgumentTypeError(f"{text!r}: replicas are a whole number from 1 to {MAX_REPLICAS}")
+    return n
+
+
+@dataclass
+class ConfigInput:
+    """``--config FILE``: the product's file as read, and the policy file that stands for it."""
+
+    text: str
+    config: PeerConfig
+    policy: PolicyFile
+    spec: Peer
+
+
+def _config_input(args: argparse.Namespace, base: PolicyFile | None) -> ConfigInput:
+    """The product's file read (its includes for NGINX), recognised, and mapped to its models on its fleet."""
+    text = read_input(args.config, "--config")
+    if args.peer is None or args.peer.startswith("nginx"):
+        text = with_includes(text, args.config)
+    spec = which_peer(text, args.peer, str(args.config))
+    config = read_config(spec, text, args.config)
+    return ConfigInput(text, config, policy_of_config(spec, config, base, args.config, args.replicas), spec)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -62,6 +95,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="policy YAML (see docs/validate.md, campaigns/policies/); with --config: its traffic and thresholds")
     p.add_argument("--config", type=Path, metavar="FILE", help="a peer's own config file to judge (an nginx.conf with limit_req)")
     p.add_argument("--peer", metavar="NAME", help="--config: whose file it is (default: recognised from the file)")
+    p.add_argument("--replicas", type=_replicas, metavar="N",
+                   help="--config: the replicas the file runs on (default: what the file declares, else 1)")
     p.add_argument("--url", metavar="URL", help="--live: a running endpoint, judged by the policy it claims (POLICY)")
     p.add_argument("--key", metavar="ip|header:NAME[=PREFIX]",
                    help="--url: how the endpoint tells clients apart (default: the claimed limit's key; see judge)")
@@ -109,8 +144,9 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     """The policy to judge, its source, and the peer input; every bad input before anything starts."""
     if args.out is not None and not args.live:
         raise CampaignError("--out: only with --live (it keeps the live results folder)")
-    if args.peer is not None and args.config is None:
-        raise CampaignError("--peer: only with --config FILE (the peer's own config file)")
+    for flag, given in (("--peer", args.peer), ("--replicas", args.replicas)):
+        if given is not None and args.config is None:
+            raise CampaignError(f"{flag}: only with --config FILE (the peer's own config file)")
     if args.config is not None and args.url is not None:
         raise CampaignError("--config and --url: judge one of them at a time")
     if args.config is None and args.policy is None:
@@ -132,18 +168,14 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     if args.config is None:
         assert base is not None
         return base, str(args.policy), None
-    text = read_input(args.config, "--config")
-    if args.peer is None or args.peer.startswith("nginx"):
-        text = with_includes(text, args.config)
-    spec = which_peer(text, args.peer, str(args.config))
-    config = read_config(spec, text, args.config)
-    policy = policy_of_config(spec, config, base, args.config)
+    read = _config_input(args, base)
+    config = read.config
     given = PeerInput(nominal=config.limits[0].policy, refused=frozenset({429, config.reject_status}),
-                      verdicts=[reject_status(spec, config)], notes=list(config.notes))
+                      verdicts=config_lints(read.spec, config), notes=[*config.notes, *fleet_notes(config, args.replicas)])
     if args.live:
-        given.live = live_peer(spec.name).from_config(text)
-        spec.executable()
-    return policy, str(args.config), given
+        given.live = live_peer(read.spec.name).from_config(read.text)
+        read.spec.executable()
+    return read.policy, str(args.config), given
 
 
 def _measured(policy: PolicyFile, given: PeerInput, out: Path | None, console) -> list[CheckVerdict]:
@@ -166,12 +198,15 @@ def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, L
         if args.more_policies or args.classes or args.html:
             raise CampaignError("--policy/--classes/--html: only with --traffic LOG")
         return None
-    if args.live or args.config is not None or args.url is not None:
-        raise CampaignError("--traffic: judges policy files on a log; not with --live, --config or --url")
-    if args.policy is None:
-        raise CampaignError("--traffic: give the policy file to judge (and more with --policy FILE)")
+    if args.live or args.url is not None:
+        raise CampaignError("--traffic: judges policy or config files on a log; not with --live or --url")
+    if args.policy is None and args.config is None:
+        raise CampaignError("--traffic: give the policy file to judge (and more with --policy FILE), or --config FILE")
     _check_outputs(args)
-    policies = [load_policy(path) for path in [args.policy, *args.more_policies]]
+    policies = [load_policy(path) for path in [*([args.policy] if args.policy else []), *args.more_policies]]
+    if args.config is not None:  # the product's file judged in the policy file's place (its thresholds, routes)
+        base = policies[0] if args.policy else None
+        policies = [_config_input(args, base).policy, *policies[1 if base else 0:]]
     classes = load_classes(args.classes) if args.classes is not None else []
     traffic = load_traffic(args.traffic, options)
     return policies, classes, traffic

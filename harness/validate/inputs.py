@@ -12,7 +12,7 @@ from pathlib import Path
 
 from contract.urls import check_http_url
 from harness.campaign.config_file import CampaignError
-from harness.campaign.peers import PEERS, Peer, PeerConfig, PeerError, peer
+from harness.campaign.peers import PEERS, ConfigFinding, Peer, PeerConfig, PeerError, peer
 from harness.campaign.policy_file import Limit, PolicyFile, PolicyKeys, Response, parse_policy
 
 from .checks import CheckVerdict
@@ -41,8 +41,17 @@ def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
         raise PeerError(f"{path}: {exc}") from None
 
 
-def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, source: Path) -> PolicyFile:
-    """The policy file that stands for the peer's file: its limits as their mapped models."""
+def fleet_size(config: PeerConfig, replicas: int | None) -> int:
+    """The replicas the file's limits run on: ``--replicas``, else what the file declares, else 1."""
+    return replicas or config.replicas or 1
+
+
+def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, source: Path,
+                     replicas: int | None = None) -> PolicyFile:
+    """The policy file that stands for the peer's file: its limits as their mapped models, on the
+    fleet it runs on. Every replica keeps its own counters unless the file shares them (scope
+    ``fleet``), so N replicas are N local nodes each enforcing the whole stated limit: the lint
+    and the simulated over-admission of a local limit not divided then say what the fleet admits."""
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", source.stem) or "peer-config"
     limits = []
     for lim in config.limits:
@@ -56,9 +65,43 @@ def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, so
     raw = {**(base.model_dump(mode="json") if base else {"name": name, "routes": [{"name": DEFAULT_ROUTE}]}),
            "limits": [lim.model_dump(mode="json") for lim in limits], "keys": keys.model_dump(mode="json"),
            "response": Response(retry_after=config.retry_after, cache_control=config.cache_control).model_dump(mode="json"),
-           "store": {"backend": "memory"}, "nodes": 1}
+           "store": {"backend": "memory", "divide_by_nodes": False}, "nodes": _nodes(config, replicas)}
     raw["thresholds"] = [str(t) for t in base.thresholds] if base else []
     return parse_policy(raw, str(source))
+
+
+def _nodes(config: PeerConfig, replicas: int | None) -> int:
+    shared = all(lim.scope == "fleet" for lim in config.limits)
+    return 1 if shared else fleet_size(config, replicas)
+
+
+def fleet_notes(config: PeerConfig, replicas: int | None) -> list[str]:
+    """The limit the fleet enforces beside the one the file states, for each limit."""
+    n = fleet_size(config, replicas)
+    if n < 2:
+        return []
+    out = []
+    for lim in config.limits:
+        p = lim.policy
+        if lim.scope == "fleet":
+            out.append(f"{lim.name}: {n} replicas share one counter: the fleet enforces the stated {p.limit:g} per {p.window_s:g} s")
+        else:
+            out.append(f"{lim.name}: {n} replicas each count their own ({lim.scope}): the fleet enforces up to "
+                       f"{n * p.limit:g} per {p.window_s:g} s where the file states {p.limit:g}")
+    return out
+
+
+def config_lints(spec: Peer, config: PeerConfig) -> list[CheckVerdict]:
+    """The lints of the file itself: its refusal status, then every lint the product's reader ran,
+    a row each, its findings named where the user fixes them, in the product's own words."""
+    rows = [reject_status(spec, config)]
+    by_lint: dict[str, list[ConfigFinding]] = {name: [] for name in config.lints}
+    for f in config.findings:
+        by_lint.setdefault(f.lint, []).append(f)
+    for name, found in by_lint.items():
+        rows.append(lint_verdict(name, f"no {name.replace('_', ' ')} pitfall", [
+            (f"{f.where}: {f.problem}", f.fix) for f in found]))
+    return rows
 
 
 def reject_status(spec: Peer, config: PeerConfig) -> CheckVerdict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from targets.algorithms import Policy
 
-from .base import PEER_STORE, ConfigLimit, Peer, PeerConfig, PeerError
+from .base import PEER_STORE, ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
 from .haproxy import Haproxy
 from .nginx import Nginx, NginxProblem, NginxRealIp
 from .slowapi import SLOWAPI_PEERS
@@ -17,7 +17,7 @@ SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haprox
                     **{p.name.replace("-", "_"): p.name for p in SLOWAPI_PEERS if not p.uses_redis}}
 """``simulate --algorithm`` names that predict a peer: its mapped model under the mapped policy."""
 
-__all__ = ["PEERS", "PEER_STORE", "SIMULATE_ALIASES", "ConfigLimit", "Peer", "PeerConfig", "PeerError", "decided_by",
+__all__ = ["PEERS", "PEER_STORE", "SIMULATE_ALIASES", "ConfigFinding", "ConfigLimit", "Peer", "PeerConfig", "PeerError", "decided_by",
            "model_policy", "peer"]
 
 

@@ -35,6 +35,23 @@ class ConfigLimit:
     """``ip`` or ``api_key`` (validate's key kinds)."""
     line: int = 0
     """Where the file sets it (0: unknown)."""
+    scope: str = "client"
+    """Whose requests one counter holds: ``client`` (one per key, as ``key`` says), ``instance``
+    (one for everyone on a replica), ``connection`` (one per TCP connection) or ``fleet`` (a store
+    every replica shares). What ``--replicas`` multiplies: every scope but ``fleet``."""
+
+
+@dataclass(frozen=True)
+class ConfigFinding:
+    """One pitfall a product's own lint found in a user's file, in that product's words."""
+
+    lint: str
+    """The verdict row it falls under (``lint: <lint>``), e.g. ``envoy_enforced``."""
+    where: str
+    """``FILE:LINE`` or ``FILE: a.yaml.path``: where the user fixes it."""
+    problem: str
+    fix: str = ""
+    """The product's own directive or field that fixes it."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +67,14 @@ class PeerConfig:
     """Keyed by the address a trusted proxy wrote (NGINX ``real_ip``), else None."""
     notes: list[str] = field(default_factory=list)
     """What the model does not reproduce, printed beside the verdict."""
+    findings: list[ConfigFinding] = field(default_factory=list)
+    """The product's own pitfalls found in the file (a lint row each, failed)."""
+    lints: tuple[str, ...] = ()
+    """Every product lint the reader ran: a row each, passed where no finding names it."""
+    replicas: int | None = None
+    """Replicas the file itself declares (a Deployment's ``replicas``, an HPA's ``maxReplicas``)."""
+    approximate: str | None = None
+    """Why the model is only approximate (None: exact); checks that need exactness then say n/a."""
 
 
 class Peer(ABC):

@@ -12,10 +12,12 @@ from pathlib import Path
 import psutil
 import pytest
 
-from harness.campaign.peers import PEERS, PeerError
+from harness.campaign.peers import PEERS, ConfigFinding, ConfigLimit, PeerConfig, PeerError
 from harness.cli.main import main
 from harness.live.peers import live_peer
 from harness.processes.ports import free_ports
+from harness.validate.inputs import config_lints
+from scenarios.access_log.render import CUSTOM, LoggedRequest, render
 from targets.algorithms import Policy
 
 needs_nginx = pytest.mark.skipif(shutil.which("nginx") is None and os.environ.get("CI", "").lower() != "true",
@@ -38,6 +40,7 @@ http {
     }
 }
 """
+T0 = 1_760_000_040.0
 PLAIN = """limit_req_zone $binary_remote_addr zone=one:1m rate=100r/m;
 server { location / { limit_req zone=one burst=9 nodelay; } }
 """
@@ -102,8 +105,55 @@ def test_an_nginx_file_is_judged_by_its_mapped_model(tmp_path, capsys):
     assert checks["one: page_load_429_rate"]["passed"] is True
 
 
+def test_on_three_replicas_the_fleet_admits_three_times_what_the_file_states(tmp_path, capsys):
+    """100r/m burst=9 on 3 replicas, each counting its own: the note says up to 300 per 60 s, and the
+    local-limit lint fails (each replica enforces the whole limit, NGINX's 99.96 per 60 s in
+    whole milliseconds; the simulation measures it)."""
+    path = tmp_path / "site.conf"
+    path.write_text(PLAIN)
+    assert main(["validate", "--config", str(path), "--replicas", "3", "--json", "-"]) == 1
+    captured = capsys.readouterr()
+    checks = {c["name"]: c for c in json.loads(captured.out)["checks"]}
+    assert checks["lint: local_limit_not_divided"]["passed"] is False
+    assert "each of 3 nodes enforces the full 99.96 per 60 s" in checks["lint: local_limit_not_divided"]["message"]
+    assert "one: 3 replicas each count their own (client): the fleet enforces up to 300 per 60 s where the file states 100" \
+        in " ".join(captured.err.split())
+    assert main(["validate", "--config", str(path), "--json", "-"]) == 1  # one replica: nothing to divide
+    checks = {c["name"]: c for c in json.loads(capsys.readouterr().out)["checks"]}
+    assert checks["lint: local_limit_not_divided"]["passed"] is True
+
+
+def test_whom_the_nginx_file_would_have_refused_on_an_access_log(tmp_path, capsys):
+    """100r/m burst=9 is a bucket of 10 refilled every 0.6 s: 14 requests of one address in 0.13 s
+    (no refill) admit 10 and refuse 4; another address's 3 pass."""
+    rows = [LoggedRequest(T0 + 0.01 * i, "1.1.1.1") for i in range(14)]
+    rows += [LoggedRequest(T0 + 0.01 * i, "2.2.2.2") for i in range(3)]
+    log = tmp_path / "access.log"
+    log.write_text(render(rows, "custom"))  # times to the millisecond ($msec)
+    path = tmp_path / "site.conf"
+    path.write_text(PLAIN)
+    assert main(["validate", "--config", str(path), "--traffic", str(log), "--log-format", CUSTOM, "--json", "-"]) == 0
+    [outcome] = json.loads(capsys.readouterr().out)["policies"]
+    assert outcome["policy"] == "site" and (outcome["requests"], outcome["refused"]) == (17, 4)
+
+
+def test_a_products_findings_are_lint_rows_naming_where_to_fix_them():
+    """Every lint the reader ran is a row; its findings fail it with the place and the product's fix."""
+    config = PeerConfig([ConfigLimit("api", Policy(10, 1.0, 1), "ip")], reject_status=429, lints=("a_pitfall", "b_pitfall"),
+                        findings=[ConfigFinding("b_pitfall", "envoy.yaml: x.y[0].z", "filter_enforced unset", "set it to 100%"),
+                                  ConfigFinding("b_pitfall", "envoy.yaml:12", "second", "")])
+    rows = {r.name: r for r in config_lints(PEERS["nginx"], config)}
+    assert list(rows) == ["lint: reject_status_429", "lint: a_pitfall", "lint: b_pitfall"]
+    assert rows["lint: a_pitfall"].passed and not rows["lint: b_pitfall"].passed
+    assert rows["lint: b_pitfall"].message == "envoy.yaml: x.y[0].z: filter_enforced unset; envoy.yaml:12: second"
+    assert rows["lint: b_pitfall"].suggestion == "set it to 100%" and rows["lint: b_pitfall"].value == 2
+
+
 @pytest.mark.parametrize(("args", "message"), [
-    (["--config", "{conf}", "--peer", "traefik"], "unknown peer 'traefik'; choose from: nginx"),
+    (["--config", "{conf}", "--peer", "no-such-peer"], "unknown peer 'no-such-peer'; choose from: nginx"),
+    (["{yaml}", "--replicas", "3"], "--replicas: only with --config FILE"),
+    (["--config", "{conf}", "--replicas", "0"], "'0': replicas are a whole number from 1 to 1000"),
+    (["--config", "{conf}", "--traffic", "{conf}", "--live"], "--traffic: judges policy or config files on a log"),
     (["--config", "{yaml}"], "not a config file of a known peer; name its peer with --peer"),
     (["--peer", "nginx", "{yaml}"], "--peer: only with --config FILE"),
     (["{yaml}", "--url", "http://127.0.0.1:{port}", "--live"], "http://127.0.0.1:{port}: ConnectError"),
