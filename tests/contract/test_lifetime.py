@@ -9,10 +9,11 @@ import signal
 import subprocess
 import sys
 import textwrap
-import time
 
 import psutil
 import pytest
+
+from tests.poll import until
 
 pytestmark = pytest.mark.process  # every test here starts processes
 
@@ -35,9 +36,7 @@ def test_pool_workers_end_when_their_parent_is_killed():
         assert workers and all(w.ppid() == parent.pid for w in workers)
         parent.send_signal(signal.SIGKILL)
         parent.wait(timeout=30)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers):
-            time.sleep(0.05)
+        until(lambda: not any(w.is_running() and w.status() != psutil.STATUS_ZOMBIE for w in workers), 30, every_s=0.05)
         assert not [w.pid for w in workers if w.is_running() and w.status() != psutil.STATUS_ZOMBIE]
     finally:
         with contextlib.suppress(ProcessLookupError):

@@ -4,10 +4,11 @@ that goes away frees its downstream slot (real targets over real HTTP)."""
 from __future__ import annotations
 
 import socket
-import time
 
 import httpx
 import pytest
+
+from tests.poll import until
 
 ADMIN_CALLS = [("GET", "/_bench/counters", None), ("GET", "/_bench/state?limit=per-client&key=api_key:victim", None),
                ("POST", "/_bench/health", {"health": "outage"})]
@@ -61,13 +62,6 @@ def _counters(target):
     return admin(target, "GET", "/_bench/counters").json()["downstream"]
 
 
-def _until(condition, what: str, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
-
-
 def test_clients_that_go_away_free_their_downstream_slots(start):
     """40 requests held by a 1000x degraded downstream (200 s each), their clients gone: every
     slot and queue place is given back, and the next request is served."""
@@ -78,11 +72,11 @@ def test_clients_that_go_away_free_their_downstream_slots(start):
     try:
         for sock in clients:
             sock.sendall(b"GET /api/items HTTP/1.1\r\nHost: t\r\n\r\n")
-        _until(lambda: _counters(target)["in_flight"] == 32 and _counters(target)["waiting"] == 8, "all 40 held")
+        assert until(lambda: _counters(target)["in_flight"] == 32 and _counters(target)["waiting"] == 8, 20), "all 40 held"
     finally:
         for sock in clients:
             sock.close()
-    _until(lambda: _counters(target)["in_flight"] == 0 and _counters(target)["waiting"] == 0, "slots given back")
+    assert until(lambda: _counters(target)["in_flight"] == 0 and _counters(target)["waiting"] == 0, 20), "slots given back"
     admin(target, "POST", "/_bench/health", {"health": None}).raise_for_status()
     assert httpx.get(target.url + "/api/items", timeout=10).status_code == 200
     assert "Traceback" not in target.stderr()

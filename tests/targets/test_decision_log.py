@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
@@ -18,6 +17,7 @@ import pytest
 
 from contract import decision_file
 from contract.schema import DECISION_SCHEMA
+from tests.poll import until
 
 SCRIPT = """
 import sys, time
@@ -59,10 +59,7 @@ def test_sigkill_keeps_every_row_flushed_before_it(start, tmp_path: Path) -> Non
             for i in range(10):
                 sent.append(f"req-{flush}-{i}")
                 client.get("/api/items", headers={"x-request-id": sent[-1]})
-            deadline = time.monotonic() + 20
-            while _written(target) < len(sent):
-                assert time.monotonic() < deadline, "the flusher never wrote"
-                time.sleep(0.05)
+            assert until(lambda: _written(target) >= len(sent), 20), "the flusher never wrote"
     os.killpg(target.pid, signal.SIGKILL)
     target.process.wait()
     assert not path.exists() and len(decision_file.parts(path)) >= 3  # one flush at least per round

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import time
 
 import httpx
 
 from targets.config import KeyConfig
 from targets.idempotency import ENTRY_OVERHEAD, IdempotencyMiddleware
 from targets.keys import KeyPolicy
+from tests.poll import until
 
 
 def _calls(target) -> int:
@@ -80,16 +80,9 @@ def test_a_request_abandoned_by_its_client_runs_again_when_retried(start):
 
     with socket.create_connection(("127.0.0.1", target.port)) as sock:
         sock.sendall(b"POST /api/reports HTTP/1.1\r\nHost: t\r\nIdempotency-Key: k1\r\nContent-Length: 0\r\n\r\n")
-        _until(lambda: downstream()["in_flight"] == 1)
-    _until(lambda: downstream()["in_flight"] == 0)  # gone: cancelled
+        assert until(lambda: downstream()["in_flight"] == 1, 20)
+    assert until(lambda: downstream()["in_flight"] == 0, 20)  # gone: cancelled
     httpx.post(target.admin_url + "/_bench/health", json={"health": None}, timeout=10).raise_for_status()
     retry = httpx.post(target.url + "/api/reports", headers={"idempotency-key": "k1"}, timeout=10)
     assert retry.status_code == 200 and retry.headers.get("idempotent-replayed") is None
     assert downstream()["calls"] == 2
-
-
-def _until(condition, timeout_s: float = 20.0) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline
-        time.sleep(0.05)

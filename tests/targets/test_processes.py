@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 from pathlib import Path
 
 import httpx
@@ -15,6 +14,7 @@ import psutil
 
 from contract import decision_file
 from harness.processes.target import TargetProcess
+from tests.poll import until
 
 LIMIT = 3
 ROUND = 20
@@ -99,10 +99,9 @@ def test_supervisor_killed_takes_its_processes_and_leaves_their_flushed_logs(sta
     target = start(*node_args(log))
     procs = family(target)
     statuses = fill_both(target, 0)
-    deadline = time.monotonic() + FLUSHED_WITHIN_S
-    while per_process(target)[0]["decision_log"]["written"] < len(statuses):  # each process flushes every second
-        assert time.monotonic() < deadline, "the processes flushed no decision log"
-        time.sleep(0.1)
+    flushed = until(lambda: per_process(target)[0]["decision_log"]["written"] >= len(statuses),  # each flushes every second
+                    FLUSHED_WITHIN_S)
+    assert flushed, "the processes flushed no decision log"
     os.kill(target.pid, signal.SIGKILL)  # the supervisor alone: its processes follow it
     psutil.wait_procs(procs[1:], timeout=10)
     assert gone(procs)

@@ -7,7 +7,6 @@ import json
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +22,7 @@ from harness.live.runner import LiveRunner
 from harness.sim.simulator import simulate
 from targets.algorithms import build_params
 from tests.analysis.render import fits_the_page
+from tests.poll import until
 from tests.recorded import suite_model_agrees
 
 pytestmark = pytest.mark.process  # every test here starts processes
@@ -177,15 +177,19 @@ def test_interrupt_stops_every_child_and_keeps_finished_runs(tmp_path, sig):
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     first = out / "runs" / "boundary_burst__fixed_window__memory" / "run.json"
     second = out / "runs" / "page_load_burst__token_bucket__memory"
-    deadline = time.monotonic() + 90
     seen: dict[int, psutil.Process] = {}
-    while time.monotonic() < deadline and not (first.exists() and (second / "plan.json").exists()):
+
+    def second_planned() -> bool:
         seen.update((p.pid, p) for p in _children(proc.pid))
-        time.sleep(0.1)
-    children: list[psutil.Process] = []
-    while time.monotonic() < deadline and not any(_is_target(p) for p in children):  # inside the second run
-        children = _children(proc.pid)
-        time.sleep(0.1)
+        return first.exists() and (second / "plan.json").exists()
+
+    until(second_planned, 90)
+
+    def inside_the_second_run() -> list[psutil.Process]:
+        found = _children(proc.pid)
+        return found if any(_is_target(p) for p in found) else []
+
+    children = until(inside_the_second_run, 60)
     assert any(_is_target(p) for p in children)
     seen.update((p.pid, p) for p in children)
     proc.send_signal(sig)

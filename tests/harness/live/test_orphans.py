@@ -19,6 +19,8 @@ import psutil
 import pytest
 import yaml
 
+from tests.poll import until
+
 ROOT = Path(__file__).resolve().parents[3]
 CAMPAIGN = {
     "name": "orphans", "seed": 1, "policy": {"limit": 20, "window_s": 1}, "algorithms": ["fixed_window"],
@@ -84,7 +86,6 @@ def test_sigkill_of_the_runner_leaves_no_process_and_no_port(tmp_path, moment):
     tree, ports = _tree(runner.pid)
     runner.send_signal(signal.SIGKILL)
     runner.wait()
-    deadline = time.monotonic() + GONE_WITHIN_S
-    while (left := _left(tree, ports, str(tmp_path))) and time.monotonic() < deadline:
-        time.sleep(0.1)
+    until(lambda: not _left(tree, ports, str(tmp_path)), GONE_WITHIN_S)
+    left = _left(tree, ports, str(tmp_path))
     assert not left, f"killed at {moment:.1f} s with {len(tree)} children: {left}"

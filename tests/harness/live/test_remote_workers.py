@@ -25,6 +25,7 @@ from harness.live.supervise import RunFailed
 from harness.processes.ports import free_ports
 from scenarios.live_plan import LivePlan, worker_share
 from scenarios.remote import CLOCK_BOUND_S, best_clock
+from tests.poll import until
 
 pytestmark = pytest.mark.process  # every test here starts processes
 
@@ -164,11 +165,12 @@ def test_ctrl_c_inside_a_remote_run_leaves_no_process_on_the_masters_side(tmp_pa
     proc = _master(_campaign(tmp_path), tmp_path / "res", port, 1, 120)
     wanted = "targets"  # the worker has joined and the run's target is up
     seen: dict[int, psutil.Process] = {}
-    deadline = time.monotonic() + 90
     try:
-        while time.monotonic() < deadline and not any(wanted in _cmdline(p) for p in seen.values()):
+        def spawned() -> bool:
             seen.update((p.pid, p) for p in _descendants(proc.pid))
-            time.sleep(0.1)
+            return any(wanted in _cmdline(p) for p in seen.values())
+
+        until(spawned, 90)
         time.sleep(1.0)
         seen.update((p.pid, p) for p in _descendants(proc.pid))
         assert any(wanted in _cmdline(p) for p in seen.values())

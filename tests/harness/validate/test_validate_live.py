@@ -6,11 +6,11 @@ that the checks exist and are computed, never this machine's speed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import signal
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -23,6 +23,7 @@ from contract.stores import StoreChoice
 from harness.campaign.policy_file import load_policy
 from harness.cli.main import main
 from harness.validate.probes import REDIS_TIMEOUT_S, plan_live
+from tests.poll import until
 
 pytestmark = pytest.mark.process  # every test here starts processes
 
@@ -138,13 +139,13 @@ def test_interrupt_exits_130_and_leaves_nothing_running(tmp_path):
     proc = subprocess.Popen([sys.executable, "run_bench.py", "validate", str(path), "--live"], cwd=ROOT,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     seen: set[psutil.Process] = set()
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not any(_is_target(p) for p in seen):
-        try:
+
+    def started() -> bool:
+        with contextlib.suppress(psutil.Error):
             seen.update(psutil.Process(proc.pid).children(recursive=True))
-        except psutil.Error:
-            break
-        time.sleep(0.2)
+        return any(_is_target(p) for p in seen) or proc.poll() is not None
+
+    until(started, 60, every_s=0.2)
     assert seen, "validate --live started no child"
     proc.send_signal(signal.SIGINT)
     assert proc.wait(60) == 130

@@ -19,6 +19,7 @@ import yaml
 
 from harness.processes.redis_server import RedisServer
 from harness.processes.target import start_target
+from tests.poll import until
 
 pytestmark = pytest.mark.process  # every test here starts processes
 
@@ -96,11 +97,12 @@ def test_outage_falls_back_is_counted_and_recovers_without_restart(own_redis, ta
     assert 'ratelimit_redis_outages{limit="per-client"} 1.0' in metrics
     assert 'ratelimit_decisions_by_source_total{limit="per-client",source="fallback"} 30.0' in metrics
     own_redis.start()  # same port, empty: the shared window starts again
-    deadline = time.monotonic() + 10
-    while httpx.get(f"{node.admin_url}/_bench/counters").json()["limits"]["per-client"]["redis"]["down"]:
-        assert time.monotonic() < deadline, "no recovery"
+
+    def recovered() -> bool:
         statuses([node.url], 1, key="probe")
-        time.sleep(0.1)
+        return not httpx.get(f"{node.admin_url}/_bench/counters").json()["limits"]["per-client"]["redis"]["down"]
+
+    assert until(recovered, 10), "no recovery"
     assert statuses([node.url], 5).count(200) == 5
     counters = httpx.get(f"{node.admin_url}/_bench/counters").json()["limits"]["per-client"]["redis"]
     assert counters["by_source"]["redis"] >= 16 and counters["outages"] == 1
