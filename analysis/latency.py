@@ -1,4 +1,5 @@
-"""Latency of admitted requests from the client log, with exact nearest-rank percentiles.
+"""Latency of admitted requests from the client log, with exact nearest-rank percentiles: the
+project's one percentile (``nearest_rank``), used by the live measures and the benchmarks too.
 
 Nearest rank: the P-th percentile of n sorted values x_1 <= ... <= x_n is x_k with
 k = ceil(P/100 * n) (k = 1 for P = 0). It is always an observed value, never interpolated, so a

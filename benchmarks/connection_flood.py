@@ -18,7 +18,6 @@ from __future__ import annotations
 import asyncio
 import multiprocessing
 import re
-import statistics
 import subprocess
 import tempfile
 import threading
@@ -27,9 +26,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from analysis.latency import nearest_rank
 from harness.live.peers.standalone import peer_before_none
 from harness.processes.spawn import spawn
 from harness.processes.target import running_target
@@ -182,7 +183,7 @@ def run_connection_floods(console: Console, seconds: float, h2load: bool = False
 
 
 def _p(values: list[float], q: int) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
+    return nearest_rank(np.asarray(values), q)
 
 
 def _table(results: dict[tuple[str, int], tuple[list[float], list[float], dict[str, int]]]) -> Table:

@@ -39,10 +39,12 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import psutil
 from rich.console import Console
 from rich.table import Table
 
+from analysis.latency import nearest_rank
 from benchmarks.args import bench_parser
 from contract import decision_file
 from harness.processes.target import running_target
@@ -299,7 +301,7 @@ def _attacks(rows: list[tuple]) -> Table:
 
 
 def _p99(values: list[float]) -> float:
-    return statistics.quantiles(values, n=100, method="inclusive")[98]
+    return nearest_rank(np.asarray(values), 99)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -25,6 +25,7 @@ import yaml
 from rich.console import Console
 from rich.table import Table
 
+from analysis.latency import nearest_rank
 from contract.params import Bounds
 from harness.processes.delay_proxy import STALL, DelayProxy
 from harness.processes.redis_server import RedisServer
@@ -85,7 +86,7 @@ def measure(redis_port: int, delay_s: float | None, requests: int, rate: float, 
     source = pq.read_table(log, columns=["source"]).column("source").to_pylist()[WARM_UP:]
     share = {name: source.count(name) / max(1, len(source)) for name in ("redis", "fallback", "fail_closed")}
     outages = sum(a == "redis" and b != "redis" for a, b in zip(["redis", *source], source))
-    return {"delay": label, "p50": float(np.percentile(ms, 50)), "p99": float(np.percentile(ms, 99)), **share,
+    return {"delay": label, "p50": nearest_rank(ms, 50), "p99": nearest_rank(ms, 99), **share,
             "outages": outages}
 
 

@@ -23,6 +23,7 @@ import numpy as np
 import pandas as pd
 import pyarrow.parquet as pq
 
+from analysis.latency import nearest_rank
 from analysis.metrics import max_window_cost
 from contract.schema import (
     DECISIONS_FILE,
@@ -144,8 +145,8 @@ def measured_window(rows: list[tuple], info: dict[str, Any], interval_s: float) 
 
 
 def pct_ms(values: np.ndarray, q: float) -> float | None:
-    values = values[np.isfinite(values)]
-    return round(float(np.percentile(values, q)) * 1000.0, 3) if len(values) else None
+    value = nearest_rank(values[np.isfinite(values)], q)
+    return None if value is None else round(value * 1000.0, 3)
 
 
 def burst_spread(run_dir: Path, plan: LivePlan) -> dict[str, Any]:
