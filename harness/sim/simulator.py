@@ -35,7 +35,7 @@ from targets.downstream import OUTAGE
 from targets.headers import reset_seconds
 from targets.keys import KeyPolicy
 from targets.stores.memory import MemoryStore
-from targets.stores.protocol import ReplayStore
+from targets.stores.protocol import InspectableStore, LearningStore, ReplayStore
 from targets.stores.redis.modes import local_params
 
 from .cluster_store import ClusterStore
@@ -307,10 +307,10 @@ def _replay_reactive(model: TrafficModel, store: ReplayStore, spec: SystemSpec) 
 def _limit_at(store: ReplayStore) -> Callable[[str], float] | None:
     """A key's limit now, for the log's ``adaptive_limit`` (the algorithm's ``current_limit`` hook
     on the store's state); None when the store keeps no state to read or the limit does not move."""
-    state, current = getattr(store, "state", None), store.algorithm.current_limit
-    if state is None or current is None:
+    current = store.algorithm.current_limit
+    if not isinstance(store, InspectableStore) or current is None:
         return None
-    params = store.params
+    state, params = store.state, store.params
     return lambda key: current(state(key), params)  # an int: the log's float column takes it as it is
 
 
@@ -326,9 +326,9 @@ class _Readings:
     share over the last interval, ``load`` the cores they kept busy (the host's run queue)."""
 
     def __init__(self, store: ReplayStore, spec: SystemSpec) -> None:
-        observe = getattr(store, "observe_reading", None)
-        reads = observe is not None and store.algorithm.needs_readings(store.params)
-        self.observe = observe
+        learns = isinstance(store, LearningStore)
+        reads = learns and store.algorithm.needs_readings(store.params)
+        self.observe = store.observe_reading if learns else None
         self.spec = spec
         self.due = READING_S if reads else math.inf
         self.served, self.busy_s, self.busy = 0, 0.0, 0.0
@@ -351,9 +351,8 @@ class _Readings:
 def _finisher(store: ReplayStore) -> Callable[[str, float, float, float, bool], None]:
     """``finish(key, now, cost, rtt_s, failed)``: the store's observe-then-release (MemoryStore,
     ClusterStore; ``failed``: answered 503), else its release alone."""
-    finish = getattr(store, "finish", None)
-    if finish is not None:
-        return finish
+    if isinstance(store, LearningStore):
+        return store.finish
 
     def release_only(key: str, now: float, cost: float, rtt_s: float, failed: bool) -> None:
         store.release(key, now, cost)

@@ -6,6 +6,10 @@ the sync Redis store, the simulator's cluster of nodes); a ``SharedStore`` decid
 store's own clock (``now=None``: Redis server time) and is awaited (the Redis store in every mode,
 and the fail-open/fail-closed wrapper around it). ``ReplayStore`` is what the simulator replays a
 model through: a Store that also batches open-loop decisions and counts evicted keys.
+Optional capabilities are declared here as mixin protocols (as limits' ``MovingWindowSupport``),
+never found by ``getattr``: ``LearningStore`` (an algorithm that learns from outcomes and machine
+readings: the adaptive limits) and ``InspectableStore`` (a key's state readable, for the logged
+limit of a moving limit).
 Which algorithms a shared store runs: ``targets.stores.redis.SUFFIXES`` (one Lua script each).
 """
 
@@ -31,6 +35,17 @@ class ReplayStore(Store, Protocol):
     @property
     def evictions(self) -> int: ...
     def decide_many(self, keys: Sequence[str], times: Sequence[float], costs: Sequence[float]) -> list[Decision]: ...
+
+
+@runtime_checkable
+class LearningStore(Protocol):
+    def finish(self, key: str, now: float, cost: float, rtt_s: float, failed: bool = False) -> Any: ...
+    def observe_reading(self, now: float, reading: Any) -> Any: ...
+
+
+@runtime_checkable
+class InspectableStore(Protocol):
+    def state(self, key: str) -> Any: ...
 
 
 @runtime_checkable
