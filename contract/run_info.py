@@ -1,9 +1,9 @@
-"""run.json: what a live run was (scenario, algorithm, store, policy, phases) and how it ended.
+"""run.json: what a run was (scenario, algorithm, store, policy, phases) and how it ended, live or
+virtual (``kind``).
 
-The campaign runner writes it with ``write_run_json`` and the analysis reads it with
-``read_run_json``, both here (schema constants in ``schema.py``, documented in docs/analysis.md);
-simulation runs have none, and the loader derives the same facts from the run folder's name and
-campaign.yaml.
+The live runner and the simulator (``harness/sim/runner.py``, ``kind: virtual``) write it with
+``write_run_json`` and the analysis reads it with ``read_run_json``, both here (schema constants in
+``schema.py``, documented in docs/analysis.md).
 """
 
 from __future__ import annotations
