@@ -13,7 +13,9 @@ more refusing every request (one key, limit 1 per day): ``[refusing]`` as the ta
 refusal decided and answered by the HTTP protocol, before uvicorn's request cycle:
 targets/early_refusal.py) and ``[refusing in the app]`` decided by the ASGI middleware
 (``--decide-in app``, as before); a refusal's CPU over an admitted request's, paired by round
-(goal: at most ``REFUSAL_GOAL``; the first article: the 429 itself must be cheap).
+(goal: at most ``REFUSAL_GOAL``; the first article: the 429 itself must be cheap). ``none`` and the
+first limiter run once more on stock uvicorn (``[stock uvicorn]``: ``--server stock``, the FastAPI
+app as a user serves it), so the figures say what the tuned server buys over the stock one.
 
 ``--instructions`` adds what noise cannot move: each target's instructions per request, counted
 by valgrind (``bench_instructions``), and their ratio to ``none``.
@@ -48,6 +50,8 @@ GOAL = 0.90
 REFUSAL_GOAL = 1 / 3
 REFUSING = ["--limit", "1", "--window", "86400", "--service-ms", "0"]
 IN_APP = "[refusing in the app]"
+STOCK = "[stock uvicorn]"
+"""The same app on uvicorn's own Server and protocol, the middleware deciding (``--server stock``)."""
 """Every request after the first is refused (wrk sends no key: one client address, one key)."""
 NEVER_REJECT = ["--limit", "1e9", "--window", "1", "--service-ms", "0", "--concurrency", "100000"]
 _UNITS = {"us": 1e-3, "ms": 1.0, "s": 1e3}
@@ -122,6 +126,8 @@ def main(argv: list[str] | None = None) -> int:
                 argvs[f"{names[1]} [{mode} headers]"] = ["--algorithm", names[1], *NEVER_REJECT, "--admitted-headers", mode]
         argvs[f"{names[1]} [refusing]"] = ["--algorithm", names[1], *REFUSING]
         argvs[f"{names[1]} {IN_APP}"] = ["--algorithm", names[1], *REFUSING, "--decide-in", "app"]
+    for name in names[:2]:
+        argvs[f"{name} {STOCK}"] = [*argvs[name], "--server", "stock"]
     results: dict[str, list[Sample]] = {label: [] for label in argvs}
     with tempfile.TemporaryDirectory(prefix="targets-bench-") as tmp:
         for r in range(args.rounds):
@@ -135,7 +141,8 @@ def main(argv: list[str] | None = None) -> int:
         print("in-process rounds (no network)...", file=sys.stderr)
         configs = {label: overrides(build_parser().parse_args([*argv, "--port", "1"])) for label, argv in argvs.items()}
         # the app called directly: a refusal decided in the protocol never reaches it
-        in_process = in_process_us([label for label in argvs if not label.endswith("[refusing]")], configs, Path(tmp))
+        in_process = in_process_us([label for label in argvs if not label.endswith(("[refusing]", STOCK))], configs,
+                                   Path(tmp))
         counted = {}
         if args.instructions:
             print("instruction counts under valgrind (about a minute per target, two at a time)...", file=sys.stderr)
@@ -189,6 +196,9 @@ def report(results: dict[str, list[Sample]], in_process: dict[str, float], count
 
         print(f"a refusal's target CPU over an admitted request's ({admitted}, paired by round): {refusal(refusing):.2f} "
               f"decided in the protocol (goal <= {REFUSAL_GOAL:.2f}), {refusal(f'{admitted} {IN_APP}'):.2f} in the app")
+    stock = _stock_line(results)
+    if stock:
+        print(stock)
     verdict = "; ".join(f"{worst[k]:.1%} {k}" for k in (worst if counted else ["at equal CPU (wrk)"]))
     print(f"\nworst limiter ({args.admitted_headers} headers) vs none: {verdict} (goal >= {GOAL:.0%}); "
           f"[... headers]: the first limiter with other quota headers on admitted responses; in-process: the app called "
@@ -196,6 +206,17 @@ def report(results: dict[str, list[Sample]], in_process: dict[str, float], count
           + (f"; instr/req: user-space instructions per request under valgrind (a lower bound: the kernel's TCP work, "
              f"the same for every target, is not counted); at equal CPU: with none's kernel share of CPU time "
              f"({1 - share:.0%}, psutil) added back" if counted else ""))
+
+
+def _stock_line(results: dict[str, list[Sample]]) -> str | None:
+    """Each stock-uvicorn row against the same target on the tuned server, paired by round."""
+    parts = []
+    for name in (n for n in results if n.endswith(STOCK)):
+        tuned = name.removesuffix(f" {STOCK}")
+        cpu = statistics.median(s.cpu_us / t.cpu_us for s, t in zip(results[name], results[tuned]))
+        p99 = statistics.median(s.p99_ms for s in results[name]), statistics.median(t.p99_ms for t in results[tuned])
+        parts.append(f"{tuned}: {cpu:.2f}x the CPU a request, P99 {p99[0]:.2f} vs {p99[1]:.2f} ms")
+    return "stock uvicorn against the tuned server (paired by round): " + "; ".join(parts) if parts else None
 
 
 if __name__ == "__main__":

@@ -130,6 +130,8 @@ class RunRecord:
     """k of ``repeats`` (null for a run made once): the analysis groups repeats by it."""
     gateway: dict[str, float] | None
     """The token bucket in front of the limiter (``{rate, burst}``), null without one."""
+    server: str | None = None
+    """The suite target's server, ``tuned`` or ``stock`` (uvicorn's own); absent for a peer's run."""
     cpus: dict[str, Any] | str | None = None
     """``scale.pin``: the cores of the targets and of the generator, or why they were not pinned."""
     redis_restarted: str | None = None

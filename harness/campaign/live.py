@@ -99,6 +99,10 @@ class Campaign(CampaignHeader):
     shared Redis mode they share the node's limit; on the memory store (and ``redis-local``) each
     process is a local limiter of its own: the node admits up to processes x L (run.json says
     ``limiters: per-process`` and the virtual twin is a fleet of that many local limiters)."""
+    server: Literal["tuned", "stock"] = "tuned"
+    """The suite targets' server: ``tuned`` (the bounded protocol deciding as a head is parsed) or
+    ``stock`` (uvicorn's own Server and protocol, the middleware deciding: the FastAPI app as a user
+    runs it; one process). run.json's ``server`` says which a run measured."""
     routing: Literal["round_robin", "sticky"] = "round_robin"
     """How requests are dealt over the nodes (sticky: by a hash of the client id)."""
     scale: Scale = Scale()
@@ -115,6 +119,8 @@ class Campaign(CampaignHeader):
         or the network (harness/live/preflight.py does, once, before a campaign starts)."""
         if self.nodes > 1 and set(self.stores) == {"memory"}:
             raise ValueError("nodes: more than one node needs a shared store; the memory store is per process")
+        if self.server == "stock" and max([self.processes, *(sc.processes or 1 for sc in self.scenarios)]) > 1:
+            raise ValueError("server: stock serves one process per node (uvicorn's own Server); set processes: 1")
         for sc in self.scenarios:
             if "processes" in sc.target:
                 raise ValueError(f"{sc.where}.target.processes: set processes on the entry itself (processes: N)")

@@ -160,6 +160,8 @@ class LiveRunner:
         record = planned_record(run, self.workers)
         cores = cpus.split(cpus.available()) if self.campaign.scale.pin else None
         watch = _Watch(cores)
+        if run.system == "suite":
+            record.add(server=self.campaign.server)
         if self.campaign.scale.pin:
             record.add(cpus=cores.as_json() if cores else "not pinned: fewer than 2 cores")
         try:

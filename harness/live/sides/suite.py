@@ -40,8 +40,8 @@ class SuiteSide(Side):
         shared = setup.run.suite.store.resolved(setup.campaign.redis.mode).shares_limit  # local mode needs no Redis
         env = {**os.environ, "REDIS_URL": setup.redis_url()} if shared else None
         cap = setup.campaign.scale.max_connections
-        self.started = setup.processes.start_targets(self.configs, self.ports, self.admin_ports, setup.logs, env,
-                                                     ["--max-connections", str(cap)] if cap else [])
+        extra = (["--max-connections", str(cap)] if cap else []) + ["--server", setup.campaign.server]
+        self.started = setup.processes.start_targets(self.configs, self.ports, self.admin_ports, setup.logs, env, extra)
         return [(f"target:{node}", target) for node, target in zip(self.nodes, self.started)]
 
     @property

@@ -226,6 +226,8 @@ def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
         ({"colour": "red"}, "colour: unknown field; valid: name, description, seed, repeats, policy, algorithms, params, stores"),
         ({"policy": {"limit": "lots", "window_s": 1}}, "policy.limit: Input should be a valid number"),
         ({"nodes": 2}, "more than one node needs a shared store"),
+        ({"server": "stock", "processes": 2}, "server: stock serves one process per node"),
+        ({"server": "fast"}, "server: Input should be 'tuned' or 'stock'"),
         ({"scenarios": [{"name": "page_load_burst", "params": {"users": 0}}]}, "scenarios[page_load_burst].params: users must be > 0"),
         ({"algorithms": ["fixed_window", "nope"]}, "unknown algorithm 'nope'"),
         ({"scale": {"workers": 0}}, "scale.workers: Input should be greater than or equal to 1"),
@@ -233,3 +235,16 @@ def test_the_campaign_goes_on_after_a_failed_run(tmp_path, monkeypatch):
 )
 def test_bad_campaign_exits_2_naming_the_field_and_starts_nothing(refused_run, change, message):
     assert message in refused_run({**yaml.safe_load(SMOKE.read_text()), **change})
+
+
+def test_a_stock_server_campaign_runs_its_targets_on_uvicorns_own_server(tmp_path):
+    """``server: stock``: the run is made on ``--server stock`` targets, its decisions logged as
+    ever, and run.json says which server it measured."""
+    campaign = load_campaign(SMOKE).model_copy(update={"server": "stock"})
+    infos = LiveRunner(campaign, tmp_path / "res").run_all(plan_runs(campaign, ["boundary_burst", "token_bucket"]))
+    assert [(i["status"], i["server"]) for i in infos] == [("ok", "stock")] * 2
+    run = tmp_path / "res" / "runs" / "boundary_burst__fixed_window__memory"
+    decisions = pd.read_parquet(run / "decisions.parquet")
+    client = pd.read_parquet(run / "client.parquet")
+    assert len(decisions) == (client["role"] == "plan").sum()  # every planned request decided (the warm-up is not)
+    assert decisions["arrived_t"].isna().all()  # uvicorn's own protocol stamps no arrival: the stock server served it
