@@ -23,6 +23,7 @@ from analysis.retries import retry_measures
 from contract.atomic import atomic_write, write_text
 from contract.folder import ResultsFolder, utc_stamp
 from contract.machine import machine_facts
+from contract.memory import bound_of, check_fits
 from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
@@ -46,7 +47,7 @@ from harness.campaign.config_file import GATEWAY_ALGORITHM, GUARDED_LIMIT, Gatew
 from harness.campaign.log_traffic import LogOptions, trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
-from harness.campaign.system import MAX_VIRTUAL_REQUESTS, DownstreamSettings, SystemSettings
+from harness.campaign.system import MAX_VIRTUAL_REQUESTS, REQUEST_BYTES, DownstreamSettings, SystemSettings
 from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
@@ -141,22 +142,34 @@ def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: di
             raise PolicyError(f"unknown {kind} {key!r} for the selected runs; valid: {choices}")
 
 
+MAX_SPAN_S = 31 * 86_400
+"""Model time one run may span: the target's CPU samples, the analysis's per-second bins and the
+downstream's schedule are a row a second (a two-row trace spanning 1e15 s asked for 7 PiB)."""
+SPAN_BYTES = 512
+"""Bytes a second of model time costs (cpu.csv's row in its frame and text, the analysis's bins)."""
+
+
 def check_size(scenario: str, model: TrafficModel) -> None:
     """Refuse a run whose model plans more requests than memory holds, before any is generated."""
     expected = model.expected_requests()
-    if expected > MAX_VIRTUAL_REQUESTS:
+    bound = bound_of(MAX_VIRTUAL_REQUESTS, REQUEST_BYTES)
+    if not expected <= bound:
         raise ScenarioError(f"scenario {scenario}: about {expected:,.0f} requests planned, beyond a simulated run's memory "
-                            f"bound of {MAX_VIRTUAL_REQUESTS:,} (4 GiB); shorten duration_s or lower the rate or the counts")
+                            f"bound of {bound:,} (the suite's 10,000,000 at ~{REQUEST_BYTES} bytes a request, or half "
+                            "this machine's memory); shorten duration_s or lower the rate or the counts")
 
 
 def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
     """One run per algorithm; a model too large for memory (estimated before it is generated,
     then counted), or a request cost no algorithm could ever admit, is refused."""
     check_size(scenario, model)
-    count = len(model.arrivals())
-    if count > MAX_VIRTUAL_REQUESTS:
-        raise ScenarioError(f"scenario {scenario}: {count:,} requests is beyond a simulated run's memory bound of "
-                            f"{MAX_VIRTUAL_REQUESTS:,} (4 GiB); shorten duration_s or lower the rate")
+    arrivals = model.arrivals()
+    count = len(arrivals)
+    check_fits(f"scenario {scenario}: requests", count, MAX_VIRTUAL_REQUESTS, REQUEST_BYTES, ScenarioError,
+               "shorten duration_s or lower the rate")
+    span = max(model.horizon_s(), arrivals.t[-1] - arrivals.t[0] if count else 0.0)
+    check_fits(f"scenario {scenario}: seconds of model time spanned", span, MAX_SPAN_S, SPAN_BYTES, ScenarioError,
+               "a trace over more than 31 days: replay it in parts")
     for a, p in params.items():
         most = get_algorithm(decided_by(a, policy)[0]).max_cost(p)
         if model.max_cost > most:
