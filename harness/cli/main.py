@@ -17,7 +17,7 @@ from analysis.report import build_report
 from analysis.spread import group, with_spread
 from contract.atomic import write_text
 from contract.errors import BadInput
-from contract.folder import utc_stamp
+from contract.folder import partial_path, utc_stamp
 from contract.paths import check_output
 from contract.schema import KEYS_FILE, REPORT_HTML
 from contract.summary import summary_json
@@ -136,7 +136,13 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         console.print(f"[dim]run {i}/{n}[/dim] {row['scenario']} x {row['algorithm']}: "
                       f"{row['requests']:,} requests in {row['wall_s']:.2f} s", highlight=False)
 
-    rows = execute(plan, out, RunnerEvents(run_done=progress))
+    try:
+        rows = execute(plan, out, RunnerEvents(run_done=progress))
+    except KeyboardInterrupt:
+        if out is not None:
+            print(f"interrupted: the whole runs so far are in {partial_path(out)} (run_bench.py report {out} names "
+                  "the planned, finished, incomplete and missing runs)", file=sys.stderr)
+        raise
     if to_stdout:
         sys.stdout.write(summary_json(rows))
     else:

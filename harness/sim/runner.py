@@ -21,7 +21,7 @@ from analysis.latency import admitted_latency, latency_percentiles
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
 from contract.atomic import atomic_write, write_text
-from contract.folder import ResultsFolder, utc_stamp
+from contract.folder import ResultsFolder, finish, partial_path, utc_stamp
 from contract.machine import machine_facts
 from contract.memory import bound_of, check_fits
 from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
@@ -346,11 +346,10 @@ def _write_parts(path: Path, parts: Iterable[pa.Table], schema: pa.Schema = DECI
             writer.write_table(part)
 
 
-def _write_system(folder: ResultsFolder, run: SimRun, result: Replay, figures: dict[str, Any]) -> None:
+def _write_system(run_dir: Path, run: SimRun, result: Replay, figures: dict[str, Any]) -> None:
     """The rest of a virtual run's folder with the system model (its decision log is written
     first): the client log, the target's CPU samples and run.json, as a live run's, with the
     simulator's ``figures`` that no log holds (run.json ``simulator``: the analysis' row reads them there)."""
-    run_dir = folder.run_dir(run.name)
     if result.served is None:
         return
     atomic_write(run_dir / CLIENT_FILE, partial(_write_parts, parts=client_parts(result), schema=CLIENT_SCHEMA))
@@ -358,12 +357,23 @@ def _write_system(folder: ResultsFolder, run: SimRun, result: Replay, figures: d
     write_run_json(run_dir / RUN_FILE, {**_run_info(run, result), "simulator": figures})
 
 
+def _open_folder(plan: SimPlan, out: Path) -> ResultsFolder:
+    """``out``'s partial folder with campaign.yaml (every planned run named); a partial folder
+    an earlier kill left there is refused, not mixed in."""
+    folder = ResultsFolder(partial_path(out))
+    if folder.root.exists():
+        raise ScenarioError(f"--out {out}: an interrupted earlier campaign's {folder.root} is in the way "
+                            f"(run_bench.py report {out} names what it holds; remove it to start anew)")
+    config = dict(plan.config, machine=machine_facts(), created=utc_stamp())
+    write_text(folder.root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
+    return folder
+
+
 def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None = None) -> list[dict]:
-    """Run every planned run; with ``out``, write the results folder as it goes."""
-    folder = ResultsFolder(out) if out is not None else None
-    if folder is not None:
-        config = dict(plan.config, machine=machine_facts(), created=utc_stamp())
-        write_text(out / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
+    """Run every planned run; with ``out``, write the results folder as it goes, under its
+    partial name (contract/folder.py), each run under its own, renamed when whole: a kill leaves
+    ``.<out>.partial`` whose campaign.yaml names every planned run."""
+    folder = _open_folder(plan, out) if out is not None else None
     rows: list[dict] = []
     ideals: dict[int, list[bool]] = {}  # open-loop arrivals do not depend on the algorithm
     for i, run in enumerate(plan.runs, 1):
@@ -392,7 +402,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         if folder is None:
             frame = _summary_frame(pa.concat_tables(list(parts)))
         else:
-            path = folder.run_dir(run.name) / DECISIONS_FILE
+            path = folder.partial_run_dir(run.name) / DECISIONS_FILE
             atomic_write(path, partial(_write_parts, parts=parts))
             frame = _read_summary_frame(path)
         policy = RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst)
@@ -406,11 +416,13 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
         if folder is not None:
-            _write_system(folder, run, result, {k: row.get(k) for k in SIMULATOR_FIGURES})
+            _write_system(folder.partial_run_dir(run.name), run, result, {k: row.get(k) for k in SIMULATOR_FIGURES})
+            finish(folder.run_dir(run.name))
         rows.append(row)
         del result  # before the next run's replay: two at once would double the peak
         if events is not None:
             events.done(i, len(plan.runs), run, row)
-    if folder is not None:
+    if out is not None and folder is not None:
         folder.write_summary(rows)
+        finish(out)
     return rows
