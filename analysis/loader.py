@@ -21,6 +21,7 @@ import yaml
 
 from contract import decision_file
 from contract.errors import BadInput
+from contract.folder import final_name, is_partial, partial_path
 from contract.run_info import RunFileError, RunInfo, RunPolicy, read_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
@@ -141,12 +142,49 @@ class LeftOut:
     reason: str
 
 
+@dataclass(frozen=True)
+class Progress:
+    """How far the campaign got: the runs campaign.yaml planned, those whose folders are whole,
+    those a kill left half-written (``.<run>.partial``: never counted), and those never started."""
+
+    planned: tuple[str, ...]
+    finished: tuple[str, ...]
+    incomplete: tuple[str, ...]
+    missing: tuple[str, ...]
+    interrupted: bool
+    """The folder itself is still under its partial name: the campaign never completed."""
+
+    def line(self) -> str | None:
+        """One line for the report's warnings, None for a campaign that completed."""
+        if not (self.interrupted or self.incomplete or self.missing):
+            return None
+        return (f"campaign interrupted: {len(self.planned) or '?'} runs planned, {len(self.finished)} finished, "
+                f"{len(self.incomplete)} incomplete{_names(self.incomplete)} (not counted), "
+                f"{len(self.missing)} missing{_names(self.missing)}")
+
+
+def _names(names: tuple[str, ...], shown: int = 5) -> str:
+    if not names:
+        return ""
+    more = f", and {len(names) - shown} more" if len(names) > shown else ""
+    return f" ({', '.join(names[:shown])}{more})"
+
+
+def progress_of(root: Path, campaign: dict[str, Any], finished: list[str], incomplete: list[str]) -> Progress:
+    runs = campaign.get("runs")
+    planned = tuple(runs) if isinstance(runs, dict) else tuple(str(r) for r in runs) if isinstance(runs, list) else ()
+    done = set(finished) | set(incomplete)
+    return Progress(planned, tuple(finished), tuple(incomplete), tuple(r for r in planned if r not in done),
+                    is_partial(root))
+
+
 @dataclass
 class Results:
     root: Path
     campaign: dict[str, Any]
     runs: list[Run]
     left_out: list[LeftOut]
+    progress: Progress | None = None
 
 
 def _guard(path: Path, read: Any) -> pa.Table:
@@ -248,20 +286,26 @@ def _response_findings(name: str, response: dict[str, Any] | None) -> list[str]:
 def load_results(root: Path) -> Results:
     """Open a results folder; raises ResultsError when ``root`` is not one."""
     root = Path(root)
+    if not root.is_dir() and partial_path(root).is_dir():  # the campaign was killed: its folder kept its partial name
+        root = partial_path(root)
     runs_dir = root / RUNS_DIR
     if not root.is_dir():
         raise ResultsError(f"{root}: no such folder")
     if not runs_dir.is_dir():
         raise ResultsError(f"{root} is not a results folder: it has no {RUNS_DIR}/ "
                            f"(expected {RUNS_DIR}/<scenario>__<algorithm>__<store>/{DECISIONS_FILE})")
-    paths = sorted(p for p in runs_dir.iterdir() if p.is_dir())
-    if not paths:
-        raise ResultsError(f"{root} has no runs: {RUNS_DIR}/ is empty (a campaign interrupted before its first run?)")
+    folders = sorted(p for p in runs_dir.iterdir() if p.is_dir())
+    paths = [p for p in folders if not is_partial(p)]
+    incomplete = [final_name(p) for p in folders if is_partial(p)]
     campaign = _campaign(root)
+    progress = progress_of(root, campaign, [p.name for p in paths], incomplete)
+    if not paths:
+        raise ResultsError(f"{root} has no runs: {RUNS_DIR}/ holds no whole run"
+                           + (f"; {progress.line()}" if progress.line() else " (a campaign interrupted before its first run?)"))
     runs, left_out = [], []
     for path in paths:
         try:
             runs.append(_open_run(path, campaign))
         except RunDataError as exc:
             left_out.append(LeftOut(path.name, str(exc)))
-    return Results(root, campaign, runs, left_out)
+    return Results(root, campaign, runs, left_out, progress)

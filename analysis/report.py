@@ -48,7 +48,9 @@ class Report:
 
     def warnings(self) -> list[str]:
         """Everything a reader must know before trusting the numbers."""
-        return [f"run left out: {x.name}: {x.reason}" for x in self.analysis.left_out] + self.analysis.warnings
+        progress = self.analysis.results.progress
+        first = [line] if progress is not None and (line := progress.line()) else []
+        return first + [f"run left out: {x.name}: {x.reason}" for x in self.analysis.left_out] + self.analysis.warnings
 
     def answers(self) -> list[Answer]:
         return answers(self.groups)

@@ -32,7 +32,8 @@ REFUSED_COLOUR = "#d62728"
 
 def newest_results(results: Path) -> Path:
     """The most recently written results folder under ``results`` (a folder with ``runs/``)."""
-    found = [p for p in Path(results).iterdir() if (p / RUNS_DIR).is_dir()] if Path(results).is_dir() else []
+    found = [p for p in Path(results).iterdir() if (p / RUNS_DIR).is_dir() and not p.name.startswith(".")] \
+        if Path(results).is_dir() else []
     if not found:
         raise ResultsError(f"{results}: no results folder in it (make bench, or run_bench.py simulate ... --out DIR, makes one)")
     return max(found, key=lambda p: (p / RUNS_DIR).stat().st_mtime)

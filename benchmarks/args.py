@@ -5,13 +5,15 @@ parameter parser's ``Bounds``: the value and the bound in the message)."""
 
 from __future__ import annotations
 
+from contract.memory import bound_of
 from contract.params import Bounds
-from harness.campaign.system import MAX_VIRTUAL_REQUESTS
+from harness.campaign.system import MAX_VIRTUAL_REQUESTS, REQUEST_BYTES
 from targets.cli_args import Parser
 
-REQUESTS = Bounds(1, MAX_VIRTUAL_REQUESTS)
+REQUESTS = Bounds(1, bound_of(MAX_VIRTUAL_REQUESTS, REQUEST_BYTES))
 """Requests, decisions, rows or log lines one benchmark holds: the simulator's memory bound (a
-run of 10 million under 4 GiB); ``bench queue --requests 1e12`` asked for 7 TiB."""
+run of 10 million under 4 GiB, less on a machine with under 8 GiB); ``bench queue --requests
+1e12`` asked for 7 TiB."""
 ROUNDS = Bounds(1, 1000)
 """Repeats, rounds and seeds: each holds its figures until the table is printed."""
 SECONDS = Bounds(0.1, 3600)

@@ -23,8 +23,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from scenarios import SCENARIOS, Arrivals, TrafficModel
-from scenarios.access_log import LogBatch, LogReader, open_log
+from scenarios.access_log import LogBatch, LogReader, ReadBounds, ReadSummary, open_log
 from scenarios.access_log.source import BadLines
+from scenarios.access_log.stream import DEFAULT_BOUNDS
 from scenarios.base import LEGIT
 from scenarios.trace_file import TraceFile, trace_run_name
 from targets.config import KeyConfig
@@ -81,6 +82,8 @@ class LogTraffic:
     keys_config: KeyConfig = field(default_factory=KeyConfig)
     detected: bool = False
     """Its format was detected from its first lines (none was given)."""
+    summary: ReadSummary | None = None
+    """Lines read, used and skipped for each reason (the reader's account)."""
 
     @cached_property
     def spread_t(self) -> np.ndarray:
@@ -113,7 +116,7 @@ class LogTraffic:
             if key is not None:
                 out[code] = key
                 continue
-            ip = forwarded_ip(addr, None if xff is None else xff.encode("latin-1"), trusted_proxies, ip_key)
+            ip = forwarded_ip(addr, None if xff is None else xff.encode("latin-1", "replace"), trusted_proxies, ip_key)
             out[code] = ip if kind == "ip" else client_key(api_key if kind == "api_key" else None, user, ip)
         return out
 
@@ -159,7 +162,7 @@ def read_traffic(reader: LogReader, config: KeyConfig | None = None) -> LogTraff
         identities=[tuple(None if p == "\x00" else p for p in v.split(_SEP)) for v in identity.values],
         routes=route.values, agents=agent.values, lines=reader.lines, bad=reader.bad, out_of_order=out_of_order,
         whole_second=reader.whole_second if reader.whole_second is not None else bool(np.all(t == np.floor(t))),
-        keys_config=config,
+        keys_config=config, summary=reader.summary(),
     )
 
 
@@ -177,15 +180,18 @@ class LogOptions:
     name: str | None = None
     log_format: str | None = None
     fields: tuple[str, ...] = ()
+    bounds: ReadBounds = DEFAULT_BOUNDS
+    """``--max-line-bytes``, ``--max-bad-share``, ``--accept-truncated``."""
 
     @property
     def given(self) -> bool:
+        """A format was given (the bounds say how to read, not what)."""
         return self.name is not None or self.log_format is not None or bool(self.fields)
 
 
 def load_traffic(path: Path, options: LogOptions = LogOptions()) -> LogTraffic:
     """Read ``path`` (format given or detected) into a LogTraffic; bad input raises LogError."""
-    traffic = read_traffic(open_log(path, options.name, options.log_format, list(options.fields)))
+    traffic = read_traffic(open_log(path, options.name, options.log_format, list(options.fields), options.bounds))
     traffic.detected = not options.given
     return traffic
 

@@ -18,6 +18,9 @@ MAX_VIRTUAL_REQUESTS = 10_000_000
 the system model's columns in memory, and builds and writes its logs in parts (harness/sim):
 ~330 bytes a request at its peak (a 10-million-request run of campaigns/throughput-1m.yaml:
 3.4 GB resident), so 10 million stay under 4 GiB."""
+REQUEST_BYTES = 400
+"""A simulated request's bytes at a run's peak, rounded up from the ~330 measured: with
+``contract.memory`` a machine with less than 8 GiB gets a smaller bound than 10 million."""
 
 
 MAX_US = 60_000_000.0

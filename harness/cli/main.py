@@ -17,17 +17,18 @@ from analysis.report import build_report
 from analysis.spread import group, with_spread
 from contract.atomic import write_text
 from contract.errors import BadInput
-from contract.folder import utc_stamp
+from contract.folder import partial_path, utc_stamp
 from contract.paths import check_output
 from contract.schema import KEYS_FILE, REPORT_HTML
 from contract.summary import summary_json
 from harness.campaign.config_file import CampaignError, check_out, check_repeats
+from harness.campaign.log_traffic import LogTraffic
 from harness.campaign.peers import PEERS
 from harness.campaign.peers.url import URL_ITEM, URL_SUMMARY
 from harness.campaign.simulate import load_sim_campaign
 from harness.campaign.system import settings_from_pairs
 from harness.events import RunnerEvents
-from harness.sim.runner import SimRun, execute, make_plan, plan_from_campaign
+from harness.sim.runner import SimPlan, SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
 from scenarios.trace_file import TraceFile, trace_run_name
 from targets.algorithms import ALGORITHMS, Policy
@@ -128,12 +129,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     check_out(out)
     to_stdout = args.json == "-"
     console = term_table.console(stderr=to_stdout, wide=args.wide)
+    for line in trace_summaries(plan):
+        console.print(line, highlight=False)
 
     def progress(i: int, n: int, run: SimRun, row: dict) -> None:
         console.print(f"[dim]run {i}/{n}[/dim] {row['scenario']} x {row['algorithm']}: "
                       f"{row['requests']:,} requests in {row['wall_s']:.2f} s", highlight=False)
 
-    rows = execute(plan, out, RunnerEvents(run_done=progress))
+    try:
+        rows = execute(plan, out, RunnerEvents(run_done=progress))
+    except KeyboardInterrupt:
+        if out is not None:
+            print(f"interrupted: the whole runs so far are in {partial_path(out)} (run_bench.py report {out} names "
+                  "the planned, finished, incomplete and missing runs)", file=sys.stderr)
+        raise
     if to_stdout:
         sys.stdout.write(summary_json(rows))
     else:
@@ -149,6 +158,16 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     elif out is not None and not to_stdout:
         console.print(f"results: {out}")
     return 0
+
+
+def trace_summaries(plan: SimPlan) -> list[str]:
+    """What each access log replayed was: lines read, used and skipped for each reason."""
+    seen: dict[int, str] = {}
+    for run in plan.runs:
+        traffic = getattr(run.model, "traffic", None)
+        if isinstance(traffic, LogTraffic) and traffic.summary is not None and id(traffic) not in seen:
+            seen[id(traffic)] = f"{traffic.path}: {traffic.summary.line(traffic.format)}"
+    return list(seen.values())
 
 
 def trace_name(traces: list[str]) -> str:

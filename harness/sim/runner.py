@@ -21,8 +21,9 @@ from analysis.latency import admitted_latency, latency_percentiles
 from analysis.metrics import summarize
 from analysis.retries import retry_measures
 from contract.atomic import atomic_write, write_text
-from contract.folder import ResultsFolder, utc_stamp
+from contract.folder import ResultsFolder, finish, partial_path, utc_stamp
 from contract.machine import machine_facts
+from contract.memory import bound_of, check_fits
 from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
 from contract.schema import (
     CAMPAIGN_FILE,
@@ -46,7 +47,7 @@ from harness.campaign.config_file import GATEWAY_ALGORITHM, GUARDED_LIMIT, Gatew
 from harness.campaign.log_traffic import LogOptions, trace_model
 from harness.campaign.peers import PEERS, SIMULATE_ALIASES, decided_by
 from harness.campaign.simulate import SimCampaign
-from harness.campaign.system import MAX_VIRTUAL_REQUESTS, DownstreamSettings, SystemSettings
+from harness.campaign.system import MAX_VIRTUAL_REQUESTS, REQUEST_BYTES, DownstreamSettings, SystemSettings
 from harness.events import RunnerEvents
 from scenarios import SCENARIOS, ScenarioError, TrafficModel, build_model
 from targets.algorithms import ALGORITHMS, Policy, PolicyError, build_params, get_algorithm
@@ -141,22 +142,34 @@ def _check_unused(kind: str, scoped: dict[str | None, dict[str, str]], valid: di
             raise PolicyError(f"unknown {kind} {key!r} for the selected runs; valid: {choices}")
 
 
+MAX_SPAN_S = 31 * 86_400
+"""Model time one run may span: the target's CPU samples, the analysis's per-second bins and the
+downstream's schedule are a row a second (a two-row trace spanning 1e15 s asked for 7 PiB)."""
+SPAN_BYTES = 512
+"""Bytes a second of model time costs (cpu.csv's row in its frame and text, the analysis's bins)."""
+
+
 def check_size(scenario: str, model: TrafficModel) -> None:
     """Refuse a run whose model plans more requests than memory holds, before any is generated."""
     expected = model.expected_requests()
-    if expected > MAX_VIRTUAL_REQUESTS:
+    bound = bound_of(MAX_VIRTUAL_REQUESTS, REQUEST_BYTES)
+    if not expected <= bound:
         raise ScenarioError(f"scenario {scenario}: about {expected:,.0f} requests planned, beyond a simulated run's memory "
-                            f"bound of {MAX_VIRTUAL_REQUESTS:,} (4 GiB); shorten duration_s or lower the rate or the counts")
+                            f"bound of {bound:,} (the suite's 10,000,000 at ~{REQUEST_BYTES} bytes a request, or half "
+                            "this machine's memory); shorten duration_s or lower the rate or the counts")
 
 
 def _runs_of(scenario: str, model: TrafficModel, policy: Policy, params: dict[str, Any]) -> list[SimRun]:
     """One run per algorithm; a model too large for memory (estimated before it is generated,
     then counted), or a request cost no algorithm could ever admit, is refused."""
     check_size(scenario, model)
-    count = len(model.arrivals())
-    if count > MAX_VIRTUAL_REQUESTS:
-        raise ScenarioError(f"scenario {scenario}: {count:,} requests is beyond a simulated run's memory bound of "
-                            f"{MAX_VIRTUAL_REQUESTS:,} (4 GiB); shorten duration_s or lower the rate")
+    arrivals = model.arrivals()
+    count = len(arrivals)
+    check_fits(f"scenario {scenario}: requests", count, MAX_VIRTUAL_REQUESTS, REQUEST_BYTES, ScenarioError,
+               "shorten duration_s or lower the rate")
+    span = max(model.horizon_s(), arrivals.t[-1] - arrivals.t[0] if count else 0.0)
+    check_fits(f"scenario {scenario}: seconds of model time spanned", span, MAX_SPAN_S, SPAN_BYTES, ScenarioError,
+               "a trace over more than 31 days: replay it in parts")
     for a, p in params.items():
         most = get_algorithm(decided_by(a, policy)[0]).max_cost(p)
         if model.max_cost > most:
@@ -333,11 +346,10 @@ def _write_parts(path: Path, parts: Iterable[pa.Table], schema: pa.Schema = DECI
             writer.write_table(part)
 
 
-def _write_system(folder: ResultsFolder, run: SimRun, result: Replay, figures: dict[str, Any]) -> None:
+def _write_system(run_dir: Path, run: SimRun, result: Replay, figures: dict[str, Any]) -> None:
     """The rest of a virtual run's folder with the system model (its decision log is written
     first): the client log, the target's CPU samples and run.json, as a live run's, with the
     simulator's ``figures`` that no log holds (run.json ``simulator``: the analysis' row reads them there)."""
-    run_dir = folder.run_dir(run.name)
     if result.served is None:
         return
     atomic_write(run_dir / CLIENT_FILE, partial(_write_parts, parts=client_parts(result), schema=CLIENT_SCHEMA))
@@ -345,12 +357,23 @@ def _write_system(folder: ResultsFolder, run: SimRun, result: Replay, figures: d
     write_run_json(run_dir / RUN_FILE, {**_run_info(run, result), "simulator": figures})
 
 
+def _open_folder(plan: SimPlan, out: Path) -> ResultsFolder:
+    """``out``'s partial folder with campaign.yaml (every planned run named); a partial folder
+    an earlier kill left there is refused, not mixed in."""
+    folder = ResultsFolder(partial_path(out))
+    if folder.root.exists():
+        raise ScenarioError(f"--out {out}: an interrupted earlier campaign's {folder.root} is in the way "
+                            f"(run_bench.py report {out} names what it holds; remove it to start anew)")
+    config = dict(plan.config, machine=machine_facts(), created=utc_stamp())
+    write_text(folder.root / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
+    return folder
+
+
 def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None = None) -> list[dict]:
-    """Run every planned run; with ``out``, write the results folder as it goes."""
-    folder = ResultsFolder(out) if out is not None else None
-    if folder is not None:
-        config = dict(plan.config, machine=machine_facts(), created=utc_stamp())
-        write_text(out / CAMPAIGN_FILE, yaml.safe_dump(config, sort_keys=False))
+    """Run every planned run; with ``out``, write the results folder as it goes, under its
+    partial name (contract/folder.py), each run under its own, renamed when whole: a kill leaves
+    ``.<out>.partial`` whose campaign.yaml names every planned run."""
+    folder = _open_folder(plan, out) if out is not None else None
     rows: list[dict] = []
     ideals: dict[int, list[bool]] = {}  # open-loop arrivals do not depend on the algorithm
     for i, run in enumerate(plan.runs, 1):
@@ -379,7 +402,7 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         if folder is None:
             frame = _summary_frame(pa.concat_tables(list(parts)))
         else:
-            path = folder.run_dir(run.name) / DECISIONS_FILE
+            path = folder.partial_run_dir(run.name) / DECISIONS_FILE
             atomic_write(path, partial(_write_parts, parts=parts))
             frame = _read_summary_frame(path)
         policy = RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst)
@@ -393,11 +416,13 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
         row["evicted_keys"] = result.evictions
         row["wall_s"] = round(time.perf_counter() - started, 3)
         if folder is not None:
-            _write_system(folder, run, result, {k: row.get(k) for k in SIMULATOR_FIGURES})
+            _write_system(folder.partial_run_dir(run.name), run, result, {k: row.get(k) for k in SIMULATOR_FIGURES})
+            finish(folder.run_dir(run.name))
         rows.append(row)
         del result  # before the next run's replay: two at once would double the peak
         if events is not None:
             events.done(i, len(plan.runs), run, row)
-    if folder is not None:
+    if out is not None and folder is not None:
         folder.write_summary(rows)
+        finish(out)
     return rows

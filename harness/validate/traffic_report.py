@@ -33,6 +33,7 @@ def traffic_facts(traffic: LogTraffic) -> dict:
         "unreadable_first": [{"line": n, "text": t} for n, t in traffic.bad.located(traffic.path)],
         "out_of_order": traffic.out_of_order, "whole_second": traffic.whole_second,
         "start": _utc(float(traffic.t[0])) if len(traffic.t) else None, "span_s": span,
+        "read": traffic.summary.line(traffic.format) if traffic.summary is not None else None,
     }
 
 
@@ -44,6 +45,8 @@ def notes(facts: dict) -> list[str]:
     """What the reader must know about the log before trusting the numbers."""
     out = [f"{facts['file']}: {facts['format']}{' (detected)' if facts['detected'] else ''}, {facts['lines']:,} lines, "
            f"{facts['requests']:,} requests over {facts['span_s']:,.0f} s from {facts['start']}"]
+    if facts.get("read"):
+        out.append(facts["read"])
     if facts["unreadable"]:
         first = "; ".join(f"line {u['line']}: {u['text']!r}" for u in facts["unreadable_first"])
         out.append(f"{facts['unreadable']:,} unreadable lines skipped (first: {first})")

@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from .delimited import DelimitedReader, Layout
-from .source import LogError, head_lines
+from .stream import DEFAULT_BOUNDS, LogError, ReadBounds, head_lines
 
 ALB_TYPES = ("http", "https", "h2", "grpcs", "ws", "wss")
 ALB_CREATION = 21
@@ -52,8 +52,8 @@ def _alb_fix(raw: dict[str, pa.Array]) -> dict[str, pa.Array]:
     return raw
 
 
-def alb_reader(path: Path) -> DelimitedReader:
-    head = head_lines(path, 1)
+def alb_reader(path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> DelimitedReader:
+    head = head_lines(path, 1, bounds)
     if not head:
         raise LogError(f"{path}: empty file")
     count = len(_TOKEN.findall(head[0]))
@@ -62,7 +62,7 @@ def alb_reader(path: Path) -> DelimitedReader:
     time = ALB_CREATION if count > ALB_CREATION else 1
     shape = Layout(count=count, names={3: "addr", 8: "status", 12: "request", 13: "agent"}, time=(time,),
                    time_variable="alb", fix=_alb_fix)
-    return DelimitedReader(path, "alb", shape)
+    return DelimitedReader(path, "alb", shape, bounds)
 
 
 def _cloudfront_fix(raw: dict[str, pa.Array]) -> dict[str, pa.Array]:
@@ -74,8 +74,8 @@ def _cloudfront_fix(raw: dict[str, pa.Array]) -> dict[str, pa.Array]:
     return raw
 
 
-def cloudfront_reader(path: Path) -> DelimitedReader:
-    head = head_lines(path, 5)
+def cloudfront_reader(path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> DelimitedReader:
+    head = head_lines(path, 5, bounds)
     comments = [line for line in head if line.startswith("#")]
     declared = next((line.split(":", 1)[1].split() for line in comments if line.startswith("#Fields:")), None)
     fields = declared or CLOUDFRONT_FIELDS
@@ -90,4 +90,4 @@ def cloudfront_reader(path: Path) -> DelimitedReader:
     names = {index[f]: target for f, target in CLOUDFRONT_MAPPED.items() if f in index and index[f] < count}
     shape = Layout(count=count, names=names, time=(index["date"], index["time"]), time_variable="cloudfront",
                    delimiter="\t", skip_rows=len(comments), fix=_cloudfront_fix)
-    return DelimitedReader(path, "cloudfront", shape)
+    return DelimitedReader(path, "cloudfront", shape, bounds)

@@ -1,6 +1,7 @@
 """Delimited access logs (space-separated with ``"`` quoting: NGINX/Apache combined and common,
-AWS ALB; tab-separated: CloudFront) read by pyarrow's streaming CSV parser: multithreaded C++,
-a block of rows at a time, so memory stays bounded whatever the file's size."""
+AWS ALB; tab-separated: CloudFront) read by pyarrow's CSV parser (multithreaded C++) one block of
+the bounded line stream at a time (``stream.py``), so memory stays bounded whatever the file's
+size and no byte reaches the parser that the bounds have not passed."""
 
 from __future__ import annotations
 
@@ -12,18 +13,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as csv
 
-from .source import LogBatch, LogReader, batch_of, canonical, is_gzipped
+from .source import LogBatch, LogReader, batch_of, canonical
+from .stream import DEFAULT_BOUNDS, Block, LogError, ReadBounds
 from .times import WHOLE_SECOND, parse_times
-
-BLOCK_BYTES = 1 << 22
-
-
-def arrow_stream(path: Path) -> pa.NativeFile:
-    """The file as arrow reads it natively, gunzipped when it starts with the gzip magic: a
-    Python file object would have the parser's read-ahead buffer tens of MB of Python bytes."""
-    gz = is_gzipped(path)
-    raw = pa.OSFile(str(path))
-    return pa.CompressedInputStream(raw, "gzip") if gz else raw
 
 
 @dataclass(frozen=True)
@@ -42,37 +34,43 @@ class Layout:
 
 
 class DelimitedReader(LogReader):
-    def __init__(self, path: Path, name: str, shape: Layout) -> None:
-        super().__init__(path)
+    def __init__(self, path: Path, name: str, shape: Layout, bounds: ReadBounds = DEFAULT_BOUNDS) -> None:
+        super().__init__(path, bounds)
         self.name = name
         self.layout = shape
         self.whole_second = shape.time_variable in WHOLE_SECOND
+        self._block: Block | None = None
 
     def _invalid(self, row: csv.InvalidRow) -> str:
-        self.bad.add(row.number, row.text)
+        number = self._block.number(row.number - 1) if self._block is not None and (row.number or 0) > 0 else None
+        self.bad.add(number, row.text)
         self.lines += 1
         return "skip"
 
-    def batches(self) -> Iterator[LogBatch]:
+    def _read(self) -> Iterator[LogBatch]:
         shape = self.layout
         names = [f"c{i}" for i in range(shape.count)]
         wanted = sorted({*shape.names, *shape.time})
-        reader = csv.open_csv(
-            arrow_stream(self.path),
-            read_options=csv.ReadOptions(column_names=names, block_size=BLOCK_BYTES, skip_rows=shape.skip_rows),
-            parse_options=csv.ParseOptions(delimiter=shape.delimiter, quote_char='"' if shape.delimiter == " " else False,
-                                           escape_char="\\" if shape.delimiter == " " else False,
-                                           invalid_row_handler=self._invalid),
-            convert_options=csv.ConvertOptions(column_types={n: pa.string() for n in names},
-                                               include_columns=[names[i] for i in wanted],
-                                               strings_can_be_null=False, quoted_strings_can_be_null=False),
-        )
-        with reader:
-            for block in reader:
-                if block.num_rows == 0:
-                    continue
-                self.lines += block.num_rows
-                yield self._batch(block)
+        read_options = csv.ReadOptions(column_names=names, use_threads=True,  # a block must hold the longest line
+                                       block_size=max(1 << 20, 2 * self.bounds.max_line_bytes))
+        parse_options = csv.ParseOptions(delimiter=shape.delimiter, quote_char='"' if shape.delimiter == " " else False,
+                                         escape_char="\\" if shape.delimiter == " " else False,
+                                         invalid_row_handler=self._invalid, newlines_in_values=False)
+        convert_options = csv.ConvertOptions(column_types={n: pa.string() for n in names},
+                                             include_columns=[names[i] for i in wanted],
+                                             strings_can_be_null=False, quoted_strings_can_be_null=False)
+        for block in self._blocks(skip_rows=shape.skip_rows):
+            self._block = block
+            try:
+                table = csv.read_csv(pa.BufferReader(block.data), read_options=read_options,
+                                     parse_options=parse_options, convert_options=convert_options)
+            except pa.ArrowInvalid as exc:
+                raise LogError(f"{self.path}: lines {block.first_line:,} on cannot be read as {self.name} "
+                               f"({str(exc).splitlines()[0]})") from None
+            if table.num_rows == 0:
+                continue
+            self.lines += table.num_rows
+            yield self._batch(table.combine_chunks().to_batches()[0])
 
     def _batch(self, block: pa.RecordBatch) -> LogBatch:
         shape = self.layout

@@ -8,7 +8,6 @@ block; this format has no speed goal of its own."""
 
 from __future__ import annotations
 
-import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from .source import FIELDS, LogBatch, LogError, LogReader, batch_of, canonical, head_lines, open_bytes
+from .source import FIELDS, LogBatch, LogError, LogReader, batch_of, canonical
+from .stream import DEFAULT_BOUNDS, ReadBounds, head_lines
 from .times import parse_times
 
 MAPPABLE = ("t", *FIELDS, "request")
@@ -57,8 +57,8 @@ def _get(record: Any, path: list[str]) -> Any:
 class JsonLinesReader(LogReader):
     name = "json"
 
-    def __init__(self, path: Path, mapping: dict[str, str]) -> None:
-        super().__init__(path)
+    def __init__(self, path: Path, mapping: dict[str, str], bounds: ReadBounds = DEFAULT_BOUNDS) -> None:
+        super().__init__(path, bounds)
         self.mapping = mapping
         self.paths = {name: field.split(".") for name, field in mapping.items()}
         self._check_first()
@@ -67,7 +67,7 @@ class JsonLinesReader(LogReader):
         """A time, key or address field absent from every one of the first records is a wrong
         mapping, not a bad line (the others, an API key or X-Forwarded-For, are optional: a record
         without them is keyed further down the chain)."""
-        head = head_lines(self.path, CHECKED_RECORDS)
+        head = head_lines(self.path, CHECKED_RECORDS, self.bounds)
         if not head:
             raise LogError(f"{self.path}: empty file")
         try:
@@ -80,23 +80,23 @@ class JsonLinesReader(LogReader):
                 raise LogError(f"{self.path}: --field {name}={self.mapping[name]}: no such field in the first "
                                f"{len(first)} records; the first has: {have}")
 
-    def batches(self) -> Iterator[LogBatch]:
-        with open_bytes(self.path) as raw:
-            text = io.TextIOWrapper(raw, encoding="utf-8", errors="replace", newline="")
-            block: list[tuple[int, Any]] = []
-            for number, line in enumerate(text, start=1):
+    def _read(self) -> Iterator[LogBatch]:
+        block: list[tuple[int, Any]] = []
+        for lines in self._blocks():
+            for i, line in enumerate(lines.data.decode("utf-8").split("\n")[:-1]):
                 if not line.strip():
                     continue
                 self.lines += 1
                 try:
-                    block.append((number, json.loads(line)))
+                    block.append((lines.number(i), json.loads(line)))
                 except ValueError:
-                    self.bad.add(number, line.rstrip("\r\n"))
+                    self.bad.add(lines.number(i), line.rstrip("\r"))
                 if len(block) >= BLOCK_LINES:
                     yield self._batch(block)
                     block = []
             if block:
                 yield self._batch(block)
+                block = []
 
     def _batch(self, block: list[tuple[int, Any]]) -> LogBatch:
         columns = {name: [_get(r, path) for _, r in block] for name, path in self.paths.items()}

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
 
 from .delimited import DelimitedReader, Layout
-from .source import LogBatch, LogError, LogReader, batch_of, canonical, open_bytes
+from .source import LogBatch, LogError, LogReader, batch_of, canonical
+from .stream import DEFAULT_BOUNDS, ReadBounds
 from .times import TIME_VARIABLES, WHOLE_SECOND, parse_times
 
 COMBINED = '$remote_addr - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"'
@@ -126,59 +126,36 @@ def compile_format(fmt: str) -> tuple[re.Pattern[str], list[str | None], str]:
     return re.compile(f"^(?:{''.join(parts)}|(.*))$", re.MULTILINE), fields, time_variable
 
 
-def reader_for(path: Path, fmt: str, name: str) -> LogReader:
+def reader_for(path: Path, fmt: str, name: str, bounds: ReadBounds = DEFAULT_BOUNDS) -> LogReader:
     """The fastest correct reader of ``fmt``."""
     shape = layout(fmt)
     if shape is not None:
-        return DelimitedReader(path, name, shape)
-    return RegexReader(path, fmt, name)
-
-
-@dataclass
-class _Block:
-    """Whole lines of text and the number of the first."""
-
-    text: str
-    first_line: int
+        return DelimitedReader(path, name, shape, bounds)
+    return RegexReader(path, fmt, name, bounds)
 
 
 class RegexReader(LogReader):
     """Any log_format: one compiled regex over blocks of whole lines (``findall``: the matching
     loop stays in C; only the columns are built in Python)."""
 
-    BLOCK_BYTES = 1 << 22
-
-    def __init__(self, path: Path, fmt: str, name: str) -> None:
-        super().__init__(path)
+    def __init__(self, path: Path, fmt: str, name: str, bounds: ReadBounds = DEFAULT_BOUNDS) -> None:
+        super().__init__(path, bounds)
         self.name = name
         self.pattern, self.fields, self.time_variable = compile_format(fmt)
         self.whole_second = self.time_variable in WHOLE_SECOND
 
-    def _blocks(self) -> Iterator[_Block]:
-        line, rest = 1, b""
-        with open_bytes(self.path) as raw:
-            while chunk := raw.read(self.BLOCK_BYTES):
-                data = rest + chunk
-                cut = data.rfind(b"\n") + 1
-                data, rest = data[:cut], data[cut:]
-                if data:
-                    text = data.decode("latin-1").replace("\r\n", "\n")
-                    yield _Block(text, line)
-                    line += text.count("\n")
-            if rest:
-                yield _Block(rest.decode("latin-1").rstrip("\r"), line)
-
-    def batches(self) -> Iterator[LogBatch]:
+    def _read(self) -> Iterator[LogBatch]:
         for block in self._blocks():
-            rows = self.pattern.findall(block.text)  # one match per line, the unmatched in the last group
+            text = block.data.decode("utf-8").replace("\r\n", "\n")
+            rows = self.pattern.findall(text)  # one match per line, the unmatched in the last group
             good, numbers = [], []
-            for i, row in enumerate(rows):
+            for i, row in enumerate(rows[:text.count("\n")]):
                 if row[-1].strip():
-                    self.bad.add(block.first_line + i, row[-1])
+                    self.bad.add(block.number(i), row[-1])
                     self.lines += 1
                 elif any(row[:-1]):
                     good.append(row)
-                    numbers.append(block.first_line + i)
+                    numbers.append(block.number(i))
             self.lines += len(good)
             if good:
                 yield self._batch(good, np.asarray(numbers))

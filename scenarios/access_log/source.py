@@ -1,65 +1,23 @@
-"""What every access log reader shares: opening a plain or gzipped file, the batch of columns a
-reader yields, and the account of lines that could not be read (counted, the first three kept
-with their line numbers)."""
+"""What every access log reader shares: the bounded stream of lines it reads (``stream.py``), the
+batch of columns it yields, and the account of lines that could not be read (counted by reason,
+the first three kept with their line numbers)."""
 
 from __future__ import annotations
 
-import gzip
-import io
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..base import ScenarioError
+from .stream import DEFAULT_BOUNDS, Block, LineStream, LogError, ReadBounds
+from .times import EARLIEST, LATEST
 
-GZIP_MAGIC = b"\x1f\x8b"
 SHOWN_BAD = 3
-MAX_BAD_SHARE = 0.01
-"""More unreadable lines than this share: the format is wrong, not a few lines."""
 FIELDS = ("addr", "xff", "user", "api_key", "method", "path", "agent", "status", "key")
 """The canonical columns a reader may yield (every one optional but a time and an address or key)."""
-
-
-class LogError(ScenarioError):
-    """An access log that cannot be judged: one line naming the file, the format and what is wrong."""
-
-
-def is_gzipped(path: Path) -> bool:
-    """Whether the log starts with the gzip magic (whatever its name); a path that is no
-    readable file: LogError naming it."""
-    if path.is_dir():
-        raise LogError(f"{path}: is a folder, not a file")
-    try:
-        with path.open("rb") as probe:
-            return probe.read(2) == GZIP_MAGIC
-    except FileNotFoundError:
-        raise LogError(f"{path}: no such file") from None
-    except OSError as exc:
-        raise LogError(f"{path}: cannot be read ({exc.strerror})") from None
-
-
-def open_bytes(path: Path) -> BinaryIO:
-    """The file's bytes, gunzipped when it starts with the gzip magic."""
-    if is_gzipped(path):
-        return gzip.open(path, "rb")  # type: ignore[return-value]
-    return path.open("rb")
-
-
-def head_lines(path: Path, n: int = 20) -> list[str]:
-    """The first ``n`` non-empty lines (format detection and header lines)."""
-    out: list[str] = []
-    with open_bytes(path) as raw:
-        for line in io.TextIOWrapper(raw, encoding="latin-1", newline=""):
-            if line.strip():
-                out.append(line.rstrip("\r\n"))
-            if len(out) >= n:
-                break
-    return out
 
 
 @dataclass
@@ -76,9 +34,11 @@ class LogBatch:
 
 @dataclass
 class BadLines:
-    """Unreadable lines: how many, and the first few as (line number or None, text)."""
+    """Unreadable lines: how many (``time``: of them, dated outside ``EARLIEST``..``LATEST``), and
+    the first few as (line number or None, text)."""
 
     count: int = 0
+    time: int = 0
     shown: list[tuple[int | None, str]] = field(default_factory=list)
     fragments: set[str] = field(default_factory=set)
     """Shown texts that are a part of their line (a time that did not parse), not the line."""
@@ -90,22 +50,50 @@ class BadLines:
             if fragment:
                 self.fragments.add(text[:200])
 
-    def located(self, path: Path) -> list[tuple[int | None, str]]:
+    def located(self, path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> list[tuple[int | None, str]]:
         """The shown lines with their line numbers; a reader that only kept the text (the
-        multithreaded CSV parser does not know them) gets them from one more scan of the file."""
+        multithreaded CSV parser does not know them) gets them from one more bounded scan."""
         missing = [text for number, text in self.shown if number is None]
         if not missing:
             return self.shown
         found: dict[str, int] = {}
-        with open_bytes(path) as raw:
-            for number, line in enumerate(io.TextIOWrapper(raw, encoding="latin-1", newline=""), start=1):
-                line = line.rstrip("\r\n")[:200]
+        stream = LineStream(path, ReadBounds(bounds.max_line_bytes, accept_truncated=True))
+        for block in stream.blocks():
+            for i, line in enumerate(block.data.decode("utf-8").split("\n")[:-1]):
+                line = line.rstrip("\r")[:200]
                 for text in missing:
                     if text not in found and (line == text or (text in self.fragments and text in line)):
-                        found[text] = number
-                if len(found) == len(missing):
-                    break
+                        found[text] = block.number(i)
+            if len(found) == len(missing):
+                break
         return [(number if number is not None else found.get(text), text) for number, text in self.shown]
+
+
+@dataclass(frozen=True)
+class ReadSummary:
+    """The reader's account: lines read (every line of the file), used (requests), and skipped
+    for each reason; lines whose bytes were replaced are used, and counted apart."""
+
+    lines: int
+    used: int
+    long: int
+    time: int
+    unreadable: int
+    replaced: int
+    truncated: str | None
+    max_line_bytes: int
+
+    def line(self, fmt: str) -> str:
+        skipped = [f"{n:,} {why}" for n, why in ((self.long, f"longer than {self.max_line_bytes:,} bytes"),
+                                                 (self.time, "dated outside 1995-2100"),
+                                                 (self.unreadable, f"not {fmt}")) if n]
+        out = f"{self.lines:,} lines read, {self.used:,} used; skipped: {', '.join(skipped) or 'none'}"
+        if self.replaced:
+            out += f"; {self.replaced:,} with bytes that are not UTF-8 (replaced, used)"
+        if self.truncated:
+            out += f"; the gzip {self.truncated} after line {self.lines:,}: judged on the lines read before it " \
+                   "(--accept-truncated)"
+        return out
 
 
 class LogReader:
@@ -115,21 +103,61 @@ class LogReader:
     whole_second: bool | None = None
     """The format's times are whole seconds (True), finer (False), or it depends on the data (None)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> None:
         self.path = path
+        self.bounds = bounds
+        self.stream = LineStream(path, bounds)
         self.lines = 0
+        self.used = 0
         self.bad = BadLines()
 
     def batches(self) -> Iterator[LogBatch]:
+        """The format's batches (``_read``), the rows used counted as they go."""
+        for batch in self._read():
+            self.used += len(batch)
+            yield batch
+
+    def _read(self) -> Iterator[LogBatch]:
         raise NotImplementedError
 
+    def _blocks(self, skip_rows: int = 0) -> Iterator[Block]:
+        """The stream's blocks; after the first, a file none of whose lines was of the format is
+        refused at once (a binary file, the wrong format) rather than read to its end."""
+        for i, block in enumerate(self.stream.blocks()):
+            if i == 1:
+                self._check_first()
+            if i == 0 and skip_rows:
+                cut = 0
+                for _ in range(skip_rows):
+                    cut = block.data.find(b"\n", cut) + 1
+                block = Block(block.data[cut:], block.first_line + skip_rows,
+                              block.numbers[skip_rows:] if block.numbers is not None else None)
+            yield block
+        self._check_first()
+
+    def _check_first(self) -> None:
+        if not self.used and self.lines:
+            first = "; ".join(f"line {n}: {t!r}" for n, t in self.bad.located(self.path, self.bounds))
+            raise LogError(f"{self.path}: none of the first {self.lines:,} lines is {self.name} "
+                           f"(not a log of this format, or not a log); first: {first}")
+
+    def summary(self) -> ReadSummary:
+        counts = self.stream.counts
+        return ReadSummary(counts.lines, self.used, counts.long, self.bad.time, self.bad.count - self.bad.time,
+                           counts.replaced, counts.truncated, self.bounds.max_line_bytes)
+
     def check_bad(self) -> None:
-        """Exit-2 when more than 1% of the lines could not be read: the format tried is wrong."""
-        if self.lines and self.bad.count > MAX_BAD_SHARE * self.lines:
-            first = "; ".join(f"line {n}: {t!r}" for n, t in self.bad.located(self.path))
-            raise LogError(f"{self.path}: {self.bad.count:,} of {self.lines:,} lines "
-                           f"({self.bad.count / self.lines:.1%}) are not {self.name} (more than 1%); first: {first}; "
-                           "a log of your own format: --log-format 'THE NGINX log_format STRING' (or --format NAME)")
+        """Exit-2 when more than the bound's share of the lines could not be used: the format tried
+        is wrong, or the file is not a log."""
+        counts = self.stream.counts
+        bad = self.bad.count + counts.long
+        share = self.bounds.max_bad_share
+        if counts.lines and bad > share * counts.lines:
+            first = "; ".join(f"line {n}: {t!r}" for n, t in self.bad.located(self.path, self.bounds))
+            raise LogError(f"{self.path}: {bad:,} of {counts.lines:,} lines ({bad / counts.lines:.1%}) cannot be used "
+                           f"as {self.name}, more than --max-bad-share {share:.1%} ({self.summary().line(self.name)}); "
+                           f"first: {first or '-'}; a log of your own format: --log-format 'THE NGINX log_format "
+                           "STRING' (or --format NAME)")
 
 
 _REQUEST = r"^(?P<method>[A-Z]+) (?:[a-zA-Z][a-zA-Z0-9+.-]*://[^/ ]*)?(?P<path>[^ ?#]*)"
@@ -155,11 +183,14 @@ def canonical(raw: dict[str, pa.Array]) -> dict[str, pa.Array]:
 
 def batch_of(t: np.ndarray, columns: dict[str, pa.Array], texts: pa.Array | None, bad: BadLines,
              numbers: np.ndarray | None = None) -> LogBatch:
-    """The rows whose time parsed; the others counted as unreadable (by their time text, or
-    their line number when the reader knows it)."""
-    ok = np.isfinite(t)
+    """The rows whose time parsed and is plausible (``EARLIEST``..``LATEST``: a clock at 1970 or
+    in 9999 is no request time); the others counted as unreadable (by their time text, or their
+    line number when the reader knows it)."""
+    with np.errstate(invalid="ignore"):
+        ok = (t >= EARLIEST) & (t <= LATEST)
     if ok.all():
         return LogBatch(t, columns)
+    bad.time += int(np.count_nonzero(np.isfinite(t) & ~ok))
     for i in np.flatnonzero(~ok)[:SHOWN_BAD + 1]:
         text = texts[int(i)].as_py() if texts is not None else ""
         bad.add(None if numbers is None else int(numbers[i]), text or "", fragment=True)

@@ -10,12 +10,16 @@ import pyarrow.compute as pc
 TIME_VARIABLES = ("msec", "time_iso8601", "time_local")
 """The NGINX variables that date a request; ``$msec`` is the only one finer than a second."""
 WHOLE_SECOND = ("time_local", "time_iso8601", "cloudfront")
+EARLIEST = 788_918_400.0
+"""1995-01-01 UTC: a request logged before it is a clock that was never set (1970), not a request."""
+LATEST = 4_102_444_800.0
+"""2100-01-01 UTC: a request logged after it (9999) is a corrupt line."""
 
 
 def _epoch(stamps: pa.Array) -> np.ndarray:
     """Timestamps (any unit, nulls allowed) -> float seconds, NaN for null."""
     micros = pc.cast(pc.cast(stamps, pa.timestamp("us", "UTC")), pa.int64())
-    return pc.fill_null(pc.cast(micros, pa.float64()), np.nan).to_numpy() / 1e6
+    return pc.fill_null(pc.cast(micros, pa.float64(), safe=False), np.nan).to_numpy() / 1e6  # 9999: past 2^53 µs
 
 
 def parse_times(variable: str, values: pa.Array) -> np.ndarray:

@@ -92,7 +92,7 @@ def test_more_than_one_percent_bad_lines_names_the_count_and_the_format(tmp_path
     path.write_text(lines)
     reader = open_log(path, fmt="combined")
     list(reader.batches())
-    with pytest.raises(LogError, match=r"3 of 100 lines \(3\.0%\) are not combined .*line 98: 'x'.*--log-format"):
+    with pytest.raises(LogError, match=r"3 of 100 lines \(3\.0%\) cannot be used as combined.*line 98: 'x'.*--log-format"):
         reader.check_bad()
 
 

@@ -5,6 +5,7 @@ real process."""
 
 from __future__ import annotations
 
+import gzip
 import os
 import shutil
 import subprocess
@@ -54,6 +55,14 @@ def _inputs(tmp: Path) -> None:
     pq.write_table(pa.Table.from_arrays([pa.array([0.1]), pa.array(["a"]), pa.array(["b"])], names=["t", "key", "key"]),
                    d / "key-twice.parquet")
     (d / "nginx.conf").write_bytes(b"limit_req_zone \xff;\n")
+    (d / "span.csv").write_text("t,key\n0,a\n1e15,b\n")
+    log = b"".join(b'1.2.3.4 - - [10/Oct/2026:13:55:%02d +0000] "GET /api/items HTTP/1.1" 200 1 "-" "x"\n' % (i % 60)
+                   for i in range(500))
+    (d / "span.log").write_bytes(log.replace(b"10/Oct/2026", b"01/Jan/1996", 1).replace(b"10/Oct/2026", b"01/Jan/2099", 1))
+    packed = gzip.compress(log)
+    (d / "cut.log.gz").write_bytes(packed[:len(packed) // 2])
+    (d / "crc.log.gz").write_bytes(packed[:-8] + bytes(b ^ 0xFF for b in packed[-8:-4]) + packed[-4:])
+    (d / "binary.log").write_bytes(bytes(range(256)).replace(b"\n", b"") * 4096)
 
 
 CASES: dict[str, list[str]] = {
@@ -85,6 +94,17 @@ CASES: dict[str, list[str]] = {
     "simulate: trace is a folder": ["simulate", "--trace", "in/folder"],
     "simulate: trace CSV with a column twice": ["simulate", "--trace", "in/t-twice.csv"],
     "simulate: trace Parquet with a column twice": ["simulate", "--trace", "in/key-twice.parquet"],
+    # issue 41: bounds before allocation, and logs read through the bounded stream
+    "simulate: a two-row trace spanning 1e15 s": ["simulate", "--trace", "in/span.csv"],
+    "simulate: a log spanning 1996-2099": ["simulate", "--trace", "in/span.log"],
+    "simulate: a gzip cut short": ["simulate", "--trace", "in/cut.log.gz"],
+    "simulate: a gzip failing its CRC": ["simulate", "--trace", "in/crc.log.gz"],
+    "simulate: --trace /dev/zero": ["simulate", "--trace", "/dev/zero"],
+    "validate: --traffic /dev/zero": ["validate", "in/url-policy.yaml", "--traffic", "/dev/zero"],
+    "validate: --traffic a binary file, format given": ["validate", "in/url-policy.yaml", "--traffic", "in/binary.log",
+                                                         "--format", "combined"],
+    "validate: --traffic a gzip cut short": ["validate", "in/url-policy.yaml", "--traffic", "in/cut.log.gz"],
+    "validate: --max-line-bytes 1e12": ["validate", "in/url-policy.yaml", "--traffic", "in/span.log", "--max-line-bytes", "1e12"],
     "simulate: --limit 1e300": ["simulate", "--scenario", "steady", "--limit", "1e300"],
     "simulate: --limit nan": ["simulate", "--scenario", "steady", "--limit", "nan"],
     "simulate: --window 0": ["simulate", "--scenario", "steady", "--window", "0"],
@@ -179,6 +199,11 @@ def test_the_messages_name_the_value_and_the_bound(tmp_path, monkeypatch, capsys
         "simulate: --seed -1": "argument --seed: -1: out of bounds, must be between 0 and",
         "simulate: --limit 1e300": "limit=1e+300: out of bounds, must be between 0 and 1,000,000,000",
         "simulate: beyond the memory bound": "about 4,000,000,000 requests planned, beyond a simulated run's memory bound",
+        "simulate: a two-row trace spanning 1e15 s": "scenario span: seconds of model time spanned 1,000,000,000,000,000 is "
+                                                     "beyond the bound of 2,678,400",
+        "simulate: a gzip cut short": "in/cut.log.gz: the gzip ends early at line",
+        "simulate: a gzip failing its CRC": "in/crc.log.gz: the gzip fails its check (CRC or length) at line 501",
+        "validate: --traffic /dev/zero": "/dev/zero: the first 1,048,576 bytes hold no line within 65,536 bytes",
         "simulate: a bool that is not": "honour_retry_after='maybe': expected true or false",
         "run: campaign not UTF-8": "in/latin1.yaml: not UTF-8 text (byte 9)",
         "run: campaign is a folder": "in/folder: is a folder, not a file",

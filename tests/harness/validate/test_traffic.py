@@ -193,7 +193,7 @@ def test_a_few_unreadable_lines_are_named_and_the_run_goes_on(tmp_path: Path, ca
     (lambda p: p.write_text(render(requests(), "json")), ["--field", "t=start_time,addr=client_ip"],
      "--field addr=client_ip: no such field"),
     (lambda p: p.write_text(render(requests(), "combined") + "junk\n" * 3), [],
-     "3 of 15 lines (20.0%) are not combined"),
+     "3 of 15 lines (20.0%) cannot be used as combined"),
     (lambda p: p.mkdir(), [], "access.log: is a folder, not a file"),
     (lambda p: p.write_text(render(requests(), "combined")), ["--html", "{tmp}/access.log/report.html"],
      "--html"),

@@ -1,0 +1,160 @@
+"""The bounded line stream every access log reader reads through (scenarios/access_log/stream.py),
+on the bad files a real log can be, each built here: a gzip cut short or failing its CRC, a user
+agent with bytes that are not UTF-8, dates in 1970 and 9999, a 20 MB line, a binary file,
+/dev/zero, a wrong format, too many bad lines; and Ctrl-C during a long read."""
+
+from __future__ import annotations
+
+import gzip
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.cli.main import main
+from scenarios.access_log import LogError, ReadBounds, open_log
+from scenarios.access_log.stream import LineStream
+
+ROOT = Path(__file__).resolve().parents[2]
+POLICY = ROOT / "campaigns" / "policies" / "bad-burst-below-page-load.yaml"
+
+
+def line(i: int, date: str = "10/Oct/2026", agent: bytes = b"curl/8") -> bytes:
+    return (f'1.2.3.{i % 50} - - [{date}:13:{i // 60 % 60:02d}:{i % 60:02d} +0000] "GET /api/items HTTP/1.1" 200 12 '
+            f'"-" "').encode() + agent + b'"\n'
+
+
+def log(n: int = 2000) -> bytes:
+    return b"".join(line(i) for i in range(n))
+
+
+def read(path: Path, **bounds: object) -> tuple[int, object]:
+    reader = open_log(path, "combined", bounds=ReadBounds(**bounds))  # type: ignore[arg-type]
+    used = sum(len(b) for b in reader.batches())
+    reader.check_bad()
+    return used, reader.summary()
+
+
+def test_a_gzip_cut_short_stops_with_the_line_and_byte_and_is_judged_only_when_asked(tmp_path: Path) -> None:
+    data = gzip.compress(log())
+    path = tmp_path / "cut.log.gz"
+    path.write_bytes(data[:len(data) // 2])
+    with pytest.raises(LogError, match=r"cut.log.gz: the gzip ends early at line [\d,]+, byte [\d,]+ of its text; "
+                                       r"--accept-truncated judges the [\d,]+ lines"):
+        read(path)
+    used, summary = read(path, accept_truncated=True)
+    assert 0 < used == summary.lines < 2000 and summary.unreadable == 0  # the cut last line is not judged
+    assert "the gzip ends early after line" in summary.line("combined")
+
+
+def test_a_gzip_failing_its_crc_is_named_and_its_whole_text_judged_when_asked(tmp_path: Path) -> None:
+    data = bytearray(gzip.compress(log()))
+    data[-8] ^= 0xFF  # the CRC32 of the trailer
+    path = tmp_path / "crc.log.gz"
+    path.write_bytes(bytes(data))
+    with pytest.raises(LogError, match=r"fails its check \(CRC or length\) at line 2,001"):
+        read(path)
+    used, summary = read(path, accept_truncated=True)
+    assert used == 2000 and summary.truncated is not None
+
+
+def test_bytes_that_are_not_utf8_are_replaced_and_counted_and_the_line_used(tmp_path: Path) -> None:
+    path = tmp_path / "utf.log"
+    path.write_bytes(log(10) + line(10, agent=b"curl/\xff\xfe") + log(5))
+    reader = open_log(path, "combined")
+    agents = [a for b in reader.batches() for a in b.columns["agent"].to_pylist()]
+    assert len(agents) == 16 and agents[10] == "curl/\ufffd\ufffd"
+    assert reader.summary().replaced == 1
+    assert "1 with bytes that are not UTF-8 (replaced, used)" in reader.summary().line("combined")
+
+
+def test_dates_in_1970_and_9999_are_bad_lines_counted_for_their_time(tmp_path: Path) -> None:
+    path = tmp_path / "dates.log"
+    path.write_bytes(log(500) + line(1, "01/Jan/1970") + line(2, "31/Dec/9999") + log(500))
+    used, summary = read(path)
+    assert used == 1000 and summary.time == 2 and summary.unreadable == 0
+    assert summary.line("combined") == "1,002 lines read, 1,000 used; skipped: 2 dated outside 1995-2100"
+
+
+def test_a_20_mb_line_is_skipped_without_being_held(tmp_path: Path) -> None:
+    path = tmp_path / "long.log"
+    with path.open("wb") as f:
+        f.write(log(1000))
+        f.write(b'1.2.3.4 - - [10/Oct/2026:13:55:00 +0000] "GET /' + b"a" * 20_000_000 + b' HTTP/1.1" 200 1 "-" "x"\n')
+        f.write(log(1000))
+    stream = LineStream(path, block_bytes=1 << 20)
+    assert max(len(b.data) for b in stream.blocks()) <= 1 << 21  # blocks, never the line
+    used, summary = read(path)
+    assert used == 2000 and summary.long == 1 and summary.lines == 2001
+    assert "skipped: 1 longer than 65,536 bytes" in summary.line("combined")
+    assert read(path, max_line_bytes=30_000_000)[1].long == 0  # the bound is an option
+
+
+@pytest.mark.parametrize("source", ["binary", "/dev/zero"])
+def test_a_first_block_with_no_line_is_refused_at_once(source: str, tmp_path: Path) -> None:
+    path = Path(source) if source.startswith("/") else tmp_path / "bin.log"
+    if source == "binary":
+        path.write_bytes(random.Random(1).randbytes(3_000_000).replace(b"\n", b" "))
+    started = time.monotonic()
+    for fmt in (None, "combined"):
+        with pytest.raises(LogError, match="hold no line within 65,536 bytes: not a text log"):
+            open_log(path, fmt)
+    assert time.monotonic() - started < 10
+
+
+def test_a_file_of_another_format_is_refused_after_its_first_block(tmp_path: Path) -> None:
+    path = tmp_path / "other.log"
+    path.write_bytes(b"".join(b"%d some text that is no access log\n" % i for i in range(300_000)))
+    reader = open_log(path, "combined")
+    with pytest.raises(LogError, match=r"none of the first [\d,]+ lines is combined .*first: line 1: "):
+        for _ in reader.batches():
+            pass
+    assert reader.stream.counts.lines < 300_000  # stopped after one block, not at the end
+
+
+def test_a_bad_share_past_the_bound_is_refused_with_the_counts(tmp_path: Path) -> None:
+    path = tmp_path / "bad.log"
+    path.write_bytes(log(95) + b"junk\n" * 3 + line(1, "01/Jan/1970") + b"x" * 70_000 + b"\n")
+    with pytest.raises(LogError, match=r"5 of 100 lines \(5.0%\) cannot be used as combined, more than --max-bad-share "
+                                       r"1.0% \(100 lines read, 95 used; skipped: 1 longer than 65,536 bytes, "
+                                       r"1 dated outside 1995-2100, 3 not combined\)"):
+        read(path)
+    assert read(path, max_bad_share=0.05)[0] == 95
+
+
+@pytest.mark.parametrize("args", [["--traffic", "/dev/zero"], ["--traffic", "{bin}", "--format", "combined"]])
+def test_validate_refuses_a_binary_input_in_one_line(args: list[str], tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    binary = tmp_path / "bin.log"
+    binary.write_bytes(random.Random(2).randbytes(2_000_000).replace(b"\n", b"\0"))
+    assert main(["validate", str(POLICY), *[a.format(bin=binary) for a in args]]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "hold no line within 65,536 bytes" in err and "Traceback" not in err
+
+
+@pytest.mark.process
+def test_ctrl_c_stops_a_long_read_within_a_second(tmp_path: Path) -> None:
+    path = tmp_path / "big.log"
+    block = log(20_000)
+    with path.open("wb") as f:
+        for _ in range(150):  # 300 MB: seconds of reading on any machine
+            f.write(block)
+    proc = subprocess.Popen([sys.executable, str(ROOT / "run_bench.py"), "validate", str(POLICY), "--traffic", str(path),
+                             "--format", "combined"], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        time.sleep(4)  # the imports, then well into the read
+        assert proc.poll() is None
+        proc.send_signal(signal.SIGINT)
+        sent = time.monotonic()
+        proc.wait(timeout=10)
+        assert time.monotonic() - sent < 1.0
+    finally:
+        proc.kill()
+        proc.wait()
+    assert proc.returncode in (130, -signal.SIGINT, 1) and b"Traceback" not in proc.stderr.read()
