@@ -10,6 +10,10 @@ is why round values are candidates and not only multiples of a seed.
 
 Models that no sequence of client decisions can tell apart are reported together (a token bucket,
 GCRA and a metering leaky bucket admit the same requests for the same burst and rate).
+
+The stateful behaviours products have (``stateful.py``: state forgotten after an idle time, a block
+once tripped, fixed or extended by each refusal, refusals counted) are fitted the same way with a
+third parameter (``Fit.extra``: the idle time or the block), when asked for (``STATEFUL_MODELS``).
 """
 
 from __future__ import annotations
@@ -19,8 +23,11 @@ import math
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from targets.algorithms import ALGORITHMS, PEER_MODELS, Policy, PolicyError, build_params, get_algorithm
+
+from .stateful import STATEFUL
 
 WINDOWED = ("fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "limits_fixed_window",
             "limits_sliding_window_counter_redis", "haproxy_freq_ctr")
@@ -28,6 +35,8 @@ BUCKETED = ("token_bucket", "gcra", "leaky_bucket")
 IN_FLIGHT = ("concurrency", "adaptive")
 MODELS = (*ALGORITHMS, *PEER_MODELS)
 """Every model of the suite, in the order ties are named (the ten algorithms first)."""
+STATEFUL_MODELS = tuple(STATEFUL)
+"""The stateful behaviours (``stateful.py``), each with a third parameter but ``counting_log``."""
 ROUND_S = (0.1, 0.25, 0.5, 1.0, 5.0, 10.0, 60.0)
 PHRASES = {
     "fixed_window": "a fixed window of {L} per {W} s aligned to the clock",
@@ -66,20 +75,37 @@ class Fit:
     decisions: int
     alike: tuple[str, ...] = ()
     """Other models that agree exactly as well."""
+    extra: float | None = None
+    """A stateful model's third parameter (``stateful.py``: its idle time or its block, seconds)."""
 
     @property
     def agreement(self) -> float:
         return self.agreed / self.decisions if self.decisions else 0.0
 
-    def sentence(self) -> str:
+    def what(self) -> str:
+        """The model in words, with its fitted parameters."""
         p = self.policy
-        what = PHRASES[self.model].format(L=f"{p.limit:g}", W=f"{p.window_s:g}", B=f"{p.effective_burst:g}")
+        phrase = STATEFUL[self.model].phrase if self.model in STATEFUL else PHRASES[self.model]
+        return phrase.format(L=f"{p.limit:g}", W=f"{p.window_s:g}", B=f"{p.effective_burst:g}",
+                             X=f"{self.extra:.3g}" if self.extra is not None else "")
+
+    def sentence(self) -> str:
         also = f" (as well: {', '.join(self.alike)})" if self.alike else ""
-        return f"behaves like {what}: {self.agreement:.1%} of {self.decisions} decisions{also}"
+        return f"behaves like {self.what()}: {self.agreement:.1%} of {self.decisions} decisions{also}"
+
+
+def transition(model: str, policy: Policy, extra: float | None = None) -> tuple[Any, Any, Any]:
+    """(decide, release, params) of a suite model or a stateful behaviour under ``policy``
+    (``extra``: a stateful model's third parameter); ``PolicyError`` when they do not make params."""
+    if model in STATEFUL:
+        m = STATEFUL[model]
+        return m.decide, None, m.build(policy, extra)
+    algorithm = get_algorithm(model)
+    return algorithm.decide, algorithm.release, build_params(model, policy)
 
 
 def agreement(model: str, policy: Policy, seen: Sequence[Seen], misses: int | None = None,
-              within_round_trip: bool = False) -> int:
+              within_round_trip: bool = False, extra: float | None = None) -> int:
     """How many of the decisions ``model`` under ``policy`` repeats, a state per key, in time order;
     an in-flight model's slot is released when its answer arrived. -1 once more than ``misses``
     differ (the search's bound: a candidate worse than the best so far is dropped early).
@@ -88,13 +114,12 @@ def agreement(model: str, policy: Policy, seen: Sequence[Seen], misses: int | No
     the ends of its round trip (``sent``, ``done``), and repeated if either gives it. From outside,
     the limiter decided somewhere in there; on a busy machine the estimate is off by the wait
     before or after the decision. A claim is only contradicted by decisions no time in the round
-    trip explains (greedily, in time order: the first time that repeats it is kept)."""
-    algorithm = get_algorithm(model)
+    trip explains (greedily, in time order: the first time that repeats it is kept). ``extra``: a
+    stateful model's third parameter."""
     try:
-        params = build_params(model, policy)
+        decide, release, params = transition(model, policy, extra)
     except PolicyError:
         return -1
-    decide, release = algorithm.decide, algorithm.release
     budget = len(seen) if misses is None else misses
     states: dict[str, object] = {}
     pending: list[tuple[float, str]] = []
@@ -217,10 +242,69 @@ def fit_model(model: str, seen: Sequence[Seen], limits: Sequence[float], windows
     return Fit(model, policy(best[1], best[2]), best[0], len(seen))
 
 
+def extra_seeds(seen: Sequence[Seen], kind: str) -> list[float]:
+    """The values of a stateful model's third parameter where its decisions on ``seen`` can change,
+    as the midpoints between the times they depend on (each key's idle gaps between requests for
+    ``idle_s`` and an extended block; for a fixed block, the time since the refusal that followed
+    an admission, for each request until the key is admitted again); within 0.5% of each other
+    counted once, the shortest first."""
+    values: list[float] = []
+    for decisions in by_key(seen).values():
+        if kind == "idle_s" or kind == "block_s":
+            values += [b.t - a.t for a, b in itertools.pairwise(decisions)]
+        if kind == "block_s":
+            trip = None
+            for before, d in itertools.pairwise(decisions):
+                if trip is None and before.allowed and not d.allowed:
+                    trip = d.t
+                elif trip is not None:
+                    values.append(d.t - trip)
+                    trip = None if d.allowed else trip
+    binned = sorted({round(math.log(v) / math.log(1.005)) for v in values if v >= 1e-3})
+    points = [1.005 ** b for b in binned]
+    return [round(math.sqrt(a * b), 4) for a, b in itertools.pairwise(points)] + points[-1:] * bool(points)
+
+
+def fit_stateful(model: str, seen: Sequence[Seen], limits: Sequence[float], windows: Sequence[float],
+                 misses: int, hints: Sequence[float] = ()) -> Fit | None:
+    """A stateful model's best (L, W, extra): the grid of L and W at a few values of its third
+    parameter (``hints``, e.g. the idle time a hunt found bringing a burst back whole, and eight
+    spread over the values where decisions change, ``extra_seeds``), then the third parameter
+    over all those values at the best L and W, then W refined in 0.2% steps. None when no candidate
+    misses ``misses`` decisions or fewer."""
+    kind = STATEFUL[model].extra
+    if kind is None:
+        return fit_model(model, seen, limits, windows, misses)
+    everything = extra_seeds(seen, kind)
+    spread = everything[::max(1, len(everything) // 8)]
+    first = list(dict.fromkeys([*(h for h in hints if h > 0), *spread])) or [1.0]
+    best: tuple[int, float, float, float] | None = None
+    for x in first:
+        for L in limits:
+            for W in windows:
+                agreed = agreement(model, Policy(L, W, L), seen, misses, within_round_trip=True, extra=x)
+                if agreed >= 0 and (best is None or agreed > best[0]):
+                    best, misses = (agreed, L, W, x), len(seen) - agreed
+    if best is None:
+        return None
+    _, L, W, _ = best
+    for x in everything:
+        agreed = agreement(model, Policy(L, W, L), seen, misses - 1, within_round_trip=True, extra=x)
+        if agreed > best[0]:
+            best, misses = (agreed, L, W, x), len(seen) - agreed
+    _, L, _, x = best
+    for w in sorted((round(W * (1 + k / 500), 3) for k in range(-10, 11)), key=lambda w: abs(w - W)):
+        agreed = agreement(model, Policy(L, w, L), seen, misses - 1, within_round_trip=True, extra=x)
+        if agreed > best[0]:
+            best, misses = (agreed, L, w, x), len(seen) - agreed
+    return Fit(model, Policy(best[1], best[2], best[1]), best[0], len(seen), extra=best[3])
+
+
 def fingerprint(seen: Iterable[Seen], limit_hint: float | None = None, window_hints: Sequence[float] = (),
-                models: Sequence[str] = MODELS, slack: float = 0.02) -> list[Fit]:
+                models: Sequence[str] = MODELS, slack: float = 0.02, extra_hints: Sequence[float] = ()) -> list[Fit]:
     """The models that fit within ``slack`` of the best, best first (ties in the models' order);
-    the first names the models that agree exactly as well."""
+    the first names the models that agree exactly as well. ``models`` may name stateful ones
+    (``STATEFUL_MODELS``), their third parameter seeded by ``extra_hints`` too."""
     ordered = sorted(seen, key=lambda s: s.t)
     limits = limit_seeds(ordered, [limit_hint or 0])
     windows = window_seeds(ordered, window_hints)
@@ -232,7 +316,9 @@ def fingerprint(seen: Iterable[Seen], limit_hint: float | None = None, window_hi
     bound = len(ordered)
     for model in models:
         told = (limit_hint, window_hints[0]) if limit_hint and window_hints else None
-        fit = fit_model(model, ordered, limits, refills if model in BUCKETED else windows, bound, told)
+        grid = refills if model in (*BUCKETED, "forgetful_token_bucket") else windows
+        fit = (fit_stateful(model, ordered, limits, grid, bound, extra_hints) if model in STATEFUL else
+               fit_model(model, ordered, limits, grid, bound, told))
         if fit is not None:
             fits.append(fit)
             bound = min(bound, fit.decisions - fit.agreed + math.ceil(slack * len(ordered)))
@@ -242,4 +328,4 @@ def fingerprint(seen: Iterable[Seen], limit_hint: float | None = None, window_hi
     best = fits[0]
     alike = tuple(f.model for f in fits[1:] if f.agreed == best.agreed and
                   math.isclose(f.policy.limit, best.policy.limit, rel_tol=0.05))
-    return [Fit(best.model, best.policy, best.agreed, best.decisions, alike), *fits[1:]]
+    return [Fit(best.model, best.policy, best.agreed, best.decisions, alike, best.extra), *fits[1:]]
