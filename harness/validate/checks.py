@@ -14,12 +14,12 @@ from typing import Any
 
 from harness.campaign.policy_file import Limit, PolicyFile, params_of
 from harness.campaign.thresholds import FALLBACK, SIM_METRICS, Threshold, effective
-from targets.algorithms import get_algorithm
+from targets.algorithms import PolicyError, get_algorithm
 
 from .sim import PageTraffic, attack_result, deployment, page_result
 
 RATIO_METRICS = ("over_admission", "abusive_admission")
-BURSTY = ("token_bucket", "gcra", "leaky_bucket")
+BURSTY = ("token_bucket", "gcra", "leaky_bucket", "traefik_rate")
 """Algorithms whose burst is its own parameter (for the others it is the limit L itself)."""
 WINDOWED = ("fixed_window", "sliding_window_counter", "sliding_window_ring")
 """Up to ~2L across a window edge (the counter and the ring under an adversarial drip)."""
@@ -132,7 +132,10 @@ def suggest_fix(policy: PolicyFile, limit: Limit, metric: str, threshold: Thresh
     tried: list[str] = []
     for diagnosis, change, fixed in _fixes(policy, limit, metric, threshold):
         new_limit = next(lim for lim in fixed.limits if lim.name == limit.name)
-        new_value = measure(fixed, new_limit, metric)
+        try:
+            new_value = measure(fixed, new_limit, metric)
+        except PolicyError:  # a change the limit's model cannot express (Traefik: a fraction of a request)
+            continue
         gives = f"{change} gives {display(metric, new_value)}"
         if threshold.holds(new_value):
             return f"{diagnosis}: {phrase(policy, metric, value)}; {gives}", f"{diagnosis}: {gives}"
@@ -210,7 +213,8 @@ def _page_fixes(policy: PolicyFile, limit: Limit) -> Iterator[Fix]:
     page_text = f"page load of {t.page_load}" + (f" x cost {cost:g}" if cost != 1 else "")
     burst = burst_of(limit)
     if limit.algorithm in BURSTY and burst < page * divisor:
-        name = {"token_bucket": "token bucket capacity", "leaky_bucket": "leaky bucket capacity"}.get(
+        name = {"token_bucket": "token bucket capacity", "leaky_bucket": "leaky bucket capacity",
+                "traefik_rate": "Traefik burst"}.get(
             limit.algorithm, "GCRA burst")
         for factor in (1, 1.5, 2, 3):
             b = math.ceil(page * divisor * factor)

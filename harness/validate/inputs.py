@@ -36,9 +36,10 @@ def which_peer(text: str, named: str | None, source: str) -> Peer:
 def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
     """The file's limits and 429 as the peer reads them; its errors prefixed with the file's name."""
     try:
-        return spec.read_config(text)
+        return spec.read_config(text, str(path))
     except PeerError as exc:
-        raise PeerError(f"{path}: {exc}") from None
+        message = str(exc)
+        raise PeerError(message if message.startswith(str(path)) else f"{path}: {message}") from None
 
 
 def fleet_size(config: PeerConfig, replicas: int | None) -> int:

@@ -22,6 +22,7 @@ from . import (
     sliding_window_counter,
     sliding_window_ring,
     token_bucket,
+    traefik_rate,
 )
 from .base import Algorithm, Decision
 from .policy import Policy, PolicyError, apply_overrides, parse_param
@@ -43,7 +44,7 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 
 PEER_MODELS: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in (
-    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis)}
+    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis, traefik_rate)}
 """Models of peer targets' own algorithms (docs/peers.md) that no suite algorithm matches: they
 decide in the simulator and the faithfulness checks, never in ``all`` nor on Redis."""
 

@@ -9,8 +9,9 @@ from .base import PEER_STORE, ConfigFinding, ConfigLimit, Peer, PeerConfig, Peer
 from .haproxy import Haproxy
 from .nginx import Nginx, NginxProblem, NginxRealIp
 from .slowapi import SLOWAPI_PEERS
+from .traefik import Traefik
 
-PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), *SLOWAPI_PEERS)}
+PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), Traefik(), *SLOWAPI_PEERS)}
 """Every peer a campaign may list by name."""
 
 SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haproxy",
