@@ -24,7 +24,7 @@ from targets.algorithms import ALGORITHMS, PEER_MODELS, Policy, PolicyError, bui
 
 WINDOWED = ("fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "limits_fixed_window",
             "limits_sliding_window_counter_redis", "haproxy_freq_ctr")
-BUCKETED = ("token_bucket", "gcra", "leaky_bucket")
+BUCKETED = ("token_bucket", "gcra", "leaky_bucket", "envoy_local_ratelimit")
 IN_FLIGHT = ("concurrency", "adaptive")
 MODELS = (*ALGORITHMS, *PEER_MODELS)
 """Every model of the suite, in the order ties are named (the ten algorithms first)."""
@@ -38,6 +38,7 @@ PHRASES = {
     "limits_sliding_window_counter_redis": "limits' sliding window counter (Redis) of {L} per {W} s",
     "haproxy_freq_ctr": "HAProxy's frequency counter of {L} per {W} s (refusals count)",
     "token_bucket": "a token bucket of {B} refilled at {L} per {W} s",
+    "envoy_local_ratelimit": "Envoy's local token bucket of {B} refilled at {L} per {W} s",
     "gcra": "GCRA with a burst of {B} at {L} per {W} s",
     "leaky_bucket": "a leaky bucket (meter) of {B} leaking {L} per {W} s",
     "concurrency": "a limit of {B} in flight", "adaptive": "an adaptive concurrency limit of {B} in flight",

@@ -11,6 +11,7 @@ from typing import Any
 from . import (
     adaptive,
     concurrency,
+    envoy_local_ratelimit,
     fixed_window,
     gcra,
     haproxy_freq_ctr,
@@ -43,7 +44,7 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 
 PEER_MODELS: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in (
-    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis)}
+    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis, envoy_local_ratelimit)}
 """Models of peer targets' own algorithms (docs/peers.md) that no suite algorithm matches: they
 decide in the simulator and the faithfulness checks, never in ``all`` nor on Redis."""
 
