@@ -28,7 +28,8 @@ PeerModel = Literal["limits_fixed_window", "limits_sliding_window_counter_redis"
 """The peer models (targets.algorithms.PEER_MODELS): a claim a url endpoint can make
 (``validate --url``) and the simulation can judge; no suite target runs one (``--live`` without
 ``--url`` refuses them)."""
-KeyKind = Literal["api_key", "user", "ip"]
+KeyKind = Literal["api_key", "user", "ip", "global"]
+"""``global``: one counter for every client (a product's per-process limit: Envoy's local rate limit)."""
 NAME = r"^[A-Za-z0-9_-]+$"
 
 

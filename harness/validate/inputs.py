@@ -36,9 +36,10 @@ def which_peer(text: str, named: str | None, source: str) -> Peer:
 def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
     """The file's limits and 429 as the peer reads them; its errors prefixed with the file's name."""
     try:
-        return spec.read_config(text)
+        return spec.read_config(text, str(path))
     except PeerError as exc:
-        raise PeerError(f"{path}: {exc}") from None
+        text = str(exc)
+        raise PeerError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
 
 
 def fleet_size(config: PeerConfig, replicas: int | None) -> int:
@@ -56,7 +57,7 @@ def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, so
     limits = []
     for lim in config.limits:
         algorithm, mapped = spec.model(lim.policy)
-        limits.append(Limit.model_validate({"name": re.sub(r"[^A-Za-z0-9_-]+", "-", lim.name), "key": lim.key,
+        limits.append(Limit.model_validate({"name": re.sub(r"[^A-Za-z0-9_-]+", "-", lim.name).strip("-"), "key": lim.key,
                                             "algorithm": algorithm, "limit": mapped.limit, "window_s": mapped.window_s,
                                             "burst": mapped.burst}))
     keys = base.keys if base else PolicyKeys()

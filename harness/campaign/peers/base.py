@@ -125,9 +125,10 @@ class Peer(ABC):
         """Whether ``text`` is a config file of this peer (``validate --config`` without ``--peer``)."""
         return False
 
-    def read_config(self, text: str) -> PeerConfig:
-        """Everything ``validate`` reads of a user's config file; by default the one limit of
-        ``policy_from_config``, keyed by the client address, its 429 without headers."""
+    def read_config(self, text: str, source: str = "config") -> PeerConfig:
+        """Everything ``validate`` reads of a user's config file (``source``: its name, in the
+        findings); by default the one limit of ``policy_from_config``, keyed by the client address,
+        its 429 without headers."""
         return PeerConfig([ConfigLimit(self.name, self.policy_from_config(text), "ip")])
 
     def preflight(self) -> None:

@@ -73,7 +73,7 @@ class Nginx(Peer):
     def recognises(self, text: str) -> bool:
         return re.search(r"\blimit_req(_zone)?\b", text) is not None
 
-    def read_config(self, text: str) -> PeerConfig:
+    def read_config(self, text: str, source: str = "config") -> PeerConfig:
         config = read_nginx(text).config
         for lim in config.limits:
             try:
