@@ -33,7 +33,9 @@ from targets.ip_keys import client_key, forwarded_ip, ip_key_function
 
 IDENTITY = ("key", "api_key", "user", "addr", "xff")
 _SEP = "\x1f"
-KEY_KINDS = ("api_key", "user", "ip")
+KEY_KINDS = ("api_key", "user", "ip", "global")
+GLOBAL_KEY = "global"
+"""The one key of a limit that counts every client together (``key: global``)."""
 
 
 class _Codes:
@@ -113,6 +115,9 @@ class LogTraffic:
         ip_key = ip_key_function(self.keys_config.ipv4_prefix, ipv6_prefix)
         out = np.empty(len(self.identities), dtype=object)
         for code, (key, api_key, user, addr, xff) in enumerate(self.identities):
+            if kind == GLOBAL_KEY:
+                out[code] = GLOBAL_KEY
+                continue
             if key is not None:
                 out[code] = key
                 continue

@@ -23,11 +23,13 @@ RateAlgorithm = Literal[
     "fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "token_bucket", "leaky_bucket", "gcra",
 ]
 """Rate limits only: concurrency and adaptive limits bound work in progress, not a rate."""
-PeerModel = Literal["limits_fixed_window", "limits_sliding_window_counter_redis", "haproxy_freq_ctr", "traefik_rate"]
+PeerModel = Literal["limits_fixed_window", "limits_sliding_window_counter_redis", "haproxy_freq_ctr", "traefik_rate",
+                    "envoy_local_ratelimit"]
 """The peer models (targets.algorithms.PEER_MODELS): a claim a url endpoint can make
 (``validate --url``) and the simulation can judge; no suite target runs one (``--live`` without
 ``--url`` refuses them)."""
-KeyKind = Literal["api_key", "user", "ip"]
+KeyKind = Literal["api_key", "user", "ip", "global"]
+"""``global``: one counter for every client (a product's per-process limit: Envoy's local rate limit)."""
 NAME = r"^[A-Za-z0-9_-]+$"
 
 

@@ -31,7 +31,7 @@ from .stateful import STATEFUL
 
 WINDOWED = ("fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "limits_fixed_window",
             "limits_sliding_window_counter_redis", "haproxy_freq_ctr")
-BUCKETED = ("token_bucket", "gcra", "leaky_bucket", "traefik_rate")
+BUCKETED = ("token_bucket", "gcra", "leaky_bucket", "traefik_rate", "envoy_local_ratelimit")
 IN_FLIGHT = ("concurrency", "adaptive")
 MODELS = (*ALGORITHMS, *PEER_MODELS)
 """Every model of the suite, in the order ties are named (the ten algorithms first)."""
@@ -48,6 +48,7 @@ PHRASES = {
     "haproxy_freq_ctr": "HAProxy's frequency counter of {L} per {W} s (refusals count)",
     "token_bucket": "a token bucket of {B} refilled at {L} per {W} s",
     "traefik_rate": "Traefik's rateLimit, burst {B} at {L} per {W} s (short waits held, idle buckets recreated full)",
+    "envoy_local_ratelimit": "Envoy's local token bucket of {B} refilled at {L} per {W} s",
     "gcra": "GCRA with a burst of {B} at {L} per {W} s",
     "leaky_bucket": "a leaky bucket (meter) of {B} leaking {L} per {W} s",
     "concurrency": "a limit of {B} in flight", "adaptive": "an adaptive concurrency limit of {B} in flight",

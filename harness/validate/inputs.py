@@ -38,8 +38,8 @@ def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
     try:
         return spec.read_config(text, str(path))
     except PeerError as exc:
-        message = str(exc)
-        raise PeerError(message if message.startswith(str(path)) else f"{path}: {message}") from None
+        text = str(exc)
+        raise PeerError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
 
 
 def fleet_size(config: PeerConfig, replicas: int | None) -> int:
@@ -57,7 +57,7 @@ def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, so
     limits = []
     for lim in config.limits:
         algorithm, mapped = spec.model(lim.policy)
-        limits.append(Limit.model_validate({"name": re.sub(r"[^A-Za-z0-9_-]+", "-", lim.name), "key": lim.key,
+        limits.append(Limit.model_validate({"name": re.sub(r"[^A-Za-z0-9_-]+", "-", lim.name).strip("-"), "key": lim.key,
                                             "algorithm": algorithm, "limit": mapped.limit, "window_s": mapped.window_s,
                                             "burst": mapped.burst}))
     keys = base.keys if base else PolicyKeys()

@@ -161,6 +161,9 @@ def refusal_of(endpoint: HttpEndpoint, v: Verdict) -> Refusal:
 
 
 def key_spec(given: str | None, lim: Limit) -> KeySpec:
-    """``--key`` as given, else the claimed limit's key kind."""
+    """``--key`` as given, else the claimed limit's key kind (a ``global`` limit needs ``--key``:
+    the judge measures one key at a time)."""
+    if given is None and lim.key not in KEY_OF_KIND:
+        raise JudgeError(f"limits[{lim.name}].key: {lim.key}: name how the endpoint tells clients apart with --key")
     return KeySpec.parse(given if given is not None else KEY_OF_KIND[lim.key])
 

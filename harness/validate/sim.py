@@ -95,13 +95,15 @@ class PageTraffic:
     abusers: int
     seed: int
     shared_key: bool = False
+    one_key: bool = False
+    """Every client on one key: a limit keyed ``global`` (one bucket for everyone)."""
 
     @classmethod
     def of(cls, policy: PolicyFile, limit: Limit, **changes: Any) -> PageTraffic:
         t = policy.traffic
         fields = dict(users=t.users, page_load=t.page_load, cost=policy.page_route.cost,
                       peak_requests_per_min=t.peak_requests_per_min, limit=limit.limit, window_s=limit.window_s,
-                      abuse_factor=t.abuse_factor, abusers=1, seed=t.seed)
+                      abuse_factor=t.abuse_factor, abusers=1, seed=t.seed, one_key=limit.key == "global")
         return cls(**{**fields, **changes})
 
     def arrivals(self) -> Arrivals:
@@ -113,7 +115,8 @@ class PageTraffic:
             "abusers": str(self.abusers), "abuse_factor": str(self.abuse_factor), "duration_s": str(duration),
         })
         a = model.arrivals()
-        keys = ["nat" if self.shared_key and c == LEGIT else k for k, c in zip(a.key, a.client_class)]
+        keys = ["global" if self.one_key else "nat" if self.shared_key and c == LEGIT else k
+                for k, c in zip(a.key, a.client_class)]
         return Arrivals(a.t, a.client_id, a.client_class, keys, a.route, [self.cost] * len(a))
 
 

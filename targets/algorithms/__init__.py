@@ -11,6 +11,7 @@ from typing import Any
 from . import (
     adaptive,
     concurrency,
+    envoy_local_ratelimit,
     fixed_window,
     gcra,
     haproxy_freq_ctr,
@@ -44,7 +45,8 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 
 PEER_MODELS: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in (
-    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis, traefik_rate)}
+    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis, traefik_rate,
+    envoy_local_ratelimit)}
 """Models of peer targets' own algorithms (docs/peers.md) that no suite algorithm matches: they
 decide in the simulator and the faithfulness checks, never in ``all`` nor on Redis."""
 

