@@ -7,10 +7,12 @@ from targets.algorithms import Policy
 
 from .base import PEER_STORE, ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
 from .haproxy import Haproxy
+from .ingress_nginx import IngressNginx
 from .nginx import Nginx, NginxProblem, NginxRealIp
 from .slowapi import SLOWAPI_PEERS
 
-PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), *SLOWAPI_PEERS)}
+PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), *SLOWAPI_PEERS,
+                                               IngressNginx())}
 """Every peer a campaign may list by name."""
 
 SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haproxy",
