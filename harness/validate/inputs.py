@@ -115,7 +115,9 @@ def reject_status(spec: Peer, config: PeerConfig) -> CheckVerdict:
     if config.reject_status == 429:
         return lint_verdict("reject_status_429", "refusals are 429 Too Many Requests", [])
     fix = {"nginx": "limit_req_status 429; (beside limit_req)",
-           "ingress-nginx": 'the controller ConfigMap: data: {limit-req-status-code: "429"}'}.get(spec.system, "answer refusals with 429")
+           "ingress-nginx": 'the controller ConfigMap: data: {limit-req-status-code: "429"}',
+           "haproxy": "http-request deny deny_status 429 if ... (a deny answers 403 without deny_status)",
+           }.get(spec.system, "answer refusals with 429")
     return lint_verdict("reject_status_429", "", [
         (f"refusals are {config.reject_status}, not 429: clients, retries and CDNs read them as an outage", fix)])
 
