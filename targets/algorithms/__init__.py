@@ -10,10 +10,13 @@ from typing import Any
 
 from . import (
     adaptive,
+    caddy_ring,
     concurrency,
+    envoy_ratelimit_window,
     fixed_window,
     gcra,
     haproxy_freq_ctr,
+    kong_window,
     leaky_bucket,
     limits_fixed_window,
     limits_sliding_window_counter_redis,
@@ -43,7 +46,8 @@ ALGORITHMS: dict[str, Algorithm] = {
 }
 
 PEER_MODELS: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in (
-    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis)}
+    haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis,
+    envoy_ratelimit_window, kong_window, caddy_ring)}
 """Models of peer targets' own algorithms (docs/peers.md) that no suite algorithm matches: they
 decide in the simulator and the faithfulness checks, never in ``all`` nor on Redis."""
 
