@@ -21,12 +21,12 @@ from contract.schema import JUDGE_LOG
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
-from harness.campaign.peers import Peer, PeerConfig
+from harness.campaign.peers import Peer, PeerConfig, PeerError
 from harness.campaign.peers.nginx_config import with_includes
 from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.judge.endpoint import JudgeError, KeySpec
 from harness.live.peers import ProcessPeer, live_peer
-from harness.live.supervise import Interrupted
+from harness.live.supervise import Interrupted, RunFailed
 from harness.validate.checks import CheckVerdict, run_checks
 from harness.validate.inputs import check_url, config_lints, fleet_notes, policy_of_config, read_config, which_peer
 from harness.validate.latency import run_latency_checks
@@ -263,8 +263,11 @@ def cmd_validate(args: argparse.Namespace) -> int:
             elif given is not None and given.live is not None:
                 console.print(f"live: the file in a real {given.live.spec.system}: its refusal, Retry-After and the "
                               "model's count", style="dim", highlight=False)
-                verdicts += peer_verdicts(policy, live=given.live, nominal=given.nominal, refused=given.refused,
-                                          out=args.out)
+                try:
+                    verdicts += peer_verdicts(policy, live=given.live, nominal=given.nominal, refused=given.refused,
+                                              out=args.out)
+                except RunFailed as exc:  # the product refused the file: its own error lines, exit 2
+                    raise PeerError(f"{source}: {exc}") from None
             else:
                 with RunProgress(console) as progress:
                     live = run_live(policy, args.out, lambda text: console.print(text, style="dim", highlight=False),
@@ -279,7 +282,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         if live is not None:
             verdicts += live_verdicts(policy, live, verdicts)
     seconds = time.perf_counter() - started
-    _write_json(args.json, to_json(policy.name, source, verdicts, live))
+    _write_json(args.json, to_json(policy.name, source, verdicts, live, notes=given.notes if given else None))
     if args.junit is not None:
         write_text(args.junit, to_junit(policy.name, verdicts, seconds))
     console.print(verdict_table(policy.name, verdicts))

@@ -30,7 +30,8 @@ from targets.algorithms import ALGORITHMS, PEER_MODELS, Policy, PolicyError, bui
 from .stateful import STATEFUL
 
 WINDOWED = ("fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "limits_fixed_window",
-            "limits_sliding_window_counter_redis", "haproxy_freq_ctr")
+            "limits_sliding_window_counter_redis", "haproxy_freq_ctr", "envoy_ratelimit_window", "kong_window",
+            "caddy_ring")
 BUCKETED = ("token_bucket", "gcra", "leaky_bucket", "traefik_rate", "envoy_local_ratelimit")
 IN_FLIGHT = ("concurrency", "adaptive")
 MODELS = (*ALGORITHMS, *PEER_MODELS)
@@ -46,6 +47,9 @@ PHRASES = {
     "sliding_window_ring": "a ring of sub-windows holding {L} per {W} s",
     "limits_sliding_window_counter_redis": "limits' sliding window counter (Redis) of {L} per {W} s",
     "haproxy_freq_ctr": "HAProxy's frequency counter of {L} per {W} s (refusals count)",
+    "envoy_ratelimit_window": "envoyproxy/ratelimit's epoch-aligned window of {L} per {W} s (refusals count)",
+    "kong_window": "Kong's UTC-calendar window of {L} per {W} s (counted after the decision)",
+    "caddy_ring": "caddy-ratelimit's sliding log of {L} admissions in any {W} s",
     "token_bucket": "a token bucket of {B} refilled at {L} per {W} s",
     "traefik_rate": "Traefik's rateLimit, burst {B} at {L} per {W} s (short waits held, idle buckets recreated full)",
     "envoy_local_ratelimit": "Envoy's local token bucket of {B} refilled at {L} per {W} s",

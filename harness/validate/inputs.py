@@ -8,6 +8,7 @@ Pure but for the URL's reachability: nothing starts here.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from pathlib import Path
 
 from contract.urls import check_http_url
@@ -34,12 +35,17 @@ def which_peer(text: str, named: str | None, source: str) -> Peer:
 
 
 def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
-    """The file's limits and 429 as the peer reads them; its errors prefixed with the file's name."""
+    """The file's limits and 429 as the peer reads them; its errors, and findings a reader names
+    by ``line N (a.b)``, prefixed with the file's name."""
     try:
-        return spec.read_config(text, str(path))
+        config = spec.read_config(text, str(path))
     except PeerError as exc:
-        text = str(exc)
-        raise PeerError(text if text.startswith(f"{path}:") else f"{path}: {text}") from None
+        message = str(exc)
+        raise PeerError(message if message.startswith(f"{path}:") else f"{path}: {message}") from None
+    named = [replace(f, where=f"{path}:{f.where.removeprefix('line ')}") if f.where.startswith("line ") else f
+             for f in config.findings]
+    notes = [f"{path}:{n.removeprefix('line ')}" if re.match(r"line \d", n) else n for n in config.notes]
+    return replace(config, findings=named, notes=notes)
 
 
 def fleet_size(config: PeerConfig, replicas: int | None) -> int:
@@ -109,7 +115,10 @@ def reject_status(spec: Peer, config: PeerConfig) -> CheckVerdict:
     """A lint of the file itself: a refusal is a 429 (NGINX without limit_req_status sends 503)."""
     if config.reject_status == 429:
         return lint_verdict("reject_status_429", "refusals are 429 Too Many Requests", [])
-    fix = {"nginx": "limit_req_status 429; (beside limit_req)"}.get(spec.system, "answer refusals with 429")
+    fix = {"nginx": "limit_req_status 429; (beside limit_req)",
+           "ingress-nginx": 'the controller ConfigMap: data: {limit-req-status-code: "429"}',
+           "haproxy": "http-request deny deny_status 429 if ... (a deny answers 403 without deny_status)",
+           }.get(spec.system, "answer refusals with 429")
     return lint_verdict("reject_status_429", "", [
         (f"refusals are {config.reject_status}, not 429: clients, retries and CDNs read them as an outage", fix)])
 

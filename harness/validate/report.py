@@ -53,9 +53,10 @@ def suggestions(verdicts: list[CheckVerdict]) -> list[str]:
 
 
 def to_json(policy_name: str, source: str, verdicts: list[CheckVerdict], live: LiveOutcome | None = None,
-            measured: dict | None = None) -> str:
+            measured: dict | None = None, notes: list[str] | None = None) -> str:
     """The verdict as JSON; ``measured``: a ``--url`` session that ended in an error (exit 2), its
-    partial measurement (``harness.judge.verdict.measurement``)."""
+    partial measurement (``harness.judge.verdict.measurement``); ``notes``: what a peer's file
+    tells beside the checks (what its model does not reproduce, the product's status)."""
     doc: dict = {
         "policy": policy_name,
         "file": source,
@@ -63,6 +64,8 @@ def to_json(policy_name: str, source: str, verdicts: list[CheckVerdict], live: L
         "failures": sum(not v.passed for v in verdicts),
         "checks": [{k: x for k, x in asdict(v).items() if k != "fix"} for v in verdicts],
     }
+    if notes:
+        doc["notes"] = notes
     if live is not None:
         doc["live"] = {"results": None if live.folder is None else str(live.folder), "notes": live.plan.notes}
     if measured is not None:

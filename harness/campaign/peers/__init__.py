@@ -8,12 +8,13 @@ from targets.algorithms import Policy
 from .base import PEER_STORE, ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
 from .envoy import Envoy
 from .haproxy import Haproxy
+from .ingress_nginx import IngressNginx
 from .nginx import Nginx, NginxProblem, NginxRealIp
 from .slowapi import SLOWAPI_PEERS
 from .traefik import Traefik
 
 PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), Traefik(), Envoy(),
-                                       *SLOWAPI_PEERS)}
+                                       IngressNginx(), *SLOWAPI_PEERS)}
 """Every peer a campaign may list by name."""
 
 SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haproxy",

@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 from targets.algorithms import Policy
 
-from .base import Peer, PeerError
+from .base import ConfigLimit, Peer, PeerConfig, PeerError
+from .haproxy_config import read_haproxy
 
 MAX_PERIOD_MS = 2**31 - 1
 """HAProxy's delays are signed 32-bit ms."""
@@ -61,6 +62,17 @@ class Haproxy(Peer):
     def model(self, policy: Policy) -> tuple[str, Policy]:
         h = haproxy_limit(policy)
         return "haproxy_freq_ctr", Policy(h.limit, h.period_ms / 1000)
+
+    def recognises(self, text: str) -> bool:
+        return re.search(r"^(frontend|listen)\s", text, re.MULTILINE) is not None and "http_req_rate" in text
+
+    def read_config(self, text: str, source: str = "config") -> PeerConfig:
+        """The limit, keyed as the tracking rule says, refused with the deny's status (403 unless
+        ``deny_status``), Retry-After where the deny or an ``http-after-response`` line sets it."""
+        policy = self.policy_from_config(text)
+        f = read_haproxy(text)
+        return PeerConfig([ConfigLimit(f.section.name or self.name, policy, f.key, f.section.line)],
+                          retry_after=f.retry_after, reject_status=f.reject_status)
 
     def policy_from_config(self, text: str) -> Policy:
         """The limit of a user's HAProxy file: one ``stick-table ... store http_req_rate(P)`` and one

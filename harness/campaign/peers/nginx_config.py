@@ -48,7 +48,7 @@ class NginxFile:
 
     config: PeerConfig
     http: list[Stmt] = field(default_factory=list)
-    """``map`` blocks the keys use and the ``limit_req_zone`` lines."""
+    """``geo`` and ``map`` blocks the keys use and the ``limit_req_zone`` lines."""
     location: list[Stmt] = field(default_factory=list)
     """``limit_req`` and KEPT_IN_LOCATION."""
     server: list[Stmt] = field(default_factory=list)
@@ -219,7 +219,10 @@ def read_nginx(text: str) -> NginxFile:
     real_ip = any(s["directive"] == "set_real_ip_from" for s in kept)
     zone_lines = [stmt for _, _, stmt in zones.values()]
     used_maps = {s["args"][0] for s in zone_lines} & set(maps)
+    geos = {s["args"][-1]: s for s, _ in every if s["directive"] == "geo"}
+    used_geos = {maps[m]["args"][0] for m in used_maps} & set(geos)
     config = PeerConfig(limits, retry_after=_header(answer, "Retry-After") is not None,
                         cache_control=_header(answer, "Cache-Control"), reject_status=status,
                         trusted_proxies=1 if real_ip else None, notes=notes)
-    return NginxFile(config, [maps[m] for m in sorted(used_maps)] + zone_lines, [s for s, _ in uses] + kept, targets)
+    keys = [geos[g] for g in sorted(used_geos)] + [maps[m] for m in sorted(used_maps)]
+    return NginxFile(config, keys + zone_lines, [s for s, _ in uses] + kept, targets)

@@ -10,12 +10,14 @@ from harness.campaign.peers.url import SYSTEM as URL_SYSTEM
 
 from .base import LivePeer, ProcessPeer
 from .haproxy import HaproxyPeer
+from .ingress_nginx import IngressNginxPeer
 from .nginx import NginxPeer, NginxProblemPeer, NginxRealIpPeer
 from .slowapi import SLOWAPI_LIVE
 from .url import UrlLivePeer
 
 LIVE_PEERS: dict[str, ProcessPeer] = {p.spec.name: p for p in (NginxPeer(), NginxProblemPeer(), NginxRealIpPeer(),
-                                                               HaproxyPeer(), *SLOWAPI_LIVE)}
+                                                               HaproxyPeer(), *SLOWAPI_LIVE,
+                                                               IngressNginxPeer())}
 LIVE_KINDS: dict[str, Callable[..., LivePeer]] = {URL_SYSTEM: UrlLivePeer}
 """The live side of a peer a campaign entry describes (``{name, url}``), by its ``system``."""
 
@@ -30,7 +32,10 @@ def live_peer(name: str | Peer) -> LivePeer:
     if name in LIVE_KINDS:
         raise PeerError(f"peer {name}: an endpoint of yours is named in the campaign with its URL "
                         "({name: ..., url: ...}), not by its kind")
-    peer(name)
+    spec = peer(name)
+    if name not in LIVE_PEERS:
+        raise PeerError(f"peer {name}: {spec.system} does not run here; validate judges its file by the model "
+                        "(without --live)")
     return LIVE_PEERS[name]
 
 
