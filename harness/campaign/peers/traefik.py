@@ -81,8 +81,10 @@ class Traefik(Peer):
         return found
 
     def recognises(self, text: str) -> bool:
-        return re.search(r"ratelimit|traefik\.(io|containo\.us)/|traefik\.http\.|^\s*\[?http\s*[.:\]]",
-                         text, re.IGNORECASE | re.MULTILINE) is not None
+        # rateLimit as a key (YAML, TOML, JSON), a Traefik label or CRD; not any "http:" (an Ingress has
+        # one) nor any "ratelimit" (Envoy's local_ratelimit)
+        return re.search(r"^\s*rateLimit\s*:|\.rateLimit\]|\"rateLimit\"\s*:|(?i:traefik\.http\.)|traefik\.(io|containo\.us)/",
+                         text, re.MULTILINE) is not None
 
     def read_config(self, text: str, source: str = "config") -> PeerConfig:
         file = read_traefik(text, source)
