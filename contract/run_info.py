@@ -1,9 +1,10 @@
 """run.json: what a run was (scenario, algorithm, store, policy, phases) and how it ended, live or
 virtual (``kind``).
 
-The live runner and the simulator (``harness/sim/runner.py``, ``kind: virtual``) write it with
-``write_run_json`` and the analysis reads it with ``read_run_json``, both here (schema constants in
-``schema.py``, documented in docs/analysis.md).
+One record, one writer, one reader: the live runner and the simulator (``harness/sim/runner.py``,
+``kind: virtual``) both build a ``RunRecord`` and write it with ``write_run_json``; the analysis
+reads it with ``read_run_json`` (``run_info_of`` for a record not yet written). Schema constants
+in ``schema.py``, documented in docs/analysis.md.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ class RunRecord:
     params: dict[str, Any]
     scenario_params: dict[str, Any]
     workers: int
+    """Locust workers that sent the plan (0: a virtual run, whose model sends)."""
     processes: int
     limiters: str
     seed: int
@@ -130,6 +132,10 @@ class RunRecord:
     """k of ``repeats`` (null for a run made once): the analysis groups repeats by it."""
     gateway: dict[str, float] | None
     """The token bucket in front of the limiter (``{rate, burst}``), null without one."""
+    kind: str | None = None
+    """``virtual`` for a simulated run (contract.schema.KIND_VIRTUAL); not written for a live one."""
+    trace: str | None = None
+    """The trace file a virtual run replayed (``simulate --trace``)."""
     server: str | None = None
     """The suite target's server, ``tuned`` or ``stock`` (uvicorn's own); absent for a peer's run."""
     cpus: dict[str, Any] | str | None = None
@@ -187,6 +193,9 @@ class RunRecord:
     error: str | None = None
     generator_bound: bool | None = None
     virtual_over_admission: float | None = None
+    simulator: dict[str, Any] | None = None
+    """A virtual run's figures no log holds (``wall_s``, ``evicted_keys``, ``target_cores``,
+    ``downstream_utilisation``): recorded with the run, so the summary row never borrows another's."""
     given: set[str] = field(default_factory=set, repr=False, compare=False)
     """The optional fields a step has given (``add``): only those are written."""
 
@@ -229,6 +238,12 @@ def read_run_json(path: Path) -> RunInfo:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise RunFileError(f"{path}: not readable JSON ({exc})") from None
+    return run_info_of(raw, path)
+
+
+def run_info_of(raw: Any, path: Path | str) -> RunInfo:
+    """run.json's content as the analysis reads it (``path``: where it came from, for the messages);
+    the simulator reads a virtual run's record through it before the file exists."""
     if not isinstance(raw, dict):
         raise RunFileError(f"{path}: expected a JSON object")
     missing = [k for k in RUN_REQUIRED if k not in raw]

@@ -24,7 +24,7 @@ from contract.atomic import atomic_write, write_text
 from contract.folder import ResultsFolder, finish, partial_path, utc_stamp
 from contract.machine import machine_facts
 from contract.memory import bound_of, check_fits
-from contract.run_info import Phase, RunInfo, RunPolicy, write_run_json
+from contract.run_info import RunInfo, RunPolicy, RunRecord, run_info_of
 from contract.schema import (
     CAMPAIGN_FILE,
     CLIENT_FILE,
@@ -273,7 +273,7 @@ def attempt_log(result: Replay) -> pd.DataFrame:
     return client_table(result).to_pandas()
 
 
-def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
+def _run_record(run: SimRun, result: Replay) -> RunRecord:
     """run.json of a virtual run (``kind: virtual``): what a live run's says, on the model's
     clock: every unhealthy phase of the downstream, a ramp's span and an overload break's window,
     as a live run's (harness/live/measures.py, ``model_phases``)."""
@@ -285,11 +285,14 @@ def _run_info(run: SimRun, result: Replay) -> dict[str, Any]:
     for name, span in ((RAMP_PHASE, run.model.ramp()), (OVERLOAD_PHASE, run.model.overload_window())):
         if span is not None:
             phases.append({"name": name, "start_t": span[0], "end_t": span[1]})
-    return {"status": RUN_OK, "kind": KIND_VIRTUAL, "scenario": run.scenario, "algorithm": run.algorithm,
-            "store": STORE, "system": run.system, "policy": {"limit": run.policy.limit, "window_s": run.policy.window_s,
-                                                             "burst": run.policy.burst},
-            "params": asdict(run.params), "scenario_params": asdict(run.model.p) if hasattr(run.model, "p") else {},
-            "phases": phases, "processes": served.spec.processes if served is not None else 1, **run.identity()}
+    processes = served.spec.processes if served is not None else 1
+    record = RunRecord(
+        status=RUN_OK, scenario=run.scenario, algorithm=run.algorithm, store=STORE, system=run.system,
+        policy={"limit": run.policy.limit, "window_s": run.policy.window_s, "burst": run.policy.burst},
+        params=asdict(run.params), scenario_params=asdict(run.model.p) if hasattr(run.model, "p") else {},
+        workers=0, processes=processes, limiters="shared" if processes == 1 else "per-process", seed=run.seed,
+        repeat=run.repeat if run.repeats > 1 else None, gateway=run.gateway.spelled() if run.gateway else None)
+    return record.add(kind=KIND_VIRTUAL, phases=phases, **({"trace": run.trace} if run.trace else {}))
 
 
 def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
@@ -314,12 +317,8 @@ def system_row(run: SimRun, result: Replay) -> dict[str, Any]:
 
 
 def _info_of(run: SimRun, result: Replay) -> RunInfo:
-    """A virtual run's run.json as the analysis reads it."""
-    info = _run_info(run, result)
-    return RunInfo(status=RUN_OK, scenario=run.scenario, algorithm=run.algorithm, store=STORE,
-                   policy=RunPolicy(run.policy.limit, run.policy.window_s, run.policy.effective_burst),
-                   params=info["params"], scenario_params=info["scenario_params"],
-                   phases=tuple(Phase(**p) for p in info["phases"]), gateway=info["gateway"])
+    """A virtual run's run.json as the analysis reads it: its record through the one reader."""
+    return run_info_of(_run_record(run, result).to_json(), run.name)
 
 
 SIMULATOR_FIGURES = ("wall_s", "evicted_keys", "target_cores", "downstream_utilisation")
@@ -354,7 +353,7 @@ def _write_system(run_dir: Path, run: SimRun, result: Replay, figures: dict[str,
         return
     atomic_write(run_dir / CLIENT_FILE, partial(_write_parts, parts=client_parts(result), schema=CLIENT_SCHEMA))
     write_text(run_dir / CPU_FILE, result.served.cpu().to_csv(index=False))
-    write_run_json(run_dir / RUN_FILE, {**_run_info(run, result), "simulator": figures})
+    _run_record(run, result).add(simulator=figures).write(run_dir / RUN_FILE)
 
 
 def _open_folder(plan: SimPlan, out: Path) -> ResultsFolder:

@@ -29,7 +29,7 @@ def test_a_folder_without_runs_is_refused_and_nothing_written(tmp_path: Path, ca
     (tmp_path / "runs").mkdir()
     assert main(["report", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err == f"error: {tmp_path} has no runs: runs/ is empty (a campaign interrupted before its first run?)"
+    assert err == f"error: {tmp_path} has no runs: runs/ holds no whole run (a campaign interrupted before its first run?)"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["runs"]
 
 
