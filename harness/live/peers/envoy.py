@@ -2,7 +2,7 @@
 ``local_ratelimit`` filter (the policy's bucket, or a user's own message for ``validate --live``)
 in front of the run's downstream, its access log turned into the suite's decision log.
 
-The bootstrap (harness/campaign/peers/envoy_bootstrap.py) listens on 127.0.0.1 only, keeps no
+The bootstrap (harness/campaign/peers/envoy/bootstrap.py) listens on 127.0.0.1 only, keeps no
 admin listener and no hot-restart memory, and logs every request with the time Envoy received
 it (``%START_TIME%`` in µs: the stream's start, the decision follows within the same event) and
 its response flags: ``RL`` is a local rate limit refusal. Envoy's bucket is one for every client,
@@ -18,8 +18,8 @@ import pyarrow as pa
 
 from harness.campaign.log_traffic import GLOBAL_KEY
 from harness.campaign.peers import PEERS
-from harness.campaign.peers.envoy_bootstrap import ACCESS_LOG, LOG_FIELDS, bootstrap, command, policy_message
-from harness.campaign.peers.envoy_config import read_envoy
+from harness.campaign.peers.envoy.bootstrap import ACCESS_LOG, LOG_FIELDS, bootstrap, command, policy_message
+from harness.campaign.peers.envoy.config import read_envoy
 from targets.algorithms import Policy
 
 from .base import ProcessPeer, peer_decisions

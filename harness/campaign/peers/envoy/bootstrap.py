@@ -18,8 +18,8 @@ from typing import Any
 
 from targets.algorithms import Policy
 
-from .base import PeerError
-from .envoy_config import FILTER, MESSAGE
+from ..base import PeerError
+from .config import FILTER, MESSAGE
 
 ACCESS_LOG = "envoy-access.log"
 STAT_PREFIX = "rb"
