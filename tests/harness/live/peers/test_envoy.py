@@ -131,3 +131,10 @@ def test_a_missing_envoy_binary_names_the_dev_extra(tmp_path, capsys, monkeypatc
 def test_a_policy_envoy_cannot_express_is_refused(policy, message):
     with pytest.raises(PeerError, match=message):
         PEERS["envoy"].model(policy)
+
+
+@needs_envoy
+@pytest.mark.process
+def test_envoys_own_parse_reads_a_bootstrap_as_it_is():
+    said = PEERS["envoy"].parse_check((CONFIGS / "envoy-local-ratelimit.yaml").read_text())
+    assert said is not None and said.startswith("envoy --mode validate: configuration") and said.endswith(" OK")
