@@ -1,7 +1,7 @@
 """``run_bench.py bench peer-agreement [--peer NAME]``: how faithfully the suite's mapped model
-predicts a peer target (NGINX ``limit_req`` by default; HAProxy; each slowapi strategy, on memory
-or Redis: REDIS_URL, else a redis-server of its own), request by request, on a seeded bursty
-schedule.
+predicts a peer target (NGINX ``limit_req`` by default; HAProxy; Envoy's local_ratelimit, one
+bucket for every key; each slowapi strategy, on memory or Redis: REDIS_URL, else a redis-server of
+its own), request by request, on a seeded bursty schedule.
 
 The real peer (config generated from the policy) in front of a ``none`` target; one client sends
 the schedule (bursts of 1..12 requests on 4 keys, exponential gaps) and tags every request. The

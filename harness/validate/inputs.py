@@ -35,16 +35,20 @@ def which_peer(text: str, named: str | None, source: str) -> Peer:
 
 
 def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:
-    """The file's limits and 429 as the peer reads them; its errors, and findings a reader names
+    """The file's limits and 429 as the peer reads them, then parsed by the product itself where it
+    can be (``parse_check``: a lint row, its words a note); its errors, and findings a reader names
     by ``line N (a.b)``, prefixed with the file's name."""
     try:
         config = spec.read_config(text, str(path))
+        said = spec.parse_check(text)
     except PeerError as exc:
         message = str(exc)
         raise PeerError(message if message.startswith(f"{path}:") else f"{path}: {message}") from None
     named = [replace(f, where=f"{path}:{f.where.removeprefix('line ')}") if f.where.startswith("line ") else f
              for f in config.findings]
     notes = [f"{path}:{n.removeprefix('line ')}" if re.match(r"line \d", n) else n for n in config.notes]
+    if said is not None:
+        return replace(config, findings=named, lints=(f"{spec.system}_parses", *config.lints), notes=[said, *notes])
     return replace(config, findings=named, notes=notes)
 
 

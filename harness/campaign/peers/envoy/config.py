@@ -24,8 +24,8 @@ from typing import Any
 
 from targets.algorithms import Policy
 
-from .base import ConfigFinding, ConfigLimit, PeerConfig, PeerError
-from .manifest import Document, Path_, documents, dotted, replicas_in
+from ..base import ConfigFinding, ConfigLimit, PeerConfig, PeerError
+from ..manifest import Document, Path_, documents, dotted, replicas_in
 
 FILTER = "envoy.filters.http.local_ratelimit"
 MESSAGE = "envoy.extensions.filters.http.local_ratelimit.v3.LocalRateLimit"

