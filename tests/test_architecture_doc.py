@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-DOC = ROOT / "docs" / "architecture.md"
+DOC = ROOT / "docs/architecture.md"
 PACKAGES = ("contract", "targets", "scenarios", "analysis", "harness", "benchmarks")
 
 

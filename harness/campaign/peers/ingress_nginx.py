@@ -17,7 +17,7 @@ before the project was retired in March 2026):
 - ``nginx.tmpl:305-306`` ``limit_req_status`` / ``limit_conn_status`` from the ConfigMap's
   ``limit-req-status-code`` / ``limit-conn-status-code``, both 503 by default (``config.go:905-906``).
 Rates are per controller replica ("Rate limits are applied per Ingress NGINX controller replica",
-docs/user-guide/nginx-configuration/annotations.md).
+kubernetes/ingress-nginx:docs/user-guide/nginx-configuration/annotations.md).
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ DOC_EXAMPLE = """http:
         period: 1s
         burst: 200
 """
-"""docs/content/reference/routing-configuration/http/middlewares/ratelimit.md."""
+"""traefik/traefik:docs/content/reference/routing-configuration/http/middlewares/ratelimit.md."""
 PITFALLS = """http:
   routers:
     api:
