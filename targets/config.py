@@ -287,7 +287,7 @@ class TargetConfig(_Strict):
         """The configured limits, or the defaults described on ``limits``."""
         if self.limits is not None:
             return self.limits
-        if self.algorithm == "adaptive":
+        if get_algorithm(self.algorithm).scope == "global":
             return [LimitConfig(name="adaptive", scope="global", routes=list(ROUTE_PATHS))]
         return [
             LimitConfig(name="per-client", scope="client", routes=list(API_ROUTES)),

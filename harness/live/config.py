@@ -17,7 +17,7 @@ from contract.schema import DECISIONS_FILE, GATEWAY_LIMIT
 from contract.stores import StoreChoice
 from harness.campaign.config_file import GATEWAY_ALGORITHM, GUARDED_LIMIT
 from harness.campaign.live import Campaign
-from targets.algorithms import build_params
+from targets.algorithms import build_params, get_algorithm
 from targets.config import deep_merge
 
 from .plan import LiveRun, SuiteLimiter
@@ -37,7 +37,7 @@ def target_config(run: LiveRun, campaign: Campaign, start_at: float, run_dir: Pa
     # downstream as a whole, every other algorithm limits per client key
     routes = sorted({TARGET_ROUTES[r] for r in set(model.arrivals().route) if r in TARGET_ROUTES})
     algorithm = run.suite.algorithm
-    adaptive = algorithm == "adaptive"
+    adaptive = get_algorithm(algorithm).scope == "global"
     limit = {
         "name": GUARDED_LIMIT if adaptive else "per-client",
         "scope": "global" if adaptive else "client",

@@ -27,6 +27,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from targets.algorithms import get_algorithm
+
 CPU_US = {
     "none": 99.2, "fixed_window": 106.0, "sliding_log": 108.3, "sliding_window_counter": 104.0,
     "sliding_window_ring": 107.8, "token_bucket": 106.2, "leaky_bucket": 111.0, "gcra": 106.5,
@@ -49,7 +51,7 @@ def cpu_us_for(algorithm: str) -> float:
 
 def redis_round_trip_us(algorithm: str) -> float:
     """What a decision on the Redis store adds to a request's time (0 for ``none``)."""
-    if algorithm == "none":
+    if not get_algorithm(algorithm).limits:
         return 0.0
     rate = REDIS_DECISIONS_PER_S.get(algorithm, min(REDIS_DECISIONS_PER_S.values()))
     return round(1e6 / rate, 1)

@@ -168,7 +168,8 @@ def attack_result(dep: Deployment, seed: int) -> AttackResult:
     # attacker's own pacing, at a million requests; the boundary burst already shows the excess
     # the edge hunt finds the edge of a window each key's first request opens, which the clock's
     # boundary burst meets mid-window
-    scenarios = ("boundary_burst",) if dep.algorithm == "none" else ("boundary_burst", "edge_hunt", "adversarial_drip")
+    limits = get_algorithm(dep.algorithm).limits
+    scenarios = ("boundary_burst", "edge_hunt", "adversarial_drip") if limits else ("boundary_burst",)
     hunt = {"delta_s": min(0.1, dep.window_s / 4)}  # its bursts inside half a window, however short
     frames = [run(dep, build_model(name, dep.limit, dep.window_s, seed, hunt if name == "edge_hunt" else None).arrivals()
                   if name in OPEN_ATTACKS else build_model(name, dep.limit, dep.window_s, seed))

@@ -174,6 +174,7 @@ ALGORITHM = Algorithm(
     decide=decide,
     state_ttl=lambda p: math.inf,  # the learned limit and in-flight counts must survive idle time
     max_cost=lambda p: p.max_limit,
+    scope="global",  # it guards the downstream as a whole, not a client
     release=release,
     observe=observe,
     current_limit=current_limit,

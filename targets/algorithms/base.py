@@ -101,6 +101,12 @@ class Algorithm:
     stores use it as the idle TTL, so expiring a key never changes a decision."""
     max_cost: Callable[[Any], float]
     """The largest cost a single request can ever be admitted with."""
+    limits: bool = True
+    """False for the baseline that admits everything (``none``): no state, no store round trip,
+    nothing for an attack to find."""
+    scope: str = "client"
+    """Whom its default limit counts: ``client`` (a state per client key) or ``global`` (one state
+    for the downstream as a whole: a concurrency limit that guards the service)."""
     release: Callable[[Any, float, float, Any], Any] | None = None
     """Concurrency-style algorithms: give back ``cost`` slots when a request finishes."""
     observe: Callable[..., Any] | None = None

@@ -31,4 +31,5 @@ ALGORITHM = Algorithm(
     decide=decide,
     state_ttl=lambda p: 0.0,
     max_cost=lambda p: INF,
+    limits=False,
 )
