@@ -17,7 +17,7 @@ from pathlib import Path
 
 from harness.campaign.policy_file import PolicyFile, params_of
 from harness.live.peers import ProcessPeer
-from harness.live.peers.response import Refusal, refusal
+from harness.live.peers.response import HELD_MS, Refusal, refusal
 from harness.live.peers.standalone import model_decisions, peer_before_none
 from harness.live.supervise import signals_interrupt
 from targets.algorithms import Policy, get_algorithm
@@ -82,6 +82,20 @@ def shape_verdicts(found: Refusal, refused: frozenset[int], fix: str) -> list[Ch
     return rows
 
 
+def _held(name: str, algorithm: str, found: Refusal, admitted_model: int) -> CheckVerdict:
+    """The peer delayed what the model refuses: the wait it added, and where refusing would start."""
+    n = len(found.statuses)
+    refuses = (f"sent back to back, unheld, the model ({algorithm}) admits {admitted_model} and refuses the rest "
+               "(what a limiter that refuses past its burst, NGINX with nodelay, answers)"
+               if admitted_model < n else f"the model ({algorithm}) refuses none of them either")
+    return CheckVerdict(f"live: {name}: held, not refused", "live", name, "live_held_ms", found.held_ms,
+                        f"{found.held_ms:,.0f} ms", "refused", False,
+                        f"{n} requests at one key, one after the other, all admitted, answers up to "
+                        f"{found.held_ms:,.0f} ms late: the limiter made them wait; {refuses}",
+                        "refuse past the burst instead of queueing (NGINX: limit_req ... nodelay, or delay=N to hold "
+                        "only the first N): a held client waits where a refused one could back off", None)
+
+
 def _retry_after_said(found: Refusal) -> str:
     """The Retry-After row's message: the value, or why it is no wait a client can read."""
     if found.retry_after is None:
@@ -91,13 +105,19 @@ def _retry_after_said(found: Refusal) -> str:
 
 
 def agreement(policy: PolicyFile, found: Refusal) -> list[CheckVerdict]:
-    """One limit: the requests the peer admitted before refusing == the model's on the same times."""
-    if len(policy.limits) != 1 or found.status is None:
+    """One limit: the requests the peer admitted before refusing == the model's on the same times;
+    a peer that held the requests instead, against where the model refuses."""
+    if len(policy.limits) != 1 or (found.status is None and found.held_ms < HELD_MS):
         return []
     lim = policy.limits[0]
-    model = model_decisions(get_algorithm(lim.algorithm).decide, params_of(lim), found.sent_t[:len(found.statuses)],
-                            ["probe"] * len(found.statuses))
+    n = len(found.statuses)
+    # held requests were sent only when the one before came back: unheld, they would have gone back
+    # to back, one round trip apart (the fastest answer), and that is where refusing would start
+    sent = found.sent_t[:n] if found.status is not None else [found.sent_t[0] + i * found.round_trip_s for i in range(n)]
+    model = model_decisions(get_algorithm(lim.algorithm).decide, params_of(lim), sent, ["probe"] * n)
     admitted_model = model.index(False) if False in model else len(model)
+    if found.status is None:
+        return [_held(lim.name, lim.algorithm, found, admitted_model)]
     admitted = len(found.statuses) - 1
     ok = admitted == admitted_model
     return [CheckVerdict(f"live: {lim.name}: admitted before refusing", "live", lim.name, "live_model_agreement",

@@ -29,6 +29,9 @@ MAX_PROBE_S = 10.0
 """Driving one key into the limit gives up after this long."""
 MAX_RETRY_WAIT_S = 5.0
 """A longer Retry-After is read but not waited for (a run would wait minutes)."""
+HELD_MS = 100.0
+"""An answer this late to a lone sequential request was held by the limiter, not slow: loopback
+answers in a few ms (a queueing limiter, NGINX's limit_req without nodelay, paces a burst)."""
 
 
 @dataclass
@@ -60,6 +63,17 @@ class Refusal:
         return self.content_type.split(";")[0].strip() if self.content_type else None
 
     @property
+    def held_ms(self) -> float:
+        """The longest any of the sequence's answers took (the retry's left out), in ms."""
+        waits = [done - sent for sent, done in zip(self.sent_t[:len(self.statuses)], self.done_t[:len(self.statuses)])]
+        return 1000.0 * max(waits, default=0.0)
+
+    @property
+    def round_trip_s(self) -> float:
+        """The fastest answer of the sequence: a request's round trip when nothing held it."""
+        return min((done - sent for sent, done in zip(self.sent_t, self.done_t[:len(self.statuses)])), default=0.0)
+
+    @property
     def no_store(self) -> bool:
         return "no-store" in (self.cache_control or "")
 
@@ -70,6 +84,10 @@ class Refusal:
             if self.statuses and len(errors) and all(s >= 500 for s in self.statuses):
                 return [f"every one of its {len(self.statuses)} answers was an error ({', '.join(map(str, errors))}): "
                         "the endpoint fails, so whether it limits could not be read"]
+            if self.held_ms >= HELD_MS:
+                return [f"no refusal within {len(self.statuses)} sequential requests at one key: it held them "
+                        f"instead (answers up to {self.held_ms:,.0f} ms late): it delays a burst rather than "
+                        "refusing it, as NGINX's limit_req does without nodelay"]
             return [f"no refusal within {len(self.statuses)} sequential requests at one key: its 429 could not be read"]
         out = []
         if self.status != 429:

@@ -218,6 +218,22 @@ def test_live_the_file_runs_in_a_real_nginx_and_its_refusal_is_read_as_a_client_
 
 @needs_nginx
 @pytest.mark.process
+def test_live_nginx_without_nodelay_is_said_to_hold_not_refuse_and_where_refusing_would_start(tmp_path, capsys):
+    """limit_req without nodelay: the sequential probe is paced, never refused; the rows say it was
+    held (by how long, on the times the probe measured) and what a refusing limiter would do: burst=4
+    is a bucket of 5, so back to back the model admits 5 and refuses the rest."""
+    live = _live(tmp_path / "a", capsys, PLAIN.replace("rate=100r/m", "rate=5r/s").replace("burst=9 nodelay", "burst=4"))
+    assert live["live: refusal"]["passed"] is False
+    assert "it held them instead" in live["live: refusal"]["message"]
+    held = live["live: one: held, not refused"]
+    assert held["passed"] is False and held["value"] >= 100  # each request past the burst waits its 200 ms turn
+    assert held["message"].endswith("the model (token_bucket) admits 5 and refuses the rest "
+                                    "(what a limiter that refuses past its burst, NGINX with nodelay, answers)")
+    assert "nodelay" in held["suggestion"]
+
+
+@needs_nginx
+@pytest.mark.process
 def test_live_a_url_is_judged_by_the_policy_it_claims(tmp_path, capsys):
     from harness.live.peers.standalone import peer_before_none
 
