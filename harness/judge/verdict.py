@@ -1,12 +1,15 @@
-"""One judging session's verdict: the fingerprint, the worst case with its evidence, the header
-truth, and what it cost (requests by role, seconds); as text and as the client log's rows."""
+"""One judging session's verdict: the fingerprint checked on held-back traffic (``check.py``: a
+model is said to fit only when it predicted traffic it was not fitted on; else "no model in the
+suite explains this limiter", with the figures measured), the model-free worst case with its
+evidence and the traffic that produced it, the header truth, and what it cost (requests by role,
+seconds); as text and as the client log's rows."""
 
 from __future__ import annotations
 
 import csv
 import io
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
@@ -15,10 +18,21 @@ from analysis.theory import over_admission_bound
 from analysis.worst_case import WorstCase, worst_case
 from contract.run_info import RunPolicy
 from contract.schema import JUDGE_LOG_COLUMNS
-from harness.sim.fingerprint import Fit
+from harness.sim.fingerprint import (
+    MODELS,
+    STATEFUL_MODELS,
+    Fit,
+    Seen,
+    agreement,
+    fingerprint,
+    readmissions,
+    transition,
+)
+from targets.algorithms import Policy
 
+from . import check
 from .endpoint import CapReached, Endpoint, JudgeError
-from .hunt import EDGES, Hunt, NoLimit, fingerprint_of
+from .hunt import EDGES, Hunt, NoLimit, fingerprint_of, seen
 
 EDGE_MODELS = ("fixed_window", "limits_fixed_window")
 """Windows whose edge two bursts cross for 2L (2L - 1 where a key's first request opened the
@@ -37,6 +51,53 @@ the latest burst achieved (a machine busy since the learning sends slower than t
 and a burst aimed at that pace spills past the edge)."""
 
 
+TOLERANCE = 0.05
+"""A model explains the limiter when it repeats at least 95% of the decisions it was fitted on and
+predicts at least 95% of the held-back ones (each at any time in its round trip)."""
+SHOWN = 6
+FIRST_KEY = 1001
+"""The explored and held-back keys are numbered from here (the hunt's from 1, ``validate``'s reach is 0)."""
+"""Models shown side by side with their held-back prediction."""
+SHAPES = {
+    "learn": "a fresh key saturated, probed until admitted, saturated again",
+    "probe": "a saturated key probed at growing intervals", "check-fields": "a retry when a refusal said",
+    "hunt-first-edge": "L - 1 just before the end of a window a key's first request opened, L just after",
+    "hunt-clock-edge": "L just before a multiple of W since the epoch, L just after",
+    "explore-gaps": "bursts until refused after idle gaps of {gaps}",
+    "explore-ramp": "a ramp, each request 5% sooner after the last, until refused",
+    "check-steady": "steady at {rate}x the fitted rate", "check-gaps": "bursts until refused after idle gaps of {gaps}",
+    "check-after-refusals": "a burst right after a run of refusals",
+    "hunt-gaps": "bursts until refused, each after {gap} s idle, over one window",
+}
+"""The traffic each role sent, in words: the worst case's evidence says which produced it."""
+
+
+@dataclass(frozen=True)
+class Checked:
+    """A model fitted on the learning and the explored keys, and how many of the held-back
+    decisions it predicted (each at any time in its round trip)."""
+
+    fit: Fit
+    agreed: int
+    decisions: int
+
+    @property
+    def share(self) -> float:
+        return self.agreed / self.decisions if self.decisions else 0.0
+
+
+@dataclass(frozen=True)
+class Missed:
+    """The held-back key the best model mispredicted most: it admitted ``admitted`` in ``span_s``
+    where the model predicts ``predicted``."""
+
+    key: str
+    role: str
+    admitted: int
+    predicted: int
+    span_s: float
+
+
 @dataclass
 class Verdict:
     fits: list[Fit]
@@ -46,14 +107,33 @@ class Verdict:
     seconds: float
     cut: CapReached | None
     """The bound (requests, time) that ended the hunt early: the worst case may be higher."""
+    checked: list[Checked] = field(default_factory=list)
+    """Every model fitted, best first, with its prediction of the held-back traffic (none: unchecked)."""
+    claim: Policy | None = None
+    """The limit the user claims (``--claim L/W``): the worst case is searched over its window and
+    its ratio is against its L."""
+    missed: Missed | None = None
+    sweep: check.Sweep | None = None
+    shapes: dict[str, str] = field(default_factory=dict)
+    """Each key's traffic in words (``SHAPES``), for the worst case's evidence."""
 
     @property
     def best(self) -> Fit:
-        return self.fits[0]
+        return self.checked[0].fit if self.checked else self.fits[0]
+
+    @property
+    def explained(self) -> bool:
+        """Whether the best model predicted the held-back traffic (and repeats what it was fitted on)."""
+        return bool(self.checked) and self.checked[0].share >= 1 - TOLERANCE and self.best.agreement >= 1 - TOLERANCE
+
+    @property
+    def against(self) -> Policy:
+        """The limit the worst case is held to: the claim, else the best fit."""
+        return self.claim or self.best.policy
 
     @property
     def ratio(self) -> float:
-        return self.worst.admitted / self.best.policy.limit
+        return self.worst.admitted / self.against.limit
 
     @property
     def short(self) -> set[str]:
@@ -69,11 +149,26 @@ class Verdict:
     def bound(self) -> float | None:
         """The fitted model's own bound on admitted cost in any W, as a multiple of L."""
         p = self.best.policy
+        if self.best.model in STATEFUL_MODELS:
+            return None
         return over_admission_bound(self.best.model, RunPolicy(p.limit, p.window_s, p.effective_burst), {})
 
 
-def judge(endpoint: Endpoint, max_wait_s: float) -> Verdict:
-    """Learn, fingerprint, hunt both edges at the fitted L and W (until the request cap), judge all."""
+def judge(endpoint: Endpoint, max_wait_s: float, claim: Policy | None = None, held_back: bool = True) -> Verdict:
+    """Learn, fingerprint, hunt both edges at the fitted L and W, then explore, fit every model
+    (the stateful ones too) and check each on held-back traffic, hunting the worst case meanwhile
+    (``check.py``; ``held_back``: not without it), until the request cap; judge all."""
+    verdict = learn_and_hunt(endpoint, max_wait_s)
+    if verdict.cut is not None or not held_back:
+        verdict.claim = claim
+        if claim is not None:
+            verdict.worst = worst_case([s.answer for s in endpoint.log], claim.window_s)
+        return verdict
+    return checked(endpoint, verdict, claim)
+
+
+def learn_and_hunt(endpoint: Endpoint, max_wait_s: float) -> Verdict:
+    """Learn, fingerprint, hunt both edges at the fitted L and W (until the request cap)."""
     hunt = Hunt(endpoint, max_wait_s)
     start = endpoint.now()
     try:
@@ -112,22 +207,157 @@ def verdict_of(endpoint: Endpoint, start: float, cut: CapReached | None = None) 
                    Counter(s.role for s in endpoint.log), endpoint.now() - start, cut)
 
 
+def recovery_s(fit: Fit) -> float:
+    """How long the fitted model takes to give an emptied key its whole quota back (a bucket of
+    L refilled at L per W, a window: W; a block: at least the block)."""
+    return max(fit.policy.window_s, fit.extra or 0.0) if fit.model in ("fixed_block", "extended_block") \
+        else fit.policy.window_s
+
+
+def checked(endpoint: Endpoint, first: Verdict, claim: Policy | None) -> Verdict:
+    """Explore (fitted on), fit every model, send the held-back traffic and the worst-case hunt
+    (predicted, then compared), judge all. A bound reached meanwhile ends it: the models are then
+    checked on what was held back so far, and the verdict says the bound cut it short."""
+    start = endpoint.now() - first.seconds
+    fit0 = first.best
+    limit, window = max(1, round(fit0.policy.limit)), fit0.policy.window_s
+    most, back, rate = 2 * limit + 2, recovery_s(fit0), fit0.policy.limit / fit0.policy.window_s
+    fresh = iter(range(FIRST_KEY, FIRST_KEY + 100)).__next__
+    sweep, shapes, cut = check.Sweep(), {}, None
+    now = endpoint.now()
+    slowest = max((b - a for a, b in readmissions(seen([s.answer for s in endpoint.log]))), default=window)
+    explore = [(fresh(), "explore-gaps", check.explore_gaps(back, most, sweep)),
+               (fresh(), "explore-ramp", check.ramp(now, 2 * max(slowest, back) / limit, limit))]
+    try:
+        names = check.run_scripts(endpoint, explore)
+        tried = "/".join(f"{g:.3g}" for g, _ in sweep.after) + " s"
+        shapes |= {name: SHAPES[role].format(gaps=tried) for name, (key, role) in names.items()}
+    except CapReached as bound:
+        cut = bound
+    trained = len(endpoint.log)
+    answers = [s.answer for s in endpoint.log]
+    dated = seen(answers)
+    limits = [a.fields.limit for a in answers if a.fields.limit]
+    windows = [a.fields.window_s for a in answers if a.fields.window_s]
+    fits = fingerprint(dated[:trained], limits[-1] if limits else None, windows[-1:], (*MODELS, *STATEFUL_MODELS),
+                       slack=0.5, extra_hints=[sweep.whole_gap] if sweep.whole_gap else ())
+    best = fits[0]
+    limit, window = max(1, round(best.policy.limit)), best.policy.window_s
+    most, back, rate = 2 * limit + 2, recovery_s(best), best.policy.limit / best.policy.window_s
+    within = claim.window_s if claim is not None else window
+    gap = check.best_gap(sweep, back)
+    if cut is None:
+        now = endpoint.now()
+        left = getattr(endpoint, "max_requests", 10 ** 9) - len(endpoint.log)
+        bursts = sum(len(g) + 1 for g in check.HELD_GAPS) + 2 + within / max(gap, 1e-3) + 2
+        steady_left = max(0.0, left - bursts * (most + 1) - 8)
+        planned = sum(m * rate * w * window for m, w in check.STEADY)
+        scale = min(1.0, steady_left / planned) if planned else 1.0
+        held, said = [], {}
+        for m, w in check.STEADY:
+            held.append((key := fresh(), "check-steady", check.steady(now, m * rate, w * window * scale)))
+            said[key] = SHAPES["check-steady"].format(rate=f"{m:g}") + f" ({m * rate:.3g}/s)"
+        for lengths in check.HELD_GAPS:
+            held.append((key := fresh(), "check-gaps", check.gaps(most, [g * back for g in lengths])))
+            said[key] = SHAPES["check-gaps"].format(gaps="/".join(f"{g * back:.3g}" for g in lengths) + " s")
+        held += [(key := fresh(), "check-after-refusals", check.after_refusals(most, 4, back / 8))]
+        said[key] = SHAPES["check-after-refusals"] + f" (4 knocks {back / 8:.3g} s apart)"
+        held += [(key := fresh(), "hunt-gaps", check.repeat(most, gap, within))]
+        said[key] = SHAPES["hunt-gaps"].format(gap=f"{gap:.3g}") + f" of {within:g} s"
+        try:
+            names = check.run_scripts(endpoint, held)
+            shapes |= {name: said[key] for name, (key, _) in names.items()}
+        except CapReached as bound:
+            cut = bound
+    for sent in endpoint.log:
+        shapes.setdefault(sent.answer.key, SHAPES[sent.role])
+    answers = [s.answer for s in endpoint.log]
+    dated = seen(answers)
+    held_seen = dated[trained:]
+    results = [Checked(f, max(0, agreement(f.model, f.policy, held_seen, within_round_trip=True, extra=f.extra)),
+                       len(held_seen)) for f in fits]
+    results.sort(key=lambda c: (-c.agreed, -c.fit.agreed))
+    chosen = results[0].fit.policy.window_s if held_seen else window
+    v = Verdict(fits, worst_case(answers, claim.window_s if claim is not None else chosen), header_truth(answers),
+                Counter(s.role for s in endpoint.log),
+                endpoint.now() - start, cut, results if held_seen else [], claim, sweep=sweep, shapes=shapes)
+    if held_seen:
+        v.missed = missed(results[0].fit, held_seen, {s.answer.key: s.role for s in endpoint.log[trained:]})
+    return v
+
+
+def predicted(fit: Fit, decisions: list[Seen]) -> list[bool]:
+    """What ``fit`` decides for each of ``decisions`` (a state per key, in time order), at its estimated time."""
+    decide, _, params = transition(fit.model, fit.policy, fit.extra)
+    states: dict[str, object] = {}
+    out = []
+    for s in decisions:
+        d, states[s.key] = decide(states.get(s.key), s.t, 1.0, params)
+        out.append(d.allowed)
+    return out
+
+
+def missed(fit: Fit, decisions: list[Seen], roles: dict[str, str]) -> Missed:
+    """The held-back key whose admissions ``fit`` mispredicted most."""
+    said = predicted(fit, sorted(decisions, key=lambda s: s.t))
+    ordered = sorted(decisions, key=lambda s: s.t)
+    worst: Missed | None = None
+    for key in dict.fromkeys(s.key for s in ordered):
+        mine = [(s, p) for s, p in zip(ordered, said, strict=True) if s.key == key]
+        got, want = sum(s.allowed for s, _ in mine), sum(p for _, p in mine)
+        span = (mine[-1][0].done or mine[-1][0].t) - (mine[0][0].sent or mine[0][0].t)
+        m = Missed(key, roles.get(key, ""), got, want, span)
+        if worst is None or abs(got - want) > abs(worst.admitted - worst.predicted):
+            worst = m
+    assert worst is not None
+    return worst
+
+
 def clock(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%H:%M:%S.%f")[:-3]
 
 
 def render(v: Verdict, url: str, log_path: str) -> list[str]:
-    """What the terminal shows, one finding a line."""
+    """What the terminal shows, one finding a line: first whether a model explains the limiter
+    (checked on held-back traffic), then the models side by side, the worst case, the header truth."""
     best, w, truth = v.best, v.worst, v.truth
     lines = [f"judged {url} in {v.seconds:.1f} s with {sum(v.roles.values())} requests "
-             f"({', '.join(f'{role} {n}' for role, n in v.roles.most_common())}), each probe on a key of its own",
-             f"fingerprint: {best.sentence()}"]
-    if len(v.fits) > 1 and v.fits[1].model not in best.alike:
+             f"({', '.join(f'{role} {n}' for role, n in v.roles.most_common())}), each probe on a key of its own"]
+    held = v.checked[0] if v.checked else None
+    if held is not None and not v.explained:
+        m = v.missed
+        lines.append("no model in the suite explains this limiter: " + (
+            f"it admitted {m.admitted} in {m.span_s:.1f} s where the best fit predicts {m.predicted}"
+            if m is not None else "the best fit repeats too few decisions"))
+        lines.append(f"  the best fit, {best.what()}, predicted {held.agreed} of {held.decisions} held-back "
+                     f"decisions (at least {1 - TOLERANCE:.0%} needed); fitted on {best.decisions}: {best.agreed}")
+        lines += [f"  measured: {line}" for line in measured(v)]
+    elif held is not None:
+        lines.append(f"fingerprint: behaves like {best.what()}: predicted {held.share:.1%} of {held.decisions} "
+                     f"held-back decisions (fitted on {best.decisions}: {best.agreement:.1%})")
+    else:
+        lines.append(f"fingerprint: unchecked: no held-back traffic was sent ({v.cut.bound if v.cut else 'not asked'}),"
+                     f" so no model is said to fit; on the {best.decisions} decisions it was fitted on, "
+                     f"{best.what()} repeats {best.agreement:.1%}")
+    if v.checked:
+        lines.append(f"models (fitted on {best.decisions} decisions / predicting {held.decisions if held else 0} "
+                     "held back):")
+        shown: set[str] = set()
+        for c in v.checked:
+            if c.fit.model in shown or len(shown) >= SHOWN:
+                continue
+            shown.add(c.fit.model)
+            lines.append(f"  {c.fit.model:<36} {c.fit.agreement:6.1%} / {c.share:6.1%}  {c.fit.what()}")
+    elif len(v.fits) > 1 and v.fits[1].model not in best.alike:
         lines.append(f"  next best: {v.fits[1].model} {v.fits[1].agreement:.1%}")
-    bound = f"; {best.model}'s bound {v.bound:.2f}x" if v.bound is not None else ""
-    lines.append(f"worst case: {w.admitted} admitted to one key within {w.span_s:.3f} s (< W = "
-                 f"{best.policy.window_s:g} s): {v.ratio:.2f}x L = {best.policy.limit:g}{bound}; evidence: key "
-                 f"{w.key}, first sent {clock(w.first_sent)}, last answered {clock(w.last_done)} UTC")
+    p = v.against
+    which = "the claimed" if v.claim is not None else "the fitted" if v.explained else "the best fit's (no model fits)"
+    bound = f"; {best.model}'s bound {v.bound:.2f}x" if v.bound is not None and v.claim is None else ""
+    shape = v.shapes.get(w.key)
+    lines.append(f"worst case: {w.admitted} admitted to one key within {w.span_s:.3f} s (< W = {p.window_s:g} s, "
+                 f"{which} window): {v.ratio:.2f}x {which} L = {p.limit:g}{bound}; evidence: key {w.key}, first sent "
+                 f"{clock(w.first_sent)}, last answered {clock(w.last_done)} UTC"
+                 + (f"; traffic: {shape}" if shape else ""))
     if v.cut is not None:
         lines.append(f"  {v.cut.bound} ended the hunt early: the worst case may be higher (raise {v.cut.flag})")
     forms = ", ".join(f"{form} {n}" for form, n in truth.forms.most_common() if form != "none") or "none"
@@ -138,6 +368,24 @@ def render(v: Verdict, url: str, log_path: str) -> list[str]:
     lines += [f"  malformed: {finding}" for finding in truth.letter()]
     lines.append(f"client log: {log_path}")
     return lines
+
+
+def measured(v: Verdict) -> list[str]:
+    """The figures the session measured, model-free: a fresh key's first burst, what came back
+    after idle gaps, the held-back keys' admissions, the most in one window."""
+    out = []
+    s = v.sweep
+    if s is not None and s.first:
+        out.append(f"a fresh key's first burst: {s.first} admitted; after idle gaps of "
+                   + ", ".join(f"{g:.3g} s: {n}" for g, n in s.after)
+                   + (f"; the shortest gap found bringing a whole burst back: {s.whole_gap:.3g} s"
+                      if s.whole_gap is not None else "; no gap shorter than the full return brought it back whole"))
+    if v.missed is not None:
+        m = v.missed
+        out.append(f"the held-back key mispredicted most ({v.shapes.get(m.key, m.role)}): {m.admitted} admitted in "
+                   f"{m.span_s:.1f} s, {m.predicted} predicted")
+    out.append(f"the most admitted to one key in any {v.against.window_s:g} s: {v.worst.admitted}")
+    return out
 
 
 def measurement(endpoint: Endpoint, v: Verdict | None, error: str | None = None) -> dict[str, Any]:
@@ -155,10 +403,21 @@ def measurement(endpoint: Endpoint, v: Verdict | None, error: str | None = None)
         "verdict": None}
     if v is not None:
         p = v.best.policy
-        doc["verdict"] = {"model": v.best.model, "limit": p.limit, "window_s": p.window_s, "burst": p.effective_burst,
-                          "agreement": v.best.agreement, "worst_admitted": v.worst.admitted, "worst_span_s": v.worst.span_s,
-                          "worst_key": v.worst.key, "worst_ratio": v.ratio, "seconds": round(v.seconds, 3),
-                          "cut_short_by": None if v.cut is None else v.cut.bound}
+        held = v.checked[0] if v.checked else None
+        doc["verdict"] = {"explained": v.explained, "model": v.best.model, "limit": p.limit, "window_s": p.window_s,
+                          "burst": p.effective_burst, "extra": v.best.extra, "fitted_agreement": v.best.agreement,
+                          "held_back_decisions": held.decisions if held else 0,
+                          "held_back_agreement": held.share if held else None,
+                          "models": [{"model": c.fit.model, "limit": c.fit.policy.limit, "window_s": c.fit.policy.window_s,
+                                      "extra": c.fit.extra, "fitted": c.fit.agreement, "held_back": c.share}
+                                     for c in v.checked],
+                          "missed": None if v.missed is None else {
+                              "key": v.missed.key, "admitted": v.missed.admitted, "predicted": v.missed.predicted,
+                              "span_s": v.missed.span_s},
+                          "worst_admitted": v.worst.admitted, "worst_span_s": v.worst.span_s, "worst_key": v.worst.key,
+                          "worst_window_s": v.against.window_s, "worst_against": "claim" if v.claim else "fit",
+                          "worst_ratio": v.ratio, "worst_traffic": v.shapes.get(v.worst.key),
+                          "seconds": round(v.seconds, 3), "cut_short_by": None if v.cut is None else v.cut.bound}
     return doc
 
 

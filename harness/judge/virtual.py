@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 from analysis.header_truth import Answer
 from contract.limit_headers import LimitFields
-from targets.algorithms import Policy, build_params, get_algorithm
+from harness.sim.fingerprint import transition
+from targets.algorithms import Policy
 
 from .endpoint import CapReached, Sent
 
@@ -24,13 +25,14 @@ class VirtualEndpoint:
     service_s: float = 0.002
     max_requests: int = 1000
     headers: bool = True
+    extra: float | None = None
+    """A stateful model's third parameter (``harness.sim.stateful``)."""
     log: list[Sent] = field(default_factory=list)
     _states: dict[int, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._clock = self.start
-        self._algorithm = get_algorithm(self.model)
-        self._params = build_params(self.model, self.policy)
+        self._decide, _, self._params = transition(self.model, self.policy, self.extra)
 
     def now(self) -> float:
         return self._clock
@@ -42,7 +44,7 @@ class VirtualEndpoint:
         if len(self.log) >= self.max_requests:
             raise CapReached.requests()
         sent = self._clock
-        decision, self._states[key] = self._algorithm.decide(self._states.get(key), sent + self.service_s / 2, 1.0,
+        decision, self._states[key] = self._decide(self._states.get(key), sent + self.service_s / 2, 1.0,
                                                              self._params)
         self._clock = done = sent + self.service_s
         fields = LimitFields()

@@ -39,6 +39,7 @@ MODELS = (*ALGORITHMS, *PEER_MODELS)
 STATEFUL_MODELS = tuple(STATEFUL)
 """The stateful behaviours (``stateful.py``), each with a third parameter but ``counting_log``."""
 ROUND_S = (0.1, 0.25, 0.5, 1.0, 5.0, 10.0, 60.0)
+STATEFUL_WINDOWS = (0.5, 1.0, 2.0, 3.0, 5.0, 10.0, 15.0, 20.0, 30.0, 60.0)
 PHRASES = {
     "fixed_window": "a fixed window of {L} per {W} s aligned to the clock",
     "limits_fixed_window": "a fixed window of {L} per {W} s opened by each key's first request (refusals count)",
@@ -318,11 +319,16 @@ def fingerprint(seen: Iterable[Seen], limit_hint: float | None = None, window_hi
         span = (ordered[-1].t - ordered[0].t) if ordered else 1.0
         windows = [round(span * 2 ** (-k / 4), 3) for k in range(40) if span * 2 ** (-k / 4) >= 0.001]
     refills = list(dict.fromkeys([*windows, *refill_seeds(ordered, limits)]))
+    # a block or counted refusals hold a key's return back past W: its W is seen only in steadier
+    # traffic, so the stateful models also try round windows and a quarter-octave grid
+    wide = [w for w in (*STATEFUL_WINDOWS, *(2 ** (k / 4) for k in range(-16, 27))) if w <= 2 * max(windows)]
+    windows_stateful = list(dict.fromkeys([*windows, *(round(w, 3) for w in wide)]))
     fits: list[Fit] = []
     bound = len(ordered)
     for model in models:
         told = (limit_hint, window_hints[0]) if limit_hint and window_hints else None
         grid = refills if model in (*BUCKETED, "forgetful_token_bucket") else windows
+        grid = list(dict.fromkeys([*grid, *windows_stateful])) if model in STATEFUL else grid
         fit = (fit_stateful(model, ordered, limits, grid, bound, extra_hints) if model in STATEFUL else
                fit_model(model, ordered, limits, grid, bound, told))
         if fit is not None:

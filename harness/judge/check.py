@@ -1,0 +1,177 @@
+"""Predict, then check; and a worst case that does not trust the model.
+
+After the learning and the edge hunts (``hunt.py``), the judge sends traffic of shapes the
+learning never sent, on keys of their own, interleaved on one clock (``run_scripts``):
+
+- **explored** (fitted on, with the learning): one key emptied by a burst, then rested for idle
+  gaps of 1/8, 1/4, 1/2 and 3/4 of the quota's full return and burst after each (how much came back
+  after how long idle); when a gap shorter than the full return brought a whole burst back, the
+  shortest such gap is bisected to 3% (the idle time or the block a stateful limiter has); and a
+  key sent a ramp, from twice the longest a key took to be admitted again over L apart, each
+  request 5% sooner than the last, until refused (what W is when a burst never tells: a block or
+  counted refusals hold a key's return back past its window);
+- **held back** (never fitted on: predicted, then compared request by request): steady at 1.1x,
+  2x and 3x the fitted rate for 2, 2 and 1.5 windows; bursts separated by idle gaps of 3/16, 3/8,
+  3/4, 1.5 and 2.5 of the full return (two keys); a burst right after a run of refusals; and the
+  worst-case hunt below.
+
+The worst-case hunt is model-free: it repeats, over one window of the claimed length (the fitted
+one when none is claimed), a burst until refused and the idle gap that the explored key showed
+brings the most back per second (``best_gap``); the steady over-rate keys and the edge hunts are
+searched too. The worst case is the most admitted to one key in any window of that length, over
+every request of the session (``analysis.worst_case``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+from collections.abc import Callable, Generator
+from dataclasses import dataclass, field
+
+from analysis.header_truth import Answer
+
+from .endpoint import Endpoint
+
+Script = Generator[float, Answer, None]
+"""A key's traffic: yields when it wants its next request sent (epoch seconds; 0: at once, the
+burst it is in goes on), receives the answer."""
+
+EXPLORE_GAPS = (1 / 8, 1 / 4, 1 / 2, 3 / 4)
+"""Idle gaps of the explored key, as shares of the quota's full return."""
+HELD_GAPS = ((3 / 16, 3 / 4, 2.5), (3 / 8, 1.5))
+"""Idle gaps of the two held-back keys, as shares of the full return: none an explored one."""
+STEADY = ((1.1, 2.0), (2.0, 2.0), (3.0, 1.5))
+"""Held-back steady keys: (multiple of the fitted rate, windows)."""
+RAMP_STEP, RAMP_MAX = 0.05, 150
+"""The explored ramp: each request 5% sooner after the last, 150 requests at most."""
+BISECT_TO = 0.03
+"""The shortest gap that brings a whole burst back is bisected until it is known within 3%."""
+WHOLE = 0.9
+"""A burst after a gap is whole when it admitted at least 90% of the emptied key's first burst."""
+
+
+@dataclass
+class Sweep:
+    """What the explored key showed: (gap, admitted after it), the first burst, the shortest gap
+    found bringing a whole burst back (None: none shorter than the full return), a burst's pace."""
+
+    first: int = 0
+    after: list[tuple[float, int]] = field(default_factory=list)
+    whole_gap: float | None = None
+    pace: float = 0.0
+
+
+def burst(most: int, at: float = 0.0) -> Generator[float, Answer, list[Answer]]:
+    """Send (the first at ``at``) until a refusal or ``most`` admitted."""
+    answers: list[Answer] = []
+    while sum(a.allowed for a in answers) < most:
+        answers.append((yield at if not answers else 0.0))
+        if not answers[-1].allowed:
+            break
+    return answers
+
+
+def explore_gaps(recovery_s: float, most: int, sweep: Sweep) -> Script:
+    """The explored key: emptied, then bursts after each gap of ``EXPLORE_GAPS``; the shortest gap
+    that brought a whole burst back bisected to ``BISECT_TO`` (from the last gap that did not)."""
+    first = yield from burst(most)
+    sweep.first = sum(a.allowed for a in first)
+    sweep.pace = (first[-1].done - first[0].sent) / len(first)
+    if first[-1].allowed:
+        return
+    last, low = first[-1], 0.0
+    for share in EXPLORE_GAPS:
+        gap = share * recovery_s
+        got = yield from burst(most, last.done + gap)
+        sweep.after.append((gap, sum(a.allowed for a in got)))
+        last = got[-1]
+        if sum(a.allowed for a in got) >= WHOLE * sweep.first:
+            sweep.whole_gap = gap
+            break
+        low = gap
+    while sweep.whole_gap is not None and sweep.whole_gap - low > BISECT_TO * sweep.whole_gap:
+        gap = (low + sweep.whole_gap) / 2
+        got = yield from burst(most, last.done + gap)
+        sweep.after.append((gap, sum(a.allowed for a in got)))
+        last = got[-1]
+        if sum(a.allowed for a in got) >= WHOLE * sweep.first:
+            sweep.whole_gap = gap
+        else:
+            low = gap
+
+
+def steady(start: float, rate: float, seconds: float) -> Script:
+    """One request every 1 / ``rate`` s for ``seconds``."""
+    n = max(2, math.ceil(rate * seconds))
+    for i in range(n):
+        yield start + i / rate
+
+
+def ramp(start: float, spacing: float, most: int, step: float = RAMP_STEP) -> Script:
+    """From ``spacing`` apart, each request ``step`` sooner after the last than the one before, until
+    the first refusal and ``most`` more requests (or ``RAMP_MAX`` requests): a sliding log of L in
+    any W first refuses where L requests first fit inside W, so W is read within ``step``."""
+    at, refused, sent = start, None, 0
+    while sent < RAMP_MAX and (refused is None or sent < refused + most):
+        answer = yield at
+        sent += 1
+        if refused is None and not answer.allowed:
+            refused = sent
+        spacing *= 1 - step
+        at = answer.done + spacing
+
+
+def gaps(most: int, lengths: list[float]) -> Script:
+    """A burst until refused, then after each idle gap (from the last answer) another."""
+    last = (yield from burst(most))[-1]
+    for gap in lengths:
+        last = (yield from burst(most, last.done + gap))[-1]
+
+
+def after_refusals(most: int, knocks: int, every: float) -> Script:
+    """A burst until refused, ``knocks`` more requests ``every`` s apart, then a burst right after."""
+    last = (yield from burst(most))[-1]
+    for _ in range(knocks):
+        last = yield last.done + every
+    yield from burst(most, last.done)
+
+
+def repeat(most: int, gap: float, window_s: float) -> Script:
+    """The worst-case hunt: a burst until refused, the idle ``gap``, again, over one window and a gap."""
+    first = yield from burst(most)
+    start, last = first[0].sent, first[-1]
+    while last.done + gap < start + window_s + gap:
+        last = (yield from burst(most, last.done + gap))[-1]
+
+
+def best_gap(sweep: Sweep, recovery_s: float) -> float:
+    """The idle gap that brought the most back per second of the cycle it makes (gap and burst),
+    as the explored key measured it; the full return when nothing came back sooner."""
+    cycles = [(n / (gap + n * sweep.pace), gap) for gap, n in sweep.after if n > 0]
+    if sweep.whole_gap is not None:
+        cycles.append((sweep.first / (sweep.whole_gap + sweep.first * sweep.pace), sweep.whole_gap))
+    return max(cycles)[1] if cycles else recovery_s
+
+
+def run_scripts(endpoint: Endpoint, scripts: list[tuple[int, str, Script]],
+                stop: Callable[[], bool] = lambda: False) -> dict[str, tuple[int, str]]:
+    """Run keys' scripts on one clock: the request due first goes first; a burst under way (due 0)
+    goes on before anything else. ``stop``: checked before each request. Returns each key's name
+    as the endpoint's answers give it, with its number and role."""
+    names: dict[str, tuple[int, str]] = {}
+    due: dict[int, tuple[float, str, Script]] = {}
+    for key, role, script in scripts:
+        with contextlib.suppress(StopIteration):
+            due[key] = (next(script), role, script)
+    while due and not stop():
+        key = min(due, key=lambda k: (due[k][0], k))
+        at, role, script = due[key]
+        endpoint.sleep_until(at)
+        answer = endpoint.send(key, role)
+        names[answer.key] = (key, role)
+        try:
+            due[key] = (script.send(answer), role, script)
+        except StopIteration:
+            del due[key]
+    return names
