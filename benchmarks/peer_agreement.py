@@ -1,7 +1,8 @@
 """``run_bench.py bench peer-agreement [--peer NAME]``: how faithfully the suite's mapped model
 predicts a peer target (NGINX ``limit_req`` by default; HAProxy; Envoy's local_ratelimit, one
-bucket for every key; each slowapi strategy, on memory or Redis: REDIS_URL, else a redis-server of
-its own), request by request, on a seeded bursty schedule.
+bucket for every key; Traefik's rateLimit; each slowapi strategy, on memory or Redis: REDIS_URL,
+else a redis-server of its own), request by request, on a seeded bursty schedule (``--pause-s``:
+with idle gaps past a bucket's ttl).
 
 The real peer (config generated from the policy) in front of a ``none`` target; one client sends
 the schedule (bursts of 1..12 requests on 4 keys, exponential gaps) and tags every request. The
@@ -25,6 +26,7 @@ from rich.console import Console
 from rich.table import Table
 
 from benchmarks.args import SECONDS, bench_parser
+from contract.params import Bounds
 from harness.campaign.peers import PEERS, model_policy
 from harness.live.peers import LIVE_PEERS, live_peer
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
@@ -33,15 +35,18 @@ from targets.algorithms import Policy
 from targets.cli_args import SEED_BOUNDS, number
 
 KEYS = 4
+PAUSE = Bounds(0, 60)
 
 
-def schedule(seed: int, seconds: float, mean_gap_s: float) -> list[tuple[float, str, int]]:
-    """(offset s, key, burst size) in time order."""
+def schedule(seed: int, seconds: float, mean_gap_s: float, pause_s: float = 0.0,
+             pause_every: int = 10) -> list[tuple[float, str, int]]:
+    """(offset s, key, burst size) in time order; with ``pause_s``, every ``pause_every`` bursts
+    the whole schedule goes idle that long (longer than a bucket's ttl: the idle-gap traffic)."""
     rng = random.Random(seed)
     out, t = [], 0.0
     while t < seconds:
         out.append((t, f"k{rng.randrange(KEYS)}", rng.randint(1, 12)))
-        t += rng.expovariate(1 / mean_gap_s)
+        t += rng.expovariate(1 / mean_gap_s) + (pause_s if pause_s and len(out) % pause_every == 0 else 0.0)
     return out
 
 
@@ -54,10 +59,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--window-s", type=float, default=1.0)
     parser.add_argument("--burst", type=float, default=None, help="default 5 (slowapi: none, limits has no burst)")
     parser.add_argument("--versus", metavar="ALGORITHM", help="also compare a suite algorithm (under the policy itself)")
+    parser.add_argument("--pause-s", type=number(float, PAUSE), default=0.0,
+                        help="every 10 bursts, all keys idle this long (past Traefik's ttl: 2.5)")
     args = parser.parse_args(argv)
     spec = PEERS[args.peer]
     policy = Policy(args.limit, args.window_s, args.burst if args.burst is not None or spec.system == "slowapi" else 5)
-    plan = schedule(args.seed, args.seconds, mean_gap_s=0.1)
+    plan = schedule(args.seed, args.seconds, mean_gap_s=0.1, pause_s=args.pause_s)
     intended: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
         with ExitStack() as stack:

@@ -22,7 +22,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "eviction": ("benchmarks.eviction", "a key in debt under a key-rotation flood: the memory store bounded vs unbounded (and LRU)"),
     "hostile": ("benchmarks.hostile", "a normal client's P99 under big heads, slowloris and a key flood; the in-debt key's admissions"),
     "analysis-10m": ("benchmarks.analysis_10m", "the report of a 10-million-row results folder: wall time, peak memory"),
-    "peer-agreement": ("benchmarks.peer_agreement", "a peer (NGINX, HAProxy, slowapi) vs its mapped model, request by request, bursty"),
+    "peer-agreement": ("benchmarks.peer_agreement", "a peer (NGINX, HAProxy, Traefik, slowapi) vs its mapped model, per request"),
     "slot-overhead": ("benchmarks.slot_overhead", "what the live stack adds to each downstream call (the model's default) vs virtual time"),
     "twin": ("benchmarks.twin", "live vs virtual time: P99, admitted, rejected, sustained rate per run, with their ratio"),
     "store-deadline": ("benchmarks.store_deadline", "a target on Redis slowed or hung: P99 against the store budget, fallback share"),

@@ -11,15 +11,14 @@ before it is judged (measured.py).
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
+from harness.campaign.peers import PeerError
 from harness.campaign.policy_file import PolicyFile, params_of
 from harness.live.peers import ProcessPeer
-from harness.live.peers.response import HELD_MS, Refusal, refusal
+from harness.live.peers.response import HELD_MS, PROBE_PREFIX, Refusal, refusal
 from harness.live.peers.standalone import model_decisions, peer_before_none
-from harness.live.supervise import signals_interrupt
+from harness.live.supervise import RunFailed, signals_interrupt
 from targets.algorithms import Policy, get_algorithm
 
 from .checks import CheckVerdict, burst_of
@@ -30,25 +29,35 @@ GENERIC_FIX = ("answer a refusal with 429, Content-Type: application/problem+jso
                "that holds and Cache-Control: no-store")
 
 
-@contextmanager
-def _served(live: ProcessPeer, policy: Policy, out: Path | None) -> Iterator[str]:
+def _probe(live: ProcessPeer, policy: Policy, out: Path | None, max_requests: int,
+           refused: frozenset[int]) -> tuple[Refusal, list[float] | None]:
+    """The refusal probe on the started peer; then, the peer stopped (its log complete), its own
+    decision times of the probe's requests (None: its log lacks one). A peer that does not start
+    is a PeerError with its own error lines; ``peer_before_none`` has stopped it."""
     with tempfile.TemporaryDirectory(prefix="validate-peer-") as tmp:
         folder = out if out is not None else Path(tmp)
-        with peer_before_none(live.spec.name, policy, folder, live=live) as (served, _):
-            yield served
+        try:
+            with peer_before_none(live.spec.name, policy, folder, live=live) as (served, logs):
+                found = refusal(served, max_requests, refused=refused)
+        except RunFailed as exc:
+            raise PeerError(str(exc)) from None
+        at = dict(zip(*live.decisions(logs, store=live.spec.store).select(["request_id", "t"]).to_pydict().values()))
+        ids = [f"{PROBE_PREFIX}{i}" for i in range(len(found.statuses))]
+        return found, [at[i] for i in ids] if all(i in at for i in ids) else None
 
 
 def peer_verdicts(policy: PolicyFile, *, live: ProcessPeer, nominal: Policy | None = None,
                   refused: frozenset[int] = frozenset({429}), out: Path | None = None) -> list[CheckVerdict]:
     """The live rows: the refusal's shape, Retry-After's truth and, for one limit, the requests
-    admitted before the first refusal against the model's count on the same send times.
-    ``live``: the peer running the file (``nominal`` is the file's own first limit)."""
+    admitted before the first refusal against the model's count on the peer's own decision times
+    (else the send times). ``live``: the peer running the file (``nominal`` is the file's own first limit)."""
     most = max(burst_of(lim) for lim in policy.limits)
     first = policy.limits[0]
-    with signals_interrupt(), _served(live, nominal or Policy(first.limit, first.window_s, first.burst), out) as served:
-        found = refusal(served, int(2 * most) + PROBE_MARGIN, refused=refused)
+    with signals_interrupt():
+        found, own = _probe(live, nominal or Policy(first.limit, first.window_s, first.burst), out,
+                            int(2 * most) + PROBE_MARGIN, refused)
     fix = (live.response_fix(nominal) if nominal is not None else None) or GENERIC_FIX
-    return [*shape_verdicts(found, refused, fix), *agreement(policy, found)]
+    return [*shape_verdicts(found, refused, fix), *agreement(policy, found, own, live.spec.system)]
 
 
 def _row(metric: str, shown: str, threshold: str, passed: bool, message: str, fix: str | None) -> CheckVerdict:
@@ -104,25 +113,30 @@ def _retry_after_said(found: Refusal) -> str:
     return broken[0] if broken else f"Retry-After: {found.retry_after}"
 
 
-def agreement(policy: PolicyFile, found: Refusal) -> list[CheckVerdict]:
-    """One limit: the requests the peer admitted before refusing == the model's on the same times;
-    a peer that held the requests instead, against where the model refuses."""
+def agreement(policy: PolicyFile, found: Refusal, own: list[float] | None = None, system: str = "peer") -> list[CheckVerdict]:
+    """One limit: the requests the peer admitted before refusing == the model's on the same times
+    (``own``, the peer's decision times, else the send times); a peer that held the requests
+    instead, against where the model refuses."""
     if len(policy.limits) != 1 or (found.status is None and found.held_ms < HELD_MS):
         return []
     lim = policy.limits[0]
     n = len(found.statuses)
     # held requests were sent only when the one before came back: unheld, they would have gone back
     # to back, one round trip apart (the fastest answer), and that is where refusing would start
-    sent = found.sent_t[:n] if found.status is not None else [found.sent_t[0] + i * found.round_trip_s for i in range(n)]
-    model = model_decisions(get_algorithm(lim.algorithm).decide, params_of(lim), sent, ["probe"] * n)
+    if found.status is None:
+        times = [found.sent_t[0] + i * found.round_trip_s for i in range(n)]
+    else:
+        times = own if own is not None else found.sent_t[:n]
+    model = model_decisions(get_algorithm(lim.algorithm).decide, params_of(lim), times, ["probe"] * n)
     admitted_model = model.index(False) if False in model else len(model)
     if found.status is None:
         return [_held(lim.name, lim.algorithm, found, admitted_model)]
-    admitted = len(found.statuses) - 1
+    admitted = n - 1
     ok = admitted == admitted_model
+    fed = f"on {system}'s own decision times" if own is not None else "at the same send times"
     return [CheckVerdict(f"live: {lim.name}: admitted before refusing", "live", lim.name, "live_model_agreement",
                          float(admitted), str(admitted), f"model: {admitted_model}", ok,
                          f"{admitted} requests at one key, one after the other, before the first refusal; "
-                         f"the simulated model ({lim.algorithm}) admits {admitted_model} of them",
+                         f"the simulated model ({lim.algorithm}) admits {admitted_model} of them {fed}",
                          None if ok else "the peer does not count as the model: compare its decisions with "
                          "run_bench.py bench peer-agreement")]

@@ -14,10 +14,11 @@ from .haproxy import HaproxyPeer
 from .ingress_nginx import IngressNginxPeer
 from .nginx import NginxPeer, NginxProblemPeer, NginxRealIpPeer
 from .slowapi import SLOWAPI_LIVE
+from .traefik import TraefikPeer
 from .url import UrlLivePeer
 
 LIVE_PEERS: dict[str, ProcessPeer] = {p.spec.name: p for p in (NginxPeer(), NginxProblemPeer(), NginxRealIpPeer(),
-                                                               HaproxyPeer(), EnvoyPeer(), *SLOWAPI_LIVE,
+                                                               HaproxyPeer(), EnvoyPeer(), TraefikPeer(), *SLOWAPI_LIVE,
                                                                IngressNginxPeer())}
 LIVE_KINDS: dict[str, Callable[..., LivePeer]] = {URL_SYSTEM: UrlLivePeer}
 """The live side of a peer a campaign entry describes (``{name, url}``), by its ``system``."""
