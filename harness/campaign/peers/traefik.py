@@ -162,8 +162,9 @@ class Traefik(Peer):
         if depth > 0:
             findings.append(ConfigFinding(
                 "traefik_shared_bucket", mw.at("sourcecriterion.ipstrategy.depth"),
-                f"{mw.name}: ipStrategy.depth {depth}: a request with fewer than {depth} X-Forwarded-For addresses has "
-                "no source, and all of them share one bucket (#7129)", "depth = the proxies in front of Traefik, exactly"))
+                f"{mw.name}: ipStrategy.depth {depth}: a request without X-Forwarded-For, or with fewer than {depth} "
+                "addresses in it, has no source, and all of them share one bucket (#7129)",
+                "depth = the proxies in front of Traefik, exactly"))
         elif mw.get("sourcecriterion.ipstrategy.excludedips"):
             findings.append(ConfigFinding(
                 "traefik_shared_bucket", mw.at("sourcecriterion.ipstrategy.excludedips"),

@@ -10,6 +10,7 @@ import pytest
 
 from harness.campaign.peers import PEERS, PeerError
 from harness.cli.main import main
+from scenarios.access_log.render import CUSTOM, LoggedRequest, render
 from targets.algorithms import Policy
 
 TRAEFIK = PEERS["traefik"]
@@ -74,6 +75,21 @@ def test_the_documentation_example_gives_its_hand_checked_verdict(tmp_path, caps
                                          "traefik_per_router", "traefik_shared_bucket", "traefik_no_limit")} <= set(checks)
 
 
+def test_whom_the_traefik_file_would_have_refused_on_an_access_log(tmp_path, capsys):
+    """average 2, burst 3, by address: 5 requests of one address 10 ms apart admit 3; the 4th finds
+    0.06 token (a wait of 470 ms > maxDelay 250 ms) and the 5th 0.08: both refused; another
+    address's 2 pass."""
+    t0 = 1_760_000_040.0
+    rows = [LoggedRequest(t0 + 0.01 * i, "1.1.1.1") for i in range(5)] + [LoggedRequest(t0, "2.2.2.2")] * 2
+    log = tmp_path / "access.log"
+    log.write_text(render(sorted(rows, key=lambda r: r.t), "custom"))
+    path = tmp_path / "dynamic.yml"
+    path.write_text("http:\n  middlewares:\n    rl:\n      rateLimit: {average: 2, burst: 3}\n")
+    assert main(["validate", "--config", str(path), "--traffic", str(log), "--log-format", CUSTOM, "--json", "-"]) == 0
+    [outcome] = json.loads(capsys.readouterr().out)["policies"]
+    assert (outcome["requests"], outcome["refused"]) == (7, 2)
+
+
 def test_each_pitfall_is_named_at_its_line_and_yaml_path():
     found = _findings(PITFALLS)
     assert found == {
@@ -86,7 +102,8 @@ def test_each_pitfall_is_named_at_its_line_and_yaml_path():
             "t.yaml:15 (http.middlewares.slow.rateLimit.sourceCriterion.requestHost): slow: keyed by the Host: every "
             "client of a host shares one bucket",
             "t.yaml:22 (http.middlewares.big.rateLimit.sourceCriterion.ipStrategy.depth): big: ipStrategy.depth 2: a "
-            "request with fewer than 2 X-Forwarded-For addresses has no source, and all of them share one bucket (#7129)"],
+            "request without X-Forwarded-For, or with fewer than 2 addresses in it, has no source, and all of them share "
+            "one bucket (#7129)"],
         # 10/s, burst 100, ttl 2 s: 100 at once every 2 s is 50/s
         "traefik_ttl_reset": ["t.yaml:19 (http.middlewares.big.rateLimit.burst): big: a bucket idle for its ttl (2 s, "
                               "whole seconds) comes back full: a client sending 100 at once every 2 s gets 50/s, 5x the "
