@@ -13,12 +13,11 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
-from harness.campaign.peers import PeerError
 from harness.campaign.policy_file import PolicyFile, params_of
 from harness.live.peers import ProcessPeer
 from harness.live.peers.response import HELD_MS, PROBE_PREFIX, Refusal, refusal
 from harness.live.peers.standalone import model_decisions, peer_before_none
-from harness.live.supervise import RunFailed, signals_interrupt
+from harness.live.supervise import signals_interrupt
 from targets.algorithms import Policy, get_algorithm
 
 from .checks import CheckVerdict, burst_of
@@ -33,14 +32,11 @@ def _probe(live: ProcessPeer, policy: Policy, out: Path | None, max_requests: in
            refused: frozenset[int]) -> tuple[Refusal, list[float] | None]:
     """The refusal probe on the started peer; then, the peer stopped (its log complete), its own
     decision times of the probe's requests (None: its log lacks one). A peer that does not start
-    is a PeerError with its own error lines; ``peer_before_none`` has stopped it."""
+    raises RunFailed with its own error lines (``peer_before_none`` has stopped it)."""
     with tempfile.TemporaryDirectory(prefix="validate-peer-") as tmp:
         folder = out if out is not None else Path(tmp)
-        try:
-            with peer_before_none(live.spec.name, policy, folder, live=live) as (served, logs):
-                found = refusal(served, max_requests, refused=refused)
-        except RunFailed as exc:
-            raise PeerError(str(exc)) from None
+        with peer_before_none(live.spec.name, policy, folder, live=live) as (served, logs):
+            found = refusal(served, max_requests, refused=refused)
         at = dict(zip(*live.decisions(logs, store=live.spec.store).select(["request_id", "t"]).to_pydict().values()))
         ids = [f"{PROBE_PREFIX}{i}" for i in range(len(found.statuses))]
         return found, [at[i] for i in ids] if all(i in at for i in ids) else None
