@@ -22,6 +22,7 @@ from contextlib import ExitStack
 from pathlib import Path
 
 import httpx
+from pandas import DataFrame
 from rich.console import Console
 from rich.table import Table
 
@@ -31,7 +32,7 @@ from harness.campaign.peers import PEERS, model_policy
 from harness.live.peers import LIVE_PEERS, live_peer
 from harness.live.peers.standalone import mapped_decisions, peer_before_none
 from harness.processes.redis_server import RedisServer
-from targets.algorithms import Policy
+from targets.algorithms import Policy, build_params, get_algorithm
 from targets.cli_args import SEED_BOUNDS, number
 
 KEYS = 4
@@ -100,4 +101,23 @@ def main(argv: list[str] | None = None) -> int:
         agree = sum(m == a for m, a in zip(model, actual))
         table.add_row(label, f"{agree / len(model):.2%}", f"{len(model) - agree:,}")
     Console().print(table)
+    if df["delay_s"].gt(0).any():  # a peer that logs its holds (Traefik's Overhead)
+        Console().print(holds_line(args.peer, policy, df), highlight=False)
     return 0
+
+
+def holds_line(peer: str, policy: Policy, df: DataFrame) -> str:
+    """The model's holds (its delay_s, on the peer's own times) beside the peer's logged ones, for
+    the requests both admit: how many the model holds 1 ms or more, and how far the peer's differ."""
+    algorithm, mapped = model_policy(peer, policy)
+    decide, params, states, gaps, held = get_algorithm(algorithm).decide, build_params(algorithm, mapped), {}, [], 0
+    for t, key, allowed, logged in zip(df["t"], df["key"], df["allowed"], df["delay_s"]):
+        decision, states[key] = decide(states.get(key), float(t), 1.0, params)
+        if decision.allowed and allowed and decision.delay_s >= 1e-3:
+            held += 1
+            gaps.append(abs(logged - decision.delay_s) * 1e3)
+    if not gaps:
+        return "holds: the model holds no admitted request 1 ms or more"
+    gaps.sort()
+    return (f"holds: {held} admitted requests the model holds 1 ms or more; {peer}'s logged hold differs by "
+            f"{gaps[len(gaps) // 2]:.2f} ms at the median, {gaps[-1]:.2f} ms at most")
