@@ -158,3 +158,27 @@ def test_ctrl_c_stops_a_long_read_within_a_second(tmp_path: Path) -> None:
         proc.kill()
         proc.wait()
     assert proc.returncode in (130, -signal.SIGINT, 1) and b"Traceback" not in proc.stderr.read()
+
+
+def test_a_csv_trace_reads_through_the_same_bounds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from scenarios import trace_file
+    from scenarios.base import ScenarioError
+
+    good = tmp_path / "t.csv"
+    good.write_bytes(b't,key\n0.1,a\n0.2,"b,c"\n0.3,caf\xe9\n')
+    assert trace_file.TraceFile(good).arrivals().key == ["a", "b,c", "caf\ufffd"]  # quoted, and replaced
+    header = tmp_path / "header.csv"
+    header.write_text("t,key\n")
+    with pytest.raises(ScenarioError, match=r"header\.csv: no rows"):
+        trace_file.TraceFile(header)
+    long = tmp_path / "long.csv"
+    long.write_bytes(b"t,key\n0.1,a\n0.2," + b"k" * 100_000 + b"\n")
+    with pytest.raises(ScenarioError, match="1 lines longer than 65,536 bytes"):
+        trace_file.TraceFile(long)
+    binary = tmp_path / "bin.csv"
+    binary.write_bytes(random.Random(3).randbytes(2_000_000).replace(b"\n", b" "))
+    with pytest.raises(ScenarioError, match="hold no line within 65,536 bytes"):
+        trace_file.TraceFile(binary)
+    monkeypatch.setattr(trace_file, "MAX_ROWS", 2)
+    with pytest.raises(ScenarioError, match=r"t.csv: 3 rows or more is beyond a simulated run's bound of 2 requests"):
+        trace_file.TraceFile(good)
