@@ -190,3 +190,14 @@ def test_a_csv_trace_reads_through_the_same_bounds(tmp_path: Path, monkeypatch: 
     monkeypatch.setattr(trace_file, "MAX_ROWS", 2)
     with pytest.raises(ScenarioError, match=r"t.csv: 3 rows or more is beyond a simulated run's bound of 2 requests"):
         trace_file.TraceFile(good)
+
+
+def test_simulate_trace_prints_what_was_read_used_and_skipped(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log(300) + line(1, "01/Jan/1970") + line(2, agent=b"\xff"))
+    out = tmp_path / "out"
+    assert main(["simulate", "--trace", str(path), "--algorithm", "fixed_window", "--out", str(out), "--wide"]) == 0
+    said = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
+    assert (f"{path}: 302 lines read, 301 used; skipped: 1 dated outside 1995-2100; 1 with bytes that are not "
+            "UTF-8 (replaced, used)") in said
+    assert (out / "runs" / "access__fixed_window__memory").is_dir() and not list(tmp_path.glob(".*partial"))
