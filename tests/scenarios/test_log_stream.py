@@ -201,3 +201,10 @@ def test_simulate_trace_prints_what_was_read_used_and_skipped(tmp_path: Path, ca
     assert (f"{path}: 302 lines read, 301 used; skipped: 1 dated outside 1995-2100; 1 with bytes that are not "
             "UTF-8 (replaced, used)") in said
     assert (out / "runs" / "access__fixed_window__memory").is_dir() and not list(tmp_path.glob(".*partial"))
+
+
+def test_concatenated_gzip_members_are_read_whole(tmp_path: Path) -> None:
+    path = tmp_path / "rotated.log.gz"
+    path.write_bytes(gzip.compress(log(700)) + gzip.compress(log(300)))  # cat a.gz b.gz, as log rotation leaves
+    used, summary = read(path)
+    assert used == summary.lines == 1000 and summary.truncated is None
