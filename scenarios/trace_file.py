@@ -11,10 +11,13 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.csv as csv
 import pyarrow.parquet as pq
 
 from contract.routes import BY_MODEL_NAME, ITEMS
 
+from .access_log.stream import DEFAULT_BOUNDS, LineStream, ReadBounds
 from .base import LEGIT, Arrivals, ScenarioError, TrafficModel
 
 CLASSES = ("legit", "abusive")
@@ -29,26 +32,75 @@ def trace_run_name(path: str | Path, scenarios: Collection[str] = ()) -> str:
     return f"trace-{stem}" if any(stem.startswith(name) for name in scenarios) else stem
 
 
-def read_table(path: Path) -> pd.DataFrame:
+MAX_ROWS = 10_000_000
+"""Rows a trace may hold: a simulated run's requests (harness/campaign/system.py), checked as the
+file is read (CSV) or from its footer (Parquet), before the rows are held."""
+
+
+def read_table(path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> pd.DataFrame:
     """The trace's rows, its columns each named once: pandas would read a second ``t`` as ``t.1``
     (CSV) and replay the first without a word, so a repeated name is refused, naming it."""
     if not path.is_file():
         raise ScenarioError(f"--trace {path}: no such file")
+    suffix = path.suffix.lower()
+    if suffix not in (".parquet", ".pq", ".csv", ".txt"):
+        raise ScenarioError(f"--trace {path}: expected a .csv or .parquet file")
     try:
-        if path.suffix.lower() in (".parquet", ".pq"):
-            names, read = pq.read_schema(path).names, pd.read_parquet
-        elif path.suffix.lower() in (".csv", ".txt"):
-            names, read = pd.read_csv(path, header=None, nrows=1, dtype=str).iloc[0].tolist(), pd.read_csv
-        else:
-            raise ScenarioError(f"--trace {path}: expected a .csv or .parquet file")
-        repeated = next((str(n) for i, n in enumerate(names) if n in names[:i]), None)
-        if repeated is not None:
-            raise ScenarioError(f"--trace {path}: column {repeated} appears more than once (each column once)")
-        return read(path)
+        if suffix in (".parquet", ".pq"):
+            meta = pq.read_metadata(path)
+            _check_rows(path, meta.num_rows)
+            _check_names(path, meta.schema.to_arrow_schema().names)
+            return pd.read_parquet(path)
+        return _read_csv(path, bounds)
     except ScenarioError:
         raise
     except Exception as exc:  # pandas/pyarrow raise many types for a corrupt file
         raise ScenarioError(f"--trace {path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
+
+
+def _check_rows(path: Path, rows: int) -> None:
+    if rows > MAX_ROWS:
+        raise ScenarioError(f"--trace {path}: {rows:,} rows or more is beyond a simulated run's bound of {MAX_ROWS:,} "
+                            "requests; replay it in parts")
+
+
+def _check_names(path: Path, names: list[str]) -> None:
+    repeated = next((str(n) for i, n in enumerate(names) if n in names[:i]), None)
+    if repeated is not None:
+        raise ScenarioError(f"--trace {path}: column {repeated} appears more than once (each column once)")
+
+
+def _read_csv(path: Path, bounds: ReadBounds) -> pd.DataFrame:
+    """A CSV trace through the bounded line stream (stream.py: line length, UTF-8, the first
+    block), a block at a time, every column as text (the checks below convert them), its rows
+    counted against ``MAX_ROWS`` as they come."""
+    stream = LineStream(path, bounds)
+    names: list[str] | None = None
+    tables: list[pa.Table] = []
+    rows = 0
+    for block in stream.blocks():
+        data = block.data
+        if names is None:
+            header, _, data = data.partition(b"\n")
+            names = [str(n) for n in csv.read_csv(pa.BufferReader(header + b"\n")).column_names]
+            _check_names(path, names)
+        if not data.strip():
+            continue
+        try:
+            table = csv.read_csv(pa.BufferReader(data), read_options=csv.ReadOptions(column_names=names),
+                                 convert_options=csv.ConvertOptions(column_types={n: pa.string() for n in names}))
+        except pa.ArrowInvalid as exc:
+            raise ScenarioError(f"--trace {path}: lines {block.first_line:,} on: {str(exc).splitlines()[0]}") from None
+        rows += table.num_rows
+        _check_rows(path, rows)
+        tables.append(table)
+    if stream.counts.long:
+        raise ScenarioError(f"--trace {path}: {stream.counts.long:,} lines longer than {bounds.max_line_bytes:,} bytes "
+                            "(a trace row is a few fields)")
+    if names is None:
+        raise ScenarioError(f"--trace {path}: empty file")
+    table = pa.concat_tables(tables) if tables else pa.table({n: pa.array([], pa.string()) for n in names})
+    return table.to_pandas()
 
 
 class TraceFile(TrafficModel):

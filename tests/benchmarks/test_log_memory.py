@@ -1,0 +1,29 @@
+"""``run_bench.py bench log-memory``: the reader's peak RSS by log size, side by side, each step
+in a fresh process; its sizes bounded as every benchmark's are."""
+
+from __future__ import annotations
+
+import pytest
+
+from benchmarks.log_memory import STEPS, main, table
+
+
+def test_the_table_puts_the_sizes_side_by_side_with_the_bytes_per_extra_line() -> None:
+    figures = {1000: {s: (1000, 100 << 10, 200 << 10, 0) for s in STEPS},
+               2000: {s: (2000, 100 << 10, (200 << 10) + 1, 50 << 10) for s in STEPS}}
+    out = table([1000, 2000], figures, {1000: 0.1, 2000: 0.2})
+    assert [c.header for c in out.columns] == ["step", "1,000 lines (0 MiB)", "2,000 lines (0 MiB)",
+                                               "bytes per line, 1,000 -> 2,000"]
+    assert list(out.columns[0].cells) == list(STEPS)
+    assert next(iter(out.columns[1].cells)) == "200 MiB (+100 over imports)"
+    assert next(iter(out.columns[2].cells)) == "200 MiB (+100 over imports; worker 50)"
+    assert list(out.columns[3].cells) == ["1"] * 3  # 1 KiB over 1,000 lines
+
+
+@pytest.mark.parametrize(("lines", "message"), [("1e12", "out of bounds"), ("1000", "two sizes or more"),
+                                                ("a,b", "line counts separated by commas")])
+def test_bad_sizes_are_one_line_exit_2(lines: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--lines", lines])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and message in err and err.count("\n") == 1
