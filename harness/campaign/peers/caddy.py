@@ -85,7 +85,7 @@ class Caddy(ModelledPeer):
     def recognises(self, text: str) -> bool:
         return re.search(r'"handler"\s*:\s*"rate_limit"|^\s*rate_limit\s*\{', text, re.MULTILINE) is not None
 
-    def read_config(self, text: str) -> PeerConfig:
+    def read_config(self, text: str, source: str = "config") -> PeerConfig:
         if text.lstrip().startswith("{") and '"' in text.lstrip()[:200]:
             try:
                 config = json.loads(text)

@@ -43,7 +43,7 @@ class EnvoyRatelimit(ModelledPeer):
     def recognises(self, text: str) -> bool:
         return "domain:" in text and "descriptors:" in text and "requests_per_unit" in text
 
-    def read_config(self, text: str) -> PeerConfig:
+    def read_config(self, text: str, source: str = "config") -> PeerConfig:
         docs = [d for d in documents(text, "ratelimit") if isinstance(d.data, dict)]
         if not docs or "domain" not in docs[0].data:
             raise PeerError("no domain: not an envoyproxy/ratelimit config (domain: ..., descriptors: [...])")

@@ -57,7 +57,7 @@ class Kong(ModelledPeer):
     def recognises(self, text: str) -> bool:
         return "_format_version" in text and PLUGIN in text
 
-    def read_config(self, text: str) -> PeerConfig:
+    def read_config(self, text: str, source: str = "config") -> PeerConfig:
         docs = [d for d in documents(text, "kong") if isinstance(d.data, dict)]
         found = [(d, p) for d in docs for p in _plugins(d.data, ())]
         if not found:
