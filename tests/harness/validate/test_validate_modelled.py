@@ -161,3 +161,13 @@ def test_a_caddyfile_without_the_caddy_binary_asks_for_its_json(tmp_path, capsys
     path.write_text(":80\nrate_limit {\n\tzone z {\n\t\tkey {remote_host}\n\t\tevents 2\n\t\twindow 5s\n\t}\n}\n")
     assert main(["validate", "--config", str(path)]) == 2
     assert "a Caddyfile is read through `caddy adapt`, and caddy is not on PATH" in capsys.readouterr().err
+
+
+def test_a_campaign_naming_a_modelled_product_exits_2_in_one_line(tmp_path, capsys):
+    campaign = (CONFIGS.parent / "peers.yaml").read_text().replace(
+        "peers: [nginx, nginx-problem, nginx-realip, haproxy]", "peers: [kong]")
+    path = tmp_path / "c.yaml"
+    path.write_text(campaign)
+    assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "peer kong: Kong rate-limiting does not run here" in err and len(err.splitlines()) == 1
