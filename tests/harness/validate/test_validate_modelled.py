@@ -171,3 +171,17 @@ def test_a_campaign_naming_a_modelled_product_exits_2_in_one_line(tmp_path, caps
     assert main(["run", str(path), "--out", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err.strip()
     assert "peer kong: Kong rate-limiting does not run here" in err and len(err.splitlines()) == 1
+
+
+def test_kong_periods_count_only_what_all_admit_on_a_log(tmp_path, capsys):
+    """second: 2 and minute: 3 (handler.lua:89-114, 193-216): the 3rd request of a second is refused
+    by the second and counted nowhere, so the next second's request is the minute's 3rd (admitted)
+    and the one after it is refused by the minute: 2 of 5 refused."""
+    offsets = [0.0, 0.1, 0.2, 1.1, 2.1]
+    log = tmp_path / "access.log"
+    log.write_text(render([LoggedRequest(T0 + dt, "1.1.1.1") for dt in offsets], "custom"))
+    path = tmp_path / "kong.yml"
+    path.write_text('_format_version: "3.0"\nplugins:\n- name: rate-limiting\n  config: {second: 2, minute: 3, limit_by: ip}\n')
+    main(["validate", "--config", str(path), "--traffic", str(log), "--log-format", CUSTOM, "--json", "-"])
+    [outcome] = json.loads(capsys.readouterr().out)["policies"]
+    assert (outcome["requests"], outcome["refused"]) == (5, 2)
