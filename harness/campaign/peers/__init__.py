@@ -6,15 +6,18 @@ from __future__ import annotations
 from targets.algorithms import Policy
 
 from .base import PEER_STORE, ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
+from .caddy import Caddy
 from .envoy import Envoy
+from .envoy_ratelimit import EnvoyRatelimit
 from .haproxy import Haproxy
 from .ingress_nginx import IngressNginx
+from .kong import Kong
 from .nginx import Nginx, NginxProblem, NginxRealIp
 from .slowapi import SLOWAPI_PEERS
 from .traefik import Traefik
 
 PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), Traefik(), Envoy(),
-                                       IngressNginx(), *SLOWAPI_PEERS)}
+                                       IngressNginx(), *SLOWAPI_PEERS, EnvoyRatelimit(), Kong(), Caddy())}
 """Every peer a campaign may list by name."""
 
 SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haproxy",
