@@ -126,4 +126,4 @@ def test_a_virtual_head_to_head_reports_its_table_and_chart(tmp_path: Path) -> N
     section = md.split("## Adaptive head to head", 1)[1].split("\n## ", 1)[0]
     assert "### timeout" in section and "| gradient2 |" in section and "| aimd |" in section
     assert f"({CHARTS_DIR}/adaptive_limit.png)" in section and (out / CHARTS_DIR / "adaptive_limit.png").is_file()
-    assert "id='adaptive-head-to-head'" in (out / REPORT_HTML).read_text()
+    assert '<details id="adaptive-head-to-head">' in (out / REPORT_HTML).read_text()

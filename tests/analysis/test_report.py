@@ -5,19 +5,23 @@ without sideways scrolling or shrunken charts, answers first, with sortable tabl
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pytest
 
+from analysis.answers import Answer
 from analysis.charts import SPECS
+from analysis.document import FIRST_SCREEN_CHARTS, document
 from analysis.ideal import ideal_sliding_log
 from analysis.report import build_report
 from contract.schema import CHARTS_DIR, REPORT_HTML, REPORT_MD, SUMMARY_CSV, SUMMARY_JSON
 from harness.cli.main import main
 
-from .render import fits_the_page
+from .consistency import contradictions
+from .render import SCREEN_HEIGHT, first_screen, fits_the_page
 
 LIVE_ONLY = {"latency_over_time", "latency_cdf", "retry_storm", "ramp_p99"}
 LOGGED_LIMIT_ONLY = {"adaptive_limit"}
@@ -65,7 +69,7 @@ def test_a_scenario_the_campaign_lacks_has_no_section_and_no_warning(sim_folder:
         assert "latency_over_time" not in text  # no unhealthy_downstream run: no latency-over-time chart
         assert "ramp_" not in text and "offered" not in text  # no ramp run: no chart, no answer, no column
     html = (sim_folder / REPORT_HTML).read_text()
-    assert html.index("id='answers'") < html.index("Details per scenario") < html.index("id='full-tables'")
+    assert html.index('<section id="answers">') < html.index('<details id="details">') < html.index('<details id="full-tables">')
 
 
 def test_live_folder_gets_every_chart(live_report, live_folder: Path) -> None:
@@ -95,3 +99,38 @@ def test_report_fits_1000_px_in_headless_chromium(folder: str, live_report, live
     """No sideways scrolling, no chart shown under 60% of its drawn width, tables sort by a click."""
     root, report = (live_folder, live_report) if folder == "live" else (wide_folder, build_report(wide_folder))
     fits_the_page(root / REPORT_HTML, len(report.charts), tmp_path)
+
+
+def test_the_page_links_its_charts_as_files_and_says_what_the_markdown_says(sim_folder: Path) -> None:
+    """Nothing inlined: every chart is a file under charts/ that the page links, each drawn chart
+    once; report.md opens every section of the same structure, answers first."""
+    report = build_report(sim_folder)
+    html = (sim_folder / REPORT_HTML).read_text()
+    assert "base64" not in html and "data:" not in html
+    linked = set(re.findall(r'(?:src|href)="(charts/[^"]+)"', html))
+    assert linked and all((sim_folder / path).is_file() for path in linked)
+    assert {f"{CHARTS_DIR}/{c.name}.png" for c in report.charts} <= linked
+    assert len(re.findall(r'<img class="(?:chart|thumb)"', html)) == len(report.charts)  # each chart shown once
+    doc = document(report)
+    md = (sim_folder / REPORT_MD).read_text()
+    assert md.index("## Answers") < md.index(f"## {doc.sections[0].title}")
+    for section in doc.sections:
+        assert f"## {section.title}\n" in md and f'<details id="{section.id}">' in html
+    assert all(a.sentence in md for a in doc.answers)
+
+
+@pytest.mark.process
+def test_the_first_screen_holds_the_window_edge_answer_with_every_figure(wide_folder: Path, tmp_path: Path) -> None:
+    """At 1,000 x 800 px: the window-edge answer, naming every limiter with its figure against its
+    own bound, and the first three answers' charts, loaded; and no answer on the page, as Chromium
+    renders it, contradicts the rows of the report's tables."""
+    report = build_report(wide_folder)
+    seen = first_screen(wide_folder / REPORT_HTML, tmp_path)
+    edge = seen["answers"][0]
+    assert edge["key"] == "over_admission" and edge["sentence"].startswith("At the window edge on boundary_burst")
+    assert edge["bottom"] <= SCREEN_HEIGHT
+    thumbs = seen["thumbs"][:FIRST_SCREEN_CHARTS]
+    assert len(thumbs) == FIRST_SCREEN_CHARTS and all(t["loaded"] and t["bottom"] <= SCREEN_HEIGHT for t in thumbs)
+    rendered = [Answer(a["key"], "", a["sentence"], tuple(a["runs"].split()), None) for a in seen["answers"]]
+    assert [a.key for a in rendered] == [a.key for a in report.answers()]
+    assert contradictions(rendered, report.groups) == []
