@@ -15,10 +15,11 @@ from analysis.compare import Comparison, compare, failed, measure_label, verdict
 from analysis.loader import ResultsError
 from analysis.report import build_report
 from contract.paths import PathError, check_output
-from contract.schema import REPORT_HTML, parse_run_dir_name
+from contract.schema import parse_run_dir_name
 from targets.cli_args import number
 
 from . import term_table
+from .summary import show_summary
 from .term_table import Column, fit_table
 
 EXIT_REGRESSION = 1
@@ -30,6 +31,8 @@ EXIT_NOT_COMPARABLE = 3
 def register(sub: argparse._SubParsersAction) -> None:
     report = sub.add_parser("report", help="rebuild charts, summary and report.html/.md of a results folder")
     report.add_argument("folder", type=Path, metavar="DIR", help="a results folder (results/<campaign>-<time>)")
+    report.add_argument("--wide", action="store_true",
+                        help="every column of the summary however wide the terminal (the default when piped)")
     report.set_defaults(func=cmd_report)
 
     cmp = sub.add_parser("compare", help="per-run deltas between two results folders, judged beyond their noise; "
@@ -68,7 +71,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     for warning in report.warnings():
         print(f"warning: {warning}", file=sys.stderr)
     print(f"{len(report.rows)} runs, {len(report.charts)} charts in {time.perf_counter() - started:.1f} s")
-    print(f"report: {report.root / REPORT_HTML}")
+    show_summary(report, term_table.console(wide=args.wide), args.wide, warnings=False)
     return 0 if report.rows else EXIT_REGRESSION
 
 

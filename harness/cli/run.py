@@ -4,18 +4,13 @@ from __future__ import annotations
 
 import argparse
 import signal
-from collections.abc import Callable
 from contextlib import suppress
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
 from rich.console import Console
-from rich.table import Table
 
-from analysis import promises
-from analysis.palette import rich_markup
 from analysis.report import build_report
-from analysis.spread import with_spread
 from contract.folder import utc_stamp
 from contract.params import Bounds
 from contract.schema import RUN_ANALYSED, RUN_DEGRADED
@@ -30,9 +25,8 @@ from harness.live.supervise import Interrupted
 from targets.cli_args import number
 
 from . import term_table
-from .head_to_head import head_to_head_table
 from .progress import RunProgress
-from .term_table import Column, fit_table
+from .summary import show_summary
 
 DEFAULT_CAMPAIGN = Path("campaigns/default.yaml")
 
@@ -110,69 +104,7 @@ def degraded_exit(degraded: list[dict], allowed: bool) -> int:
 
 
 def _summarize(out: Path, console: Console, wide: bool) -> None:
-    """summary.json/csv, charts and the report, from the raw files (the same code as `report`)."""
+    """summary.json/csv, charts and the report, from the raw files (the same code as `report`),
+    then the summary `report` prints."""
     report = build_report(out, on_chart=lambda i, n, name: console.print(f"[dim]chart {i}/{n}: {name}[/dim]", highlight=False))
-    for warning in report.warnings():
-        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
-    console.print(summary_table(report.groups, console, wide))
-    h2h = head_to_head_table(report.groups, console, wide)
-    if h2h is not None:
-        console.print(h2h)
-    for answer in report.answers():  # the report's opening sentences, algorithm names in their chart colours
-        console.print(rich_markup(answer.line()), highlight=False)
-
-
-def _cell(key: str) -> Callable[[dict[str, Any]], str]:
-    """The figure, with its spread (low-high) when the run was repeated."""
-    def cell(row: dict[str, Any]) -> str:
-        value = row.get(key)
-        if value is None or isinstance(value, bool):
-            return _fmt(value)
-        return with_spread(row, key, _fmt(value), (lambda v: f"{v:,.0f}") if isinstance(value, int) else _fmt)
-
-    return cell
-
-
-BELOW = "< res."
-"""The marginal CPU per request where the run cannot resolve it (docs/analysis.md, "CPU")."""
-LIVE_COLUMNS = (
-    Column("requests", "req.", _cell("requests")),
-    Column("rejected", "rej.", _cell("rejected")),
-    Column("legit rej.", "legit\nrej.", _cell("rejected_legit")),
-    Column("over-adm.", "over-\nadm.", _cell("over_admission")),
-    Column("in flight", "in\nflight", _cell("in_flight_ratio")),
-    Column("P99 ms", "P99\nms", _cell("latency_p99_intended_ms")),
-    Column("target CPU ms/1k", "target\nCPU ms\n/1k req.", _cell("cpu_target_ms_per_1k")),
-    Column("µs/req", "marg.\nCPU µs\n/req", lambda row: BELOW if row.get("cpu_target_us_per_req") is None
-           and row.get("cpu_target_ms_per_1k") is not None else _cell("cpu_target_us_per_req")(row)),
-    Column("gen.-bound", "gen.\nbound", _cell("generator_bound")),
-)
-
-
-RAMP_COLUMN = Column("sustained /s", "sust.\n/s",
-                     lambda row: "-" if row.get("ramp_sustained_rps") is None else f"{row['ramp_sustained_rps']:,.0f}")
-"""Only when a ramp ran: the highest offered rate with P99 under its bound and nothing late or failed."""
-FIELDS_COLUMN = Column("fields kept", "fields\nkept", lambda row: promises.text(row, short=True) or "-")
-"""Only when some answer carried limit fields: the promises kept of those checked, Retry-After, remaining
-and reset (analysis.promises.text),
-after the limit's own columns (before latency and CPU: a narrow terminal crops the last ones)."""
-FIELDS_AT = 5
-
-
-def summary_table(rows: list[dict[str, Any]], out: Console, wide: bool = False) -> Table:
-    ramp = any(r.get("ramp_sustained_rps") is not None for r in rows)
-    fields = [FIELDS_COLUMN] if any(r.get("limit_fields_form") for r in rows) else []
-    columns = (*LIVE_COLUMNS[:FIELDS_AT], *fields, *LIVE_COLUMNS[FIELDS_AT:], *([RAMP_COLUMN] if ramp else []))
-    return fit_table("live campaign summary", rows, columns, out, wide=wide)
-
-
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "-"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:,.2f}"
-    if isinstance(value, int):
-        return f"{value:,}"
-    return str(value)
+    show_summary(report, console, wide)

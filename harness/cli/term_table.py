@@ -91,3 +91,20 @@ def _narrow(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column
             current = heading
         table.add_row(f"  {r.get(leaf)}", *(c.cell(r) for c in columns))
     return table
+
+
+def fit_columns(title: str, rows: Sequence[dict[str, Any]], columns: Sequence[Column], out: Console,
+                *, wide: bool = False) -> tuple[Table, list[Column]]:
+    """``fit_table`` with as many of ``columns`` (from the left: the first matter most) as fit
+    ``out``'s width, and the columns left out (none with ``wide``): a column is dropped whole,
+    never shrunk to an unreadable stub."""
+    for n in range(len(columns), 0, -1):
+        table = fit_table(title, rows, columns[:n], out, wide=wide)
+        if wide or out.measure(table, options=out.options.update_width(10**6)).maximum <= out.width:
+            return table, list(columns[n:])
+    return fit_table(title, rows, columns[:1], out), list(columns[1:])
+
+
+def left_out(columns: Sequence[Column], width: int, how: str) -> str:
+    """The line under a table that left columns out: which, and how to see them."""
+    return f"not shown in {width} columns: {', '.join(c.header for c in columns)}; every column: {how}"
