@@ -40,6 +40,7 @@ from . import benchmarks, judge, term_table, validate, worker
 from . import run as run_cmd
 from .head_to_head import head_to_head_table
 from .log_options import add_log_options, log_options
+from .summary import show_summary
 from .term_table import Column, fit_table
 
 
@@ -145,9 +146,19 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         raise
     if to_stdout:
         sys.stdout.write(summary_json(rows))
-    else:
-        if args.json:
-            write_text(Path(args.json), summary_json(rows))
+    elif args.json:
+        write_text(Path(args.json), summary_json(rows))
+    _show(args, plan, out, rows, console)
+    return 0
+
+
+def _show(args: argparse.Namespace, plan: SimPlan, out: Path | None, rows: list[dict], console: Console) -> None:
+    """The end of `simulate`: a campaign's report and the summary `run` gives; else the simulation
+    table (not when the JSON goes to stdout), and a trace's report."""
+    if args.campaign is not None:
+        show_summary(build_report(out), console, args.wide)
+        return
+    if args.json != "-":
         console.print(summary_table(group(rows), console, args.wide))
         h2h = head_to_head_table(group(rows), console, args.wide)
         if h2h is not None:
@@ -155,9 +166,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     if out is not None and any(r.trace for r in plan.runs):  # a trace's folder: its report and who got the 429s
         build_report(out)
         console.print(f"report: {out / REPORT_HTML}; per key: {out / KEYS_FILE}", highlight=False)
-    elif out is not None and not to_stdout:
+    elif out is not None and args.json != "-":
         console.print(f"results: {out}")
-    return 0
 
 
 def trace_summaries(plan: SimPlan) -> list[str]:

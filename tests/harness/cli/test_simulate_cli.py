@@ -167,7 +167,8 @@ def test_list_names_everything():
 
 @pytest.mark.process
 def test_default_campaign_runs_end_to_end(tmp_path):
-    """What `make simulate` runs, through the real entry point."""
+    """What `make simulate` runs, through the real entry point: the results folder, report and
+    summary (answers first) that `run` gives."""
     out = tmp_path / "default"
     proc = subprocess.run([sys.executable, "run_bench.py", "simulate", "--campaign", "campaigns/simulate.yaml",
                            "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -175,6 +176,11 @@ def test_default_campaign_runs_end_to_end(tmp_path):
     rows = json.loads((out / "summary.json").read_text())["runs"]
     assert len(rows) == 5 * len(ALGORITHMS)
     assert len(list((out / "runs").iterdir())) == len(rows)
+    for name in ("report.html", "report.md", "summary.csv", "charts/over_admission.png"):  # the folder `run` writes
+        assert (out / name).is_file(), name
+    said = " ".join(proc.stdout.split())
+    assert said.index("how much gets through at a window edge?") < said.index("virtual campaign summary")
+    assert f"report: {out / 'report.html'}" in said
 
 
 def test_a_trace_run_is_named_after_its_file_never_as_a_scenario():
