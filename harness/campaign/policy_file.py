@@ -24,7 +24,7 @@ RateAlgorithm = Literal[
 ]
 """Rate limits only: concurrency and adaptive limits bound work in progress, not a rate."""
 PeerModel = Literal["limits_fixed_window", "limits_sliding_window_counter_redis", "haproxy_freq_ctr", "traefik_rate",
-                    "envoy_local_ratelimit", "envoy_ratelimit_window", "kong_window", "caddy_ring"]
+                    "envoy_local_ratelimit", "envoy_ratelimit_window", "kong_window", "caddy_ring", "fixed_block"]
 """The peer models (targets.algorithms.PEER_MODELS): a claim a url endpoint can make
 (``validate --url``) and the simulation can judge; no suite target runs one (``--live`` without
 ``--url`` refuses them)."""

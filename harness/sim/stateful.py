@@ -7,7 +7,8 @@ between requests, beyond a window or a bucket.
 - ``forgetful_window``: a counter of L per W opened by a key's first request (refused requests
   count, as ``limits_fixed_window``), dropped after ``idle_s`` without a request, and recreated
   empty (a counter kept in a cache whose ttl is shorter than the window);
-- ``fixed_block``: a sliding log of L in any W; the refusal that trips it blocks the key for
+- ``fixed_block`` (the registry's peer model, ``targets/algorithms/fixed_block.py``): a sliding log
+  of L in any W; the refusal that trips it blocks the key for
   ``block_s`` from that refusal (every request refused, whatever it does meanwhile), after which
   the key starts over with an empty log (a mitigation timeout: "block for T once over the rate");
 - ``extended_block``: the same, but each request refused during the block restarts it: a key
@@ -26,9 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from targets.algorithms import Policy, PolicyError, sliding_log
-from targets.algorithms import limits_fixed_window as first_hit
-from targets.algorithms import token_bucket as bucket
+from targets.algorithms import Policy, PolicyError, get_algorithm
 from targets.algorithms.base import INF, Decision, derive, micros, new_decision
 from targets.algorithms.policy import WindowParams, require_positive
 
@@ -45,18 +44,8 @@ class IdleParams:
         require_positive(self, "idle_s")
         derive(self, idle_us=micros(self.idle_s))
 
-
-@dataclass(frozen=True)
-class BlockParams:
-    """A sliding log of L in any W, and how long a tripped key stays blocked."""
-
-    base: WindowParams
-    block_s: float
-    block_us: ClassVar[float]
-
-    def __post_init__(self) -> None:
-        require_positive(self, "block_s")
-        derive(self, block_us=micros(self.block_s))
+_BUCKET, _BLOCK = get_algorithm("token_bucket"), get_algorithm("fixed_block")
+"""Through the registry: the block model holds both blocking behaviours (its ``extend``)."""
 
 
 def _us(now: float) -> float:
@@ -71,26 +60,6 @@ def _forgetful(base_decide: Callable[[Any, float, float, Any], tuple[Decision, A
         inner = None if state is None or t - state[1] >= p.idle_us else state[0]
         decision, inner = base_decide(inner, now, cost, p.base)
         return decision, (inner, t)
-    return decide
-
-
-def _blocking(extend: bool):
-    """A sliding log that blocks a key for ``block_us`` once it refuses it; ``extend``: each request
-    refused during the block restarts it. A key whose block is over starts with an empty log."""
-    def decide(state: tuple[Any, float] | None, now: float, cost: float, p: BlockParams) -> tuple[Decision, Any]:
-        t = _us(now)
-        log, until = (None, None) if state is None else state
-        if until is not None:
-            if t < until:
-                until = t + p.block_us if extend else until
-                return new_decision(Decision, (False, 0.0, (until - t) / 1e6, (until - t) / 1e6 + p.base.window_s,
-                                               0.0)), (log, until)
-            log, until = None, None  # the block is over: a fresh key
-        decision, log = sliding_log.decide(log, now, cost, p.base)
-        if decision.allowed:
-            return decision, (log, None)
-        until = t + p.block_us
-        return new_decision(Decision, (False, 0.0, p.block_s, p.block_s + p.base.window_s, 0.0)), (log, until)
     return decide
 
 
@@ -125,18 +94,18 @@ class StatefulModel:
 
 
 STATEFUL: dict[str, StatefulModel] = {m.name: m for m in (
-    StatefulModel("forgetful_token_bucket", _forgetful(bucket.decide),
-                  lambda p, x: IdleParams(bucket.from_policy(p), x), "idle_s",
+    StatefulModel("forgetful_token_bucket", _forgetful(_BUCKET.decide),
+                  lambda p, x: IdleParams(_BUCKET.params_from_policy(p), x), "idle_s",
                   "a token bucket of {B} refilled at {L} per {W} s, dropped after {X} s idle (recreated full)"),
-    StatefulModel("forgetful_window", _forgetful(first_hit.decide),
+    StatefulModel("forgetful_window", _forgetful(get_algorithm("limits_fixed_window").decide),
                   lambda p, x: IdleParams(WindowParams(p.limit, p.window_s), x), "idle_s",
                   "a counter of {L} per {W} s opened by each key's first request (refusals count), dropped after "
                   "{X} s idle (recreated empty)"),
-    StatefulModel("fixed_block", _blocking(extend=False),
-                  lambda p, x: BlockParams(WindowParams(p.limit, p.window_s), x), "block_s",
+    StatefulModel("fixed_block", _BLOCK.decide,
+                  lambda p, x: _BLOCK.params_type(p.limit, p.window_s, x), "block_s",
                   "a sliding log of {L} in any {W} s that blocks a key for {X} s once it refuses it"),
-    StatefulModel("extended_block", _blocking(extend=True),
-                  lambda p, x: BlockParams(WindowParams(p.limit, p.window_s), x), "block_s",
+    StatefulModel("extended_block", _BLOCK.decide,
+                  lambda p, x: _BLOCK.params_type(p.limit, p.window_s, x, extend=True), "block_s",
                   "a sliding log of {L} in any {W} s that blocks a key until {X} s after its last refused request"),
     StatefulModel("counting_log", _counting_log, lambda p, x: WindowParams(p.limit, p.window_s), None,
                   "a sliding log of {L} in any {W} s in which refused requests count too"),

@@ -14,6 +14,7 @@ from . import (
     concurrency,
     envoy_local_ratelimit,
     envoy_ratelimit_window,
+    fixed_block,
     fixed_window,
     gcra,
     haproxy_freq_ctr,
@@ -49,7 +50,7 @@ ALGORITHMS: dict[str, Algorithm] = {
 
 PEER_MODELS: dict[str, Algorithm] = {m.ALGORITHM.name: m.ALGORITHM for m in (
     haproxy_freq_ctr, limits_fixed_window, limits_sliding_window_counter_redis, traefik_rate,
-    envoy_local_ratelimit, envoy_ratelimit_window, kong_window, caddy_ring)}
+    envoy_local_ratelimit, envoy_ratelimit_window, kong_window, caddy_ring, fixed_block)}
 """Models of peer targets' own algorithms (docs/peers.md) that no suite algorithm matches: they
 decide in the simulator and the faithfulness checks, never in ``all`` nor on Redis."""
 
