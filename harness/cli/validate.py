@@ -27,6 +27,7 @@ from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.judge.endpoint import JudgeError, KeySpec
 from harness.live.peers import ProcessPeer, live_peer
 from harness.live.supervise import Interrupted, RunFailed
+from harness.validate.approximate import labelled
 from harness.validate.checks import CheckVerdict, run_checks
 from harness.validate.inputs import check_url, config_lints, fleet_notes, policy_of_config, read_config, which_peer
 from harness.validate.latency import run_latency_checks
@@ -131,6 +132,8 @@ class PeerInput:
     refused: frozenset[int] = frozenset({429})
     verdicts: list[CheckVerdict] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    approximate: str | None = None
+    """Why the file's model is only approximate: its simulated rows are labelled so."""
 
 
 def _check_outputs(args: argparse.Namespace) -> None:
@@ -171,7 +174,10 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     read = _config_input(args, base)
     config = read.config
     given = PeerInput(nominal=config.limits[0].policy, refused=frozenset({429, config.reject_status}),
-                      verdicts=config_lints(read.spec, config), notes=[*config.notes, *fleet_notes(config, args.replicas)])
+                      verdicts=config_lints(read.spec, config), notes=[*config.notes, *fleet_notes(config, args.replicas)],
+                      approximate=config.approximate)
+    if config.approximate:
+        given.notes.insert(0, f"every simulated figure is approximate: {config.approximate}")
     if args.live:
         given.live = live_peer(read.spec.name).from_config(read.text)
         read.spec.executable()
@@ -190,9 +196,9 @@ def _measured(policy: PolicyFile, given: PeerInput, out: Path | None, console) -
     return rows
 
 
-def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, LogTraffic] | None:
-    """The candidate policies, the classes and the log, all read (bad input) before anything is
-    written; None without --traffic."""
+def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, LogTraffic, str | None] | None:
+    """The candidate policies, the classes, the log and why a config file's model is approximate
+    (None: exact), all read (bad input) before anything is written; None without --traffic."""
     options = log_options(args, args.traffic is not None, "--traffic LOG")
     if args.traffic is None:
         if args.more_policies or args.classes or args.html:
@@ -204,16 +210,20 @@ def _traffic_inputs(args: argparse.Namespace) -> tuple[list[PolicyFile], list, L
         raise CampaignError("--traffic: give the policy file to judge (and more with --policy FILE), or --config FILE")
     _check_outputs(args)
     policies = [load_policy(path) for path in [*([args.policy] if args.policy else []), *args.more_policies]]
+    approximate = None
     if args.config is not None:  # the product's file judged in the policy file's place (its thresholds, routes)
         base = policies[0] if args.policy else None
-        policies = [_config_input(args, base).policy, *policies[1 if base else 0:]]
+        read = _config_input(args, base)
+        policies, approximate = [read.policy, *policies[1 if base else 0:]], read.config.approximate
     classes = load_classes(args.classes) if args.classes is not None else []
     traffic = load_traffic(args.traffic, options)
-    return policies, classes, traffic
+    return policies, classes, traffic, approximate
 
 
-def cmd_traffic(args: argparse.Namespace, policies: list[PolicyFile], classes: list, traffic: LogTraffic) -> int:
-    """Whom each policy would have refused on the log; exit 1 if a class's refused share passes its max."""
+def cmd_traffic(args: argparse.Namespace, policies: list[PolicyFile], classes: list, traffic: LogTraffic,
+                approximate: str | None = None) -> int:
+    """Whom each policy would have refused on the log; exit 1 if a class's refused share passes its max;
+    ``approximate``: the config file's model is, and its refusals are labelled so."""
     to_stdout = args.json == "-"
     console = term_table.console(stderr=to_stdout)
     started = time.perf_counter()
@@ -227,7 +237,8 @@ def cmd_traffic(args: argparse.Namespace, policies: list[PolicyFile], classes: l
         write_text(args.junit, traffic_junit(outcomes, time.perf_counter() - started))
     if args.html is not None:
         write_text(args.html, to_html(facts, outcomes))
-    for note in notes(facts):
+    for note in [*notes(facts), *([f"{policies[0].name}: every refusal count is approximate: {approximate}"]
+                                   if approximate else [])]:
         console.print(f"note: {note}", highlight=False)
     console.print(summary_table(outcomes))
     for o in worst_timing(outcomes):
@@ -254,7 +265,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
     started = time.perf_counter()
     if args.live:
         console.print("lints and simulated checks", style="dim", highlight=False)
-    verdicts = (given.verdicts if given else []) + validate(policy)
+    simulated = validate(policy)
+    if given is not None and given.approximate:
+        simulated = labelled(simulated, given.approximate)
+    verdicts = (given.verdicts if given else []) + simulated
     live: LiveOutcome | None = None
     if args.live:
         try:

@@ -43,6 +43,9 @@ class CheckVerdict:
     fix: str | None = None
     """The suggestion's change alone, for the terminal: printed once under every failure it fixes
     (not in the JSON, whose suggestion says it all)."""
+    na: bool = False
+    """Not judged: the model is approximate and the check needs exact decisions (``passed`` stays
+    true so it fails nothing; the table says n/a)."""
 
 
 def split(metric: str) -> tuple[str, str]:

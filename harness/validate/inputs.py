@@ -69,7 +69,7 @@ def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, so
         algorithm, mapped = spec.model(lim.policy)
         limits.append(Limit.model_validate({"name": re.sub(r"[^A-Za-z0-9_-]+", "-", lim.name).strip("-"), "key": lim.key,
                                             "algorithm": algorithm, "limit": mapped.limit, "window_s": mapped.window_s,
-                                            "burst": mapped.burst}))
+                                            "burst": mapped.burst, "params": lim.params}))
     keys = base.keys if base else PolicyKeys()
     if config.trusted_proxies is not None:
         keys = keys.model_copy(update={"behind_proxies": True, "trusted_proxies": config.trusted_proxies})

@@ -33,7 +33,8 @@ def verdict_table(policy_name: str, verdicts: list[CheckVerdict]) -> Table:
         table.add_column(col, justify="right" if col in ("measured", "threshold") else "left",
                          no_wrap=col == "check")
     for v in verdicts:
-        table.add_row(v.name, v.display, threshold_cell(v), "[green]pass[/green]" if v.passed else "[red]FAIL[/red]")
+        result = "n/a" if v.na else "[green]pass[/green]" if v.passed else "[red]FAIL[/red]"
+        table.add_row(v.name, v.display, threshold_cell(v), result)
     return table
 
 
@@ -78,10 +79,12 @@ def to_junit(policy_name: str, verdicts: list[CheckVerdict], seconds: float) -> 
     suites = ET.Element("testsuites", name="ratelimit-bench validate", tests=str(len(verdicts)),
                         failures=str(failures), time=f"{seconds:.3f}")
     suite = ET.SubElement(suites, "testsuite", name=f"validate {policy_name}", tests=str(len(verdicts)),
-                          failures=str(failures), errors="0", skipped="0", time=f"{seconds:.3f}")
+                          failures=str(failures), errors="0", skipped=str(sum(v.na for v in verdicts)), time=f"{seconds:.3f}")
     for v in verdicts:
         case = ET.SubElement(suite, "testcase", classname=f"validate.{policy_name}.{v.kind}", name=v.name)
-        if v.passed:
+        if v.na:
+            ET.SubElement(case, "skipped", message=v.message)
+        elif v.passed:
             ET.SubElement(case, "system-out").text = f"{v.display} ({threshold_cell(v)}): {v.message}"
         else:
             failure = ET.SubElement(case, "failure", message=f"{v.display} vs {threshold_cell(v)}: {v.message}",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from targets.algorithms import Policy
 
+from .aws_gateway import AwsApiGateway
 from .base import PEER_STORE, ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
 from .caddy import Caddy
 from .envoy import Envoy
@@ -17,7 +18,8 @@ from .slowapi import SLOWAPI_PEERS
 from .traefik import Traefik
 
 PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), Traefik(), Envoy(),
-                                       IngressNginx(), *SLOWAPI_PEERS, EnvoyRatelimit(), Kong(), Caddy())}
+                                       IngressNginx(), *SLOWAPI_PEERS, EnvoyRatelimit(), Kong(), Caddy(),
+                                       AwsApiGateway())}
 """Every peer a campaign may list by name."""
 
 SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haproxy",

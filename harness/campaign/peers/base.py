@@ -39,6 +39,8 @@ class ConfigLimit:
     """Whose requests one counter holds: ``client`` (one per key, as ``key`` says), ``instance``
     (one for everyone on a replica), ``connection`` (one per TCP connection) or ``fleet`` (a store
     every replica shares). What ``--replicas`` multiplies: every scope but ``fleet``."""
+    params: dict[str, float | bool] = field(default_factory=dict)
+    """The model's own parameters beyond the policy (Cloudflare's ``block_s``), as ``--param`` takes them."""
 
 
 @dataclass(frozen=True)

@@ -58,8 +58,10 @@ class Document:
         return node
 
 
-def documents(text: str, source: str) -> list[Document]:
-    """Every non-empty document of ``text``; a YAML error is one PeerError naming the line."""
+def documents(text: str, source: str, short_forms: bool = False) -> list[Document]:
+    """Every non-empty document of ``text``; a YAML error is one PeerError naming the line.
+    ``short_forms``: CloudFormation's tags (``!Ref X``, ``!Sub ...``) read as the long forms they
+    stand for (``{"Ref": "X"}``, ``{"Fn::Sub": ...}``), which the safe loader otherwise refuses."""
     try:
         nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
     except yaml.YAMLError as exc:
@@ -71,25 +73,34 @@ def documents(text: str, source: str) -> list[Document]:
         if node is None:
             continue
         doc = Document(None)
-        doc.data = _value(node, (), doc.lines)
+        doc.data = _value(node, (), doc.lines, short_forms=short_forms)
         if doc.data is not None:  # a document of comments only
             out.append(doc)
     return out
 
 
-def _value(node: yaml.Node, path: Path_, lines: dict[Path_, int], line: int | None = None) -> Any:
+_PLAIN = {yaml.ScalarNode: "tag:yaml.org,2002:str", yaml.SequenceNode: "tag:yaml.org,2002:seq",
+          yaml.MappingNode: "tag:yaml.org,2002:map"}
+
+
+def _value(node: yaml.Node, path: Path_, lines: dict[Path_, int], line: int | None = None,
+           short_forms: bool = False) -> Any:
     """The plain value of ``node``; a mapping's value is on its key's line (a block value starts below it)."""
     lines[path] = line or node.start_mark.line + 1
+    if short_forms and node.tag.startswith("!"):
+        name = "Ref" if node.tag == "!Ref" else f"Fn::{node.tag[1:]}"
+        plain = type(node)(_PLAIN[type(node)], node.value, node.start_mark, node.end_mark)
+        return {name: _value(plain, (*path, name), lines, lines[path], short_forms)}
     if isinstance(node, yaml.MappingNode):
         out: dict[Any, Any] = {}
         for key_node, value_node in node.value:
             if key_node.tag == "tag:yaml.org,2002:merge":
                 raise PeerError(f"line {key_node.start_mark.line + 1}: YAML merge keys (<<) are not read; write the values out")
             key = _loader().construct_object(key_node)
-            out[key] = _value(value_node, (*path, key), lines, key_node.start_mark.line + 1)
+            out[key] = _value(value_node, (*path, key), lines, key_node.start_mark.line + 1, short_forms)
         return out
     if isinstance(node, yaml.SequenceNode):
-        return [_value(item, (*path, i), lines) for i, item in enumerate(node.value)]
+        return [_value(item, (*path, i), lines, short_forms=short_forms) for i, item in enumerate(node.value)]
     return _loader().construct_object(node)
 
 
