@@ -66,11 +66,13 @@ def policy_of_config(spec: Peer, config: PeerConfig, base: PolicyFile | None, so
     name = re.sub(r"[^A-Za-z0-9_-]+", "-", source.stem) or "peer-config"
     limits = []
     for lim in config.limits:
-        algorithm, mapped = spec.model(lim.policy)
+        algorithm, mapped = (lim.algorithm, lim.policy) if lim.algorithm else spec.model(lim.policy)
         limits.append(Limit.model_validate({"name": re.sub(r"[^A-Za-z0-9_-]+", "-", lim.name).strip("-"), "key": lim.key,
                                             "algorithm": algorithm, "limit": mapped.limit, "window_s": mapped.window_s,
                                             "burst": mapped.burst, "params": lim.params}))
     keys = base.keys if base else PolicyKeys()
+    if config.ipv6_prefix is not None:
+        keys = keys.model_copy(update={"ipv6_prefix": config.ipv6_prefix})
     if config.trusted_proxies is not None:
         keys = keys.model_copy(update={"behind_proxies": True, "trusted_proxies": config.trusted_proxies})
     raw = {**(base.model_dump(mode="json") if base else {"name": name, "routes": [{"name": DEFAULT_ROUTE}]}),

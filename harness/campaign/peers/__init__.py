@@ -8,6 +8,7 @@ from targets.algorithms import Policy
 from .aws_gateway import AwsApiGateway
 from .base import PEER_STORE, ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
 from .caddy import Caddy
+from .cloudflare import Cloudflare
 from .envoy import Envoy
 from .envoy_ratelimit import EnvoyRatelimit
 from .haproxy import Haproxy
@@ -19,7 +20,7 @@ from .traefik import Traefik
 
 PEERS: dict[str, Peer] = {p.name: p for p in (Nginx(), NginxProblem(), NginxRealIp(), Haproxy(), Traefik(), Envoy(),
                                        IngressNginx(), *SLOWAPI_PEERS, EnvoyRatelimit(), Kong(), Caddy(),
-                                       AwsApiGateway())}
+                                       AwsApiGateway(), Cloudflare())}
 """Every peer a campaign may list by name."""
 
 SIMULATE_ALIASES = {"nginx_limit_req": "nginx", "haproxy_http_req_rate": "haproxy",

@@ -39,6 +39,8 @@ class ConfigLimit:
     """Whose requests one counter holds: ``client`` (one per key, as ``key`` says), ``instance``
     (one for everyone on a replica), ``connection`` (one per TCP connection) or ``fleet`` (a store
     every replica shares). What ``--replicas`` multiplies: every scope but ``fleet``."""
+    algorithm: str | None = None
+    """The model the reader chose for this limit (Cloudflare's block), else None: the peer's ``model``."""
     params: dict[str, float | bool] = field(default_factory=dict)
     """The model's own parameters beyond the policy (Cloudflare's ``block_s``), as ``--param`` takes them."""
 
@@ -73,6 +75,8 @@ class PeerConfig:
     """The product's own pitfalls found in the file (a lint row each, failed)."""
     lints: tuple[str, ...] = ()
     """Every product lint the reader ran: a row each, passed where no finding names it."""
+    ipv6_prefix: int | None = None
+    """The prefix the product keys an IPv6 client by (Cloudflare: the /64), else None: per address."""
     replicas: int | None = None
     """Replicas the file itself declares (a Deployment's ``replicas``, an HPA's ``maxReplicas``)."""
     approximate: str | None = None
