@@ -95,7 +95,7 @@ def test_good_policy_passes(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
     code, doc = run_json(capsys, str(POLICIES / "good.yaml"), "--junit", str(junit))
     assert code == 0 and doc["passed"] is True and doc["failures"] == 0
     assert set(doc) == {"policy", "file", "passed", "failures", "checks"}
-    fields = {"name", "kind", "limit", "metric", "value", "display", "threshold", "passed", "message", "suggestion"}
+    fields = {"name", "kind", "limit", "metric", "value", "display", "threshold", "passed", "message", "suggestion", "na"}
     assert all(set(c) == fields for c in doc["checks"])
     assert {c["kind"] for c in doc["checks"]} == {"lint", "simulation"}
     names = [c["name"] for c in doc["checks"]]
