@@ -1,7 +1,7 @@
 """The AWS API Gateway peer, modelled approximately: a token bucket per throttling level (a stage's
 or method's, an HTTP API route's, a usage plan's per API key; what a level leaves unset is the
 account's default), layered so the smallest wins (the suite's layered check), read from a
-CloudFormation or SAM template (aws_template.py).
+CloudFormation or SAM template (cloudformation.py).
 
 Approximate, in AWS's own words: "API Gateway throttles requests to your API using the token
 bucket algorithm" and "throttles are applied on a best-effort basis and should be thought of as
@@ -15,8 +15,8 @@ import re
 
 from targets.algorithms import Policy
 
-from .aws_template import ACCOUNT_BURST, ACCOUNT_RATE, Template, read_template
 from .base import ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
+from .cloudformation import ACCOUNT_BURST, ACCOUNT_RATE, Template, read_template
 
 LINTS = ("aws_burst_below_rate", "aws_usage_plan", "aws_scope")
 WHY = ("AWS documents token-bucket targets applied on a best-effort basis, not exact behaviour "
