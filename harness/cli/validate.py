@@ -174,10 +174,9 @@ def _inputs(args: argparse.Namespace) -> tuple[PolicyFile, str, PeerInput | None
     read = _config_input(args, base)
     config = read.config
     given = PeerInput(nominal=config.limits[0].policy, refused=frozenset({429, config.reject_status}),
-                      verdicts=config_lints(read.spec, config), notes=[*config.notes, *fleet_notes(config, args.replicas)],
-                      approximate=config.approximate)
-    if config.approximate:
-        given.notes.insert(0, f"every simulated figure is approximate: {config.approximate}")
+                      verdicts=config_lints(read.spec, config), approximate=config.approximate,
+                      notes=[*config.notes, *([f"every simulated figure is approximate: {config.approximate}"]
+                                              if config.approximate else []), *fleet_notes(config, args.replicas)])
     if args.live:
         given.live = live_peer(read.spec.name).from_config(read.text)
         read.spec.executable()
