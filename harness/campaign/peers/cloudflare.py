@@ -95,8 +95,8 @@ def _findings(rule: Rule) -> list[ConfigFinding]:
     if timeout == 0:
         out.append(ConfigFinding("cloudflare_timeout", rule.where.get("mitigation_timeout", rule.where[""]),
                                  f"{rule.name}: mitigation_timeout 0: no block, only the requests over the rate are "
-                                 "refused and a client keeps its full rate (Enterprise's throttle; other plans need a "
-                                 "timeout)", f"mitigation_timeout: {period} (one period)"))
+                                 "refused and a client keeps its full rate (the throttle behaviour, an Enterprise "
+                                 "option)", f"mitigation_timeout: {period} (one period)"))
     elif timeout > period:
         out.append(ConfigFinding("cloudflare_timeout", rule.where["mitigation_timeout"],
                                  f"{rule.name}: a client over {n} per {period} s once is blocked {timeout} s, "
