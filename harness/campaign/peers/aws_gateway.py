@@ -15,27 +15,22 @@ import re
 
 from targets.algorithms import Policy
 
-from .base import ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
+from .base import ConfigFinding, ConfigLimit, PeerConfig, PeerError
 from .cloudformation import ACCOUNT_BURST, ACCOUNT_RATE, Template, read_template
+from .modelled import ModelledPeer
 
 LINTS = ("aws_burst_below_rate", "aws_usage_plan", "aws_scope")
 WHY = ("AWS documents token-bucket targets applied on a best-effort basis, not exact behaviour "
        "(api-gateway-request-throttling.html)")
 
 
-class AwsApiGateway(Peer):
+class AwsApiGateway(ModelledPeer):
     name = system = "aws-api-gateway"
     summary = ("AWS API Gateway throttling (stage, method, route, usage plan per API key, the account's default), "
                "a token bucket per level, the smallest wins; approximate (AWS's targets), not runnable here")
-
-    def model(self, policy: Policy) -> tuple[str, Policy]:
-        return "token_bucket", policy
-
-    def check(self, policy: Policy, costs: list[float]) -> None:
-        raise PeerError("peer aws-api-gateway: a cloud service; validate --config models its template, nothing runs it")
-
-    def preflight(self) -> None:
-        raise PeerError("peer aws-api-gateway: a cloud service; validate --config models its template, nothing runs it")
+    algorithm = "token_bucket"
+    source = "AWS's documentation (api-gateway-request-throttling.html)"
+    why_not_run = "a cloud service"
 
     def recognises(self, text: str) -> bool:
         return re.search(r"AWS::(ApiGateway|ApiGatewayV2|Serverless::(Api|HttpApi))\b", text) is not None

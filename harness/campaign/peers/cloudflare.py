@@ -16,8 +16,9 @@ import re
 
 from targets.algorithms import Policy
 
-from .base import ConfigFinding, ConfigLimit, Peer, PeerConfig, PeerError
+from .base import ConfigFinding, ConfigLimit, PeerConfig, PeerError
 from .cloudflare_rules import Rule, read_rules
+from .modelled import ModelledPeer
 
 LINTS = ("cloudflare_per_colo", "cloudflare_timeout", "cloudflare_key")
 WHY = ("Cloudflare documents a counter over the period per data center, not whether it is fixed or sliding, and its "
@@ -25,19 +26,13 @@ WHY = ("Cloudflare documents a counter over the period per data center, not whet
 CLIENT_IP = ("ip.src", "ip.src.ipv6")
 
 
-class Cloudflare(Peer):
+class Cloudflare(ModelledPeer):
     name = system = "cloudflare"
     summary = ("Cloudflare rate limiting rules (a counter per period per characteristics value per data center, a "
                "block for the mitigation timeout); approximate, not runnable here")
-
-    def model(self, policy: Policy) -> tuple[str, Policy]:
-        return "sliding_log", policy
-
-    def check(self, policy: Policy, costs: list[float]) -> None:
-        raise PeerError("peer cloudflare: a cloud service; validate --config models its rules, nothing runs them")
-
-    def preflight(self) -> None:
-        raise PeerError("peer cloudflare: a cloud service; validate --config models its rules, nothing runs them")
+    algorithm = "sliding_log"
+    source = "Cloudflare's documentation (developers.cloudflare.com/waf/rate-limiting-rules/)"
+    why_not_run = "a cloud service"
 
     def recognises(self, text: str) -> bool:
         return re.search(r"\"?requests_per_period\"?\s*[:=]", text) is not None
