@@ -155,11 +155,13 @@ def best_gap(sweep: Sweep, recovery_s: float) -> float:
 
 
 def run_scripts(endpoint: Endpoint, scripts: list[tuple[int, str, Script]],
-                stop: Callable[[], bool] = lambda: False) -> dict[str, tuple[int, str]]:
+                stop: Callable[[], bool] = lambda: False,
+                names: dict[str, tuple[int, str]] | None = None) -> dict[str, tuple[int, str]]:
     """Run keys' scripts on one clock: the request due first goes first; a burst under way (due 0)
     goes on before anything else. ``stop``: checked before each request. Returns each key's name
-    as the endpoint's answers give it, with its number and role."""
-    names: dict[str, tuple[int, str]] = {}
+    as the endpoint's answers give it, with its number and role (``names``, filled as they come:
+    kept when a bound ends the run)."""
+    names = {} if names is None else names
     due: dict[int, tuple[float, str, Script]] = {}
     for key, role, script in scripts:
         with contextlib.suppress(StopIteration):

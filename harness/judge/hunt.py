@@ -28,10 +28,12 @@ found within 5% in about 60 probes whatever W is; the second key narrows it to 0
 FINE_STEPS = 10
 LATE = 0.8
 """A quota back later than this share of the window fitted to it: refusals counted (``Hunt.learn``)."""
-PATIENCE = 0.5
-"""A key refused for this share of ``--max-wait`` is then probed at most every half of that time:
-a block that each refused probe extends (``extended_block``) comes back only when left alone that
-long, which probes 5% apart never do."""
+PATIENCE = 0.7
+"""A key refused for this share of ``--max-wait`` is then probed at most every half of what is
+left of it: a block that each refused probe extends (``extended_block``) comes back only when left
+alone that long, which probes 5% apart never do. Late enough for a counter that counts refusals
+(HAProxy's: back after 2 W, probed 5% apart) to come back at 2 W first, at W = 10 s and the
+default --max-wait."""
 MARGIN = 0.04
 """How far from a learned edge a burst stops or starts, as a fraction of W."""
 
@@ -107,7 +109,7 @@ class Hunt:
             elif fine is not None and elapsed < fine[0]:
                 step = min(step, fine[0] - elapsed)
             if elapsed > PATIENCE * self.max_wait_s:
-                step = max(step, PATIENCE * self.max_wait_s / 2)
+                step = max(step, (1 - PATIENCE) * self.max_wait_s / 2)
             if elapsed + step > self.max_wait_s:
                 raise JudgeError(f"no quota came back within {self.max_wait_s:g} s of a key's first request "
                                  "(a window longer than --max-wait?)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -55,10 +56,11 @@ TOLERANCE = 0.05
 """A model explains the limiter when it repeats at least 95% of the decisions it was fitted on and
 predicts at least 95% of the held-back ones (each at any time in its round trip)."""
 SHOWN = 6
+"""Models shown side by side with their held-back prediction."""
 FIRST_KEY = 1001
 """The explored and held-back keys are numbered from here (the hunt's from 1, ``validate``'s reach is 0)."""
-"""Models shown side by side with their held-back prediction."""
 SHAPES = {
+    "reach": "one request, to see the endpoint answers",
     "learn": "a fresh key saturated, probed until admitted, saturated again",
     "probe": "a saturated key probed at growing intervals", "check-fields": "a retry when a refusal said",
     "hunt-first-edge": "L - 1 just before the end of a window a key's first request opened, L just after",
@@ -214,75 +216,121 @@ def recovery_s(fit: Fit) -> float:
         else fit.policy.window_s
 
 
+HELD_ROLES = ("check-steady", "check-gaps", "check-after-refusals", "hunt-gaps")
+"""The roles of the held-back keys: never fitted on, predicted, then compared."""
+
+
+@dataclass(frozen=True)
+class Shape:
+    """A fit's figures the phase's traffic is shaped by: L, W, a burst's most, the full return, the rate."""
+
+    limit: int
+    window: float
+    most: int
+    back: float
+    rate: float
+
+    @classmethod
+    def of(cls, fit: Fit) -> Shape:
+        limit = max(1, round(fit.policy.limit))
+        return cls(limit, fit.policy.window_s, 2 * limit + 2, recovery_s(fit), fit.policy.limit / fit.policy.window_s)
+
+
 def checked(endpoint: Endpoint, first: Verdict, claim: Policy | None) -> Verdict:
-    """Explore (fitted on), fit every model, send the held-back traffic and the worst-case hunt
-    (predicted, then compared), judge all. A bound reached meanwhile ends it: the models are then
-    checked on what was held back so far, and the verdict says the bound cut it short."""
+    """Explore (fitted on) while the held-back traffic runs beside it (shaped by the learning's
+    fit, never fitted on), fit every model, then the worst-case hunt at the gap the explored key
+    showed; every held-back decision predicted, then compared; judge all. A bound reached meanwhile
+    ends it: the models are then checked on what was held back so far, and the verdict says so."""
     start = endpoint.now() - first.seconds
-    fit0 = first.best
-    limit, window = max(1, round(fit0.policy.limit)), fit0.policy.window_s
-    most, back, rate = 2 * limit + 2, recovery_s(fit0), fit0.policy.limit / fit0.policy.window_s
     fresh = iter(range(FIRST_KEY, FIRST_KEY + 100)).__next__
-    sweep, shapes, cut = check.Sweep(), {}, None
-    now = endpoint.now()
-    slowest = max((b - a for a, b in readmissions(seen([s.answer for s in endpoint.log]))), default=window)
-    explore = [(fresh(), "explore-gaps", check.explore_gaps(back, most, sweep)),
-               (fresh(), "explore-ramp", check.ramp(now, 2 * max(slowest, back) / limit, limit))]
+    sweep, shape, said = check.Sweep(), Shape.of(first.best), {}
+    scripts = [*explored(endpoint, shape, sweep, fresh), *held_back(endpoint, shape, fresh, said)]
+    cut = sent(endpoint, scripts, said)
+    fits = fitted(endpoint, sweep)
+    within = claim.window_s if claim is not None else fits[0].policy.window_s
+    if cut is None:
+        best = Shape.of(fits[0])
+        gap = check.best_gap(sweep, best.back)
+        said[key := fresh()] = SHAPES["hunt-gaps"].format(gap=f"{gap:.3g}") + f" of {within:g} s"
+        cut = sent(endpoint, [(key, "hunt-gaps", check.repeat(best.most, gap, within))], said)
+    tried = "/".join(f"{g:.3g}" for g, _ in sweep.after) + " s"
+    shapes = {s.answer.key: said.get(s.answer.key) or SHAPES.get(s.role, s.role).replace("{gaps}", tried)
+              for s in endpoint.log}
+    return compared(endpoint, start, fits, claim, cut, sweep, shapes)
+
+
+def explored(endpoint: Endpoint, shape: Shape, sweep: check.Sweep,
+             fresh: Callable[[], int]) -> list[tuple[int, str, check.Script]]:
+    """The explored keys (fitted on): bursts after idle gaps, and a ramp from twice the longest
+    a key took to be admitted again (or the full return), over L apart."""
+    slowest = max((b - a for a, b in readmissions(seen([s.answer for s in endpoint.log]))), default=shape.window)
+    return [(fresh(), "explore-gaps", check.explore_gaps(shape.back, shape.most, sweep)),
+            (fresh(), "explore-ramp", check.ramp(endpoint.now(), 2 * max(slowest, shape.back) / shape.limit,
+                                                 shape.limit))]
+
+
+def held_back(endpoint: Endpoint, shape: Shape, fresh: Callable[[], int],
+              said: dict[Any, str]) -> list[tuple[int, str, check.Script]]:
+    """The held-back keys but the worst-case hunt, each said in words (``said``): steady over the
+    rate (scaled down to the requests the cap leaves), bursts after idle gaps, a burst after refusals."""
+    s, now = shape, endpoint.now()
+    left = getattr(endpoint, "max_requests", 10 ** 9) - len(endpoint.log)
+    # a burst until refused is about L + 1; the explored key's are at most its gaps and 6 bisections,
+    # the worst-case hunt's about 4 (a gap of a quarter of the return or more)
+    bursts = len(check.EXPLORE_GAPS) + 7 + sum(len(g) + 1 for g in check.HELD_GAPS) + 2 + 4
+    steady_left = max(0.0, left - check.RAMP_MAX - bursts * (s.limit + 1) - 8)
+    planned = sum(m * s.rate * w * s.window for m, w in check.STEADY)
+    scale = min(1.0, steady_left / planned) if planned else 1.0
+    held = []
+    for m, w in check.STEADY:
+        held.append((key := fresh(), "check-steady", check.steady(now, m * s.rate, w * s.window * scale)))
+        said[key] = SHAPES["check-steady"].format(rate=f"{m:g}") + f" ({m * s.rate:.3g}/s)"
+    for lengths in check.HELD_GAPS:
+        held.append((key := fresh(), "check-gaps", check.gaps(s.most, [g * s.back for g in lengths])))
+        said[key] = SHAPES["check-gaps"].format(gaps="/".join(f"{g * s.back:.3g}" for g in lengths) + " s")
+    held.append((key := fresh(), "check-after-refusals", check.after_refusals(s.most, 4, s.back / 8)))
+    said[key] = SHAPES["check-after-refusals"] + f" (4 knocks {s.back / 8:.3g} s apart)"
+    return held
+
+
+def sent(endpoint: Endpoint, scripts: list[tuple[int, str, check.Script]], said: dict[Any, str]) -> CapReached | None:
+    """Run ``scripts`` on one clock; ``said`` re-keyed by the names the answers give each key
+    (numbers stay for the keys no answer named); the bound that cut them short, if one did."""
+    names: dict[str, tuple[int, str]] = {}
     try:
-        names = check.run_scripts(endpoint, explore)
-        tried = "/".join(f"{g:.3g}" for g, _ in sweep.after) + " s"
-        shapes |= {name: SHAPES[role].format(gaps=tried) for name, (key, role) in names.items()}
+        check.run_scripts(endpoint, scripts, names=names)
     except CapReached as bound:
-        cut = bound
-    trained = len(endpoint.log)
+        return bound
+    finally:
+        said |= {name: said[key] for name, (key, _) in names.items() if key in said}
+    return None
+
+
+def fitted(endpoint: Endpoint, sweep: check.Sweep) -> list[Fit]:
+    """Every model (the stateful ones too, on the wide windows) fitted on the learning, the edge
+    hunts and the explored keys: never on a held-back key."""
     answers = [s.answer for s in endpoint.log]
-    dated = seen(answers)
+    trained = [d for d, s in zip(seen(answers), endpoint.log, strict=True) if s.role not in HELD_ROLES]
     limits = [a.fields.limit for a in answers if a.fields.limit]
     windows = [a.fields.window_s for a in answers if a.fields.window_s]
-    fits = fingerprint(dated[:trained], limits[-1] if limits else None, windows[-1:], (*MODELS, *STATEFUL_MODELS),
-                       slack=0.5, extra_hints=[sweep.whole_gap] if sweep.whole_gap else ())
-    best = fits[0]
-    limit, window = max(1, round(best.policy.limit)), best.policy.window_s
-    most, back, rate = 2 * limit + 2, recovery_s(best), best.policy.limit / best.policy.window_s
-    within = claim.window_s if claim is not None else window
-    gap = check.best_gap(sweep, back)
-    if cut is None:
-        now = endpoint.now()
-        left = getattr(endpoint, "max_requests", 10 ** 9) - len(endpoint.log)
-        bursts = sum(len(g) + 1 for g in check.HELD_GAPS) + 2 + within / max(gap, 1e-3) + 2
-        steady_left = max(0.0, left - bursts * (most + 1) - 8)
-        planned = sum(m * rate * w * window for m, w in check.STEADY)
-        scale = min(1.0, steady_left / planned) if planned else 1.0
-        held, said = [], {}
-        for m, w in check.STEADY:
-            held.append((key := fresh(), "check-steady", check.steady(now, m * rate, w * window * scale)))
-            said[key] = SHAPES["check-steady"].format(rate=f"{m:g}") + f" ({m * rate:.3g}/s)"
-        for lengths in check.HELD_GAPS:
-            held.append((key := fresh(), "check-gaps", check.gaps(most, [g * back for g in lengths])))
-            said[key] = SHAPES["check-gaps"].format(gaps="/".join(f"{g * back:.3g}" for g in lengths) + " s")
-        held += [(key := fresh(), "check-after-refusals", check.after_refusals(most, 4, back / 8))]
-        said[key] = SHAPES["check-after-refusals"] + f" (4 knocks {back / 8:.3g} s apart)"
-        held += [(key := fresh(), "hunt-gaps", check.repeat(most, gap, within))]
-        said[key] = SHAPES["hunt-gaps"].format(gap=f"{gap:.3g}") + f" of {within:g} s"
-        try:
-            names = check.run_scripts(endpoint, held)
-            shapes |= {name: said[key] for name, (key, _) in names.items()}
-        except CapReached as bound:
-            cut = bound
-    for sent in endpoint.log:
-        shapes.setdefault(sent.answer.key, SHAPES[sent.role])
+    return fingerprint(trained, limits[-1] if limits else None, windows[-1:], tuple(dict.fromkeys((*MODELS, *STATEFUL_MODELS))),
+                       slack=0.5, extra_hints=[sweep.whole_gap] if sweep.whole_gap else (), wide=True)
+
+
+def compared(endpoint: Endpoint, start: float, fits: list[Fit], claim: Policy | None, cut: CapReached | None,
+             sweep: check.Sweep, shapes: dict[str, str]) -> Verdict:
+    """Each fit's prediction of the held-back decisions, best first; the verdict with the worst case
+    in the claimed window (else the best predictor's) and the held-back key mispredicted most."""
     answers = [s.answer for s in endpoint.log]
-    dated = seen(answers)
-    held_seen = dated[trained:]
-    results = [Checked(f, max(0, agreement(f.model, f.policy, held_seen, within_round_trip=True, extra=f.extra)),
-                       len(held_seen)) for f in fits]
+    held = [d for d, s in zip(seen(answers), endpoint.log, strict=True) if s.role in HELD_ROLES]
+    results = [Checked(f, max(0, agreement(f.model, f.policy, held, within_round_trip=True, extra=f.extra)), len(held))
+               for f in fits]
     results.sort(key=lambda c: (-c.agreed, -c.fit.agreed))
-    chosen = results[0].fit.policy.window_s if held_seen else window
-    v = Verdict(fits, worst_case(answers, claim.window_s if claim is not None else chosen), header_truth(answers),
-                Counter(s.role for s in endpoint.log),
-                endpoint.now() - start, cut, results if held_seen else [], claim, sweep=sweep, shapes=shapes)
-    if held_seen:
-        v.missed = missed(results[0].fit, held_seen, {s.answer.key: s.role for s in endpoint.log[trained:]})
+    chosen = claim.window_s if claim is not None else results[0].fit.policy.window_s if held else fits[0].policy.window_s
+    v = Verdict(fits, worst_case(answers, chosen), header_truth(answers), Counter(s.role for s in endpoint.log),
+                endpoint.now() - start, cut, results if held else [], claim, sweep=sweep, shapes=shapes)
+    if held:
+        v.missed = missed(results[0].fit, held, {s.answer.key: s.role for s in endpoint.log if s.role in HELD_ROLES})
     return v
 
 

@@ -308,10 +308,12 @@ def fit_stateful(model: str, seen: Sequence[Seen], limits: Sequence[float], wind
 
 
 def fingerprint(seen: Iterable[Seen], limit_hint: float | None = None, window_hints: Sequence[float] = (),
-                models: Sequence[str] = MODELS, slack: float = 0.02, extra_hints: Sequence[float] = ()) -> list[Fit]:
+                models: Sequence[str] = MODELS, slack: float = 0.02, extra_hints: Sequence[float] = (),
+                wide: bool = False) -> list[Fit]:
     """The models that fit within ``slack`` of the best, best first (ties in the models' order);
     the first names the models that agree exactly as well. ``models`` may name stateful ones
-    (``STATEFUL_MODELS``), their third parameter seeded by ``extra_hints`` too."""
+    (``STATEFUL_MODELS``), their third parameter seeded by ``extra_hints`` too; with ``wide`` (the
+    judge's explored traffic) they also try ``STATEFUL_WINDOWS`` and a quarter-octave grid."""
     ordered = sorted(seen, key=lambda s: s.t)
     limits = limit_seeds(ordered, [limit_hint or 0])
     windows = window_seeds(ordered, window_hints)
@@ -328,7 +330,7 @@ def fingerprint(seen: Iterable[Seen], limit_hint: float | None = None, window_hi
     for model in models:
         told = (limit_hint, window_hints[0]) if limit_hint and window_hints else None
         grid = refills if model in (*BUCKETED, "forgetful_token_bucket") else windows
-        grid = list(dict.fromkeys([*grid, *windows_stateful])) if model in STATEFUL else grid
+        grid = list(dict.fromkeys([*grid, *windows_stateful])) if wide and model in STATEFUL else grid
         fit = (fit_stateful(model, ordered, limits, grid, bound, extra_hints) if model in STATEFUL else
                fit_model(model, ordered, limits, grid, bound, told))
         if fit is not None:
