@@ -13,6 +13,7 @@ import nothing else of the project) can declare their fields with it.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import math
 import types
 import typing
@@ -75,6 +76,13 @@ def check_bounds(obj: Any, error: type[BadInput]) -> None:
 
 def field_hints(cls: type) -> dict[str, Any]:
     """The init fields of a dataclass with their resolved hints (``Annotated`` kept)."""
+    return dict(_field_hints(cls))
+
+
+@functools.cache
+def _field_hints(cls: type) -> dict[str, Any]:
+    """Resolved once per class: every policy the fingerprint tries checks its bounds (a judge
+    session builds tens of thousands), and resolving the hints was a third of its time."""
     hints = typing.get_type_hints(cls, include_extras=True)
     return {f.name: hints[f.name] for f in dataclasses.fields(cls) if f.init}
 
