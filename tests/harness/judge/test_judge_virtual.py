@@ -12,7 +12,7 @@ from analysis.header_truth import header_truth
 from analysis.worst_case import WorstCase
 from harness.judge.endpoint import CapReached, JudgeError
 from harness.judge.hunt import NoLimit
-from harness.judge.verdict import EDGE_MODELS, Verdict, judge, render
+from harness.judge.verdict import EDGE_MODELS, HELD_ROLES, Verdict, judge, render
 from harness.judge.virtual import VirtualEndpoint
 from harness.sim.fingerprint import BUCKETED, WINDOWED, Fit
 from targets.algorithms import Policy
@@ -20,6 +20,16 @@ from targets.algorithms import Policy
 pytestmark = pytest.mark.slow  # whole judge sessions in virtual time
 
 POLICY = Policy(10, 1.0, 10)
+HUNT_ROLES = {"learn", "probe", "check-fields", "hunt-first-edge", "hunt-clock-edge"}
+"""The learning and the edge hunts: what a session sent before it predicts, then checks."""
+PHASE_KEYS = Counter({"explore-gaps": 1, "explore-ramp": 1, "check-steady": 3, "check-gaps": 2,
+                      "check-after-refusals": 1, "hunt-gaps": 1})
+"""The keys of the phase after the edge hunts, by role (``harness/judge/check.py``)."""
+
+
+def hunt_s(endpoint: VirtualEndpoint) -> float:
+    """How long the learning and the edge hunts took, from the session's start."""
+    return max(s.answer.done for s in endpoint.log if s.role in HUNT_ROLES) - endpoint.start
 
 
 @pytest.mark.parametrize("model", [*WINDOWED, *BUCKETED])
@@ -34,17 +44,25 @@ def test_the_fingerprint_names_each_model_without_headers_and_the_hunt_finds_its
         assert v.ratio >= 1.9
     if v.bound is not None:
         assert v.ratio <= v.bound
-    assert 4 <= len({s.answer.key for s in endpoint.log}) <= 5  # learning, each hunt (and one more try) on keys of their own
+    hunted = {s.answer.key for s in endpoint.log if s.role in HUNT_ROLES}
+    assert 4 <= len(hunted) <= 5  # learning, each edge hunt (and one more try) on keys of their own
+    checked = Counter(s.role for s in {s.answer.key: s for s in endpoint.log if s.role not in HUNT_ROLES}.values())
+    assert checked == PHASE_KEYS and v.cut is None  # then the explored and held-back keys, none cut short
+    assert v.checked and v.checked[0].decisions == sum(s.role in HELD_ROLES for s in endpoint.log)
 
 
 def test_header_truth_is_measured_on_answers_that_carry_fields():
-    v = judge(VirtualEndpoint("fixed_window", POLICY), max_wait_s=30)
-    assert v.truth.retry_after.kept == 1 and v.truth.retry_after.broken == 0  # the retry sent at Retry-After
+    endpoint = VirtualEndpoint("fixed_window", POLICY)
+    v = judge(endpoint, max_wait_s=30)
+    hunted = header_truth([s.answer for s in endpoint.log if s.role in HUNT_ROLES])
+    assert hunted.retry_after.kept == 1 and hunted.retry_after.broken == 0  # the retry sent at Retry-After
+    assert v.truth.retry_after.kept > 1 and v.truth.retry_after.broken == 0  # held-back keys retried later too
     assert v.truth.remaining.kept > 10 and v.truth.remaining.broken == 0
     assert v.truth.forms["ietf-list"] == sum(v.roles.values())
     text = "\n".join(render(v, "virtual", "log.csv"))
-    assert "fingerprint: behaves like a fixed window of 10 per 1 s aligned to the clock" in text
-    assert "worst case: 20 admitted to one key" in text and "2.00x L = 10" in text
+    assert "fingerprint: behaves like a fixed window of 10 per 1 s aligned to the clock: predicted 100.0% of " in text
+    assert "worst case: 20 admitted to one key" in text and "(< W = 1 s, the fitted window): 2.00x the fitted L = 10" in text
+    assert "traffic: L just before a multiple of W since the epoch, L just after" in text  # the clock edge's burst
 
 
 def test_no_limit_and_a_cap_too_small_are_one_line_each():
@@ -80,14 +98,15 @@ def test_a_burst_spilled_past_the_edge_is_hunted_again_until_the_model_s_worst_c
 def test_the_clock_edge_is_hunted_while_a_first_hit_window_is_open():
     """Opened just after a clock edge, a first-hit window's wait would end before the next clock
     edge could be hunted inside it; the opener waits the little it takes for the edge to fit, so
-    both edges are hunted in one W (at W = 10 s: 31.5 s for the session, was 40.4 s)."""
+    both edges are hunted in one W (at W = 10 s: 31.5 s for the learning and the hunts, was 40.4 s; the check after them is
+    another matter)."""
     endpoint = VirtualEndpoint("fixed_window", Policy(20, 10.0, None), headers=False)
     v = judge(endpoint, max_wait_s=30)
     first_hit = [s.answer for s in endpoint.log if s.role == "hunt-first-edge"]
     clock = [s.answer for s in endpoint.log if s.role == "hunt-clock-edge"]
     opener, burst = first_hit[0], first_hit[1:]
     assert opener.sent < clock[0].sent and clock[-1].done < burst[0].sent  # inside the first-hit key's wait
-    assert v.worst.admitted == 40 and endpoint.now() - endpoint.start < 35
+    assert v.worst.admitted == 40 and hunt_s(endpoint) < 35
 
 
 def test_a_sliding_counter_is_not_hunted_again_for_a_bound_no_edge_reaches():
@@ -95,7 +114,8 @@ def test_a_sliding_counter_is_not_hunted_again_for_a_bound_no_edge_reaches():
     endpoint = VirtualEndpoint("sliding_window_counter", Policy(20, 10.0, None), headers=False)
     v = judge(endpoint, max_wait_s=30)
     assert v.best.model == "sliding_window_counter" and not v.short
-    assert len({s.answer.key for s in endpoint.log if s.role.startswith("hunt")}) == 2  # one try at each edge
+    edges = {s.answer.key for s in endpoint.log if s.role in ("hunt-first-edge", "hunt-clock-edge")}
+    assert len(edges) == 2  # one try at each edge
 
 
 @pytest.mark.parametrize(("first_hit_agreed", "short"), [(99, True), (98, True), (97, False)])
@@ -165,4 +185,4 @@ def test_a_limiter_that_counts_refusals_is_learned_without_its_probes_holding_it
     probes = [s.answer for s in endpoint.log if s.role == "probe" and s.answer.key == "k2"]
     assert second[0].sent - first[-1].done < 10.0 and len(probes) == 1
     assert 10.0 * 1.05 <= probes[0].sent - second[0].sent < 11.0 and probes[0].allowed
-    assert endpoint.now() - endpoint.start < 60
+    assert hunt_s(endpoint) < 60
