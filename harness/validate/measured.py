@@ -106,10 +106,13 @@ def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> lis
     if len(policy.limits) > 1:
         said += f" (the first of {len(policy.limits)} limits is compared)"
     decisions = seen(answers)
+    # the fit's own agreement on these decisions: the judge fits on part of them (the held-back
+    # keys are predicted, never fitted on), so ``best.agreed`` counts fewer
+    fitted = agreement(best.model, got, decisions, within_round_trip=True, extra=best.extra)
 
     def fits(measured: float, claim_value: float, instead: Policy) -> bool:
-        return near(measured, claim_value) or agreement(best.model, instead, decisions,
-                                                         within_round_trip=True) >= best.agreed
+        return near(measured, claim_value) or agreement(best.model, instead, decisions, within_round_trip=True,
+                                                         extra=best.extra) >= fitted
 
     if lim.algorithm in BUCKETED:  # a bucket claim is checked as a bucket, whatever model fits best
         rate, got_rate = claim.limit / claim.window_s, got.limit / got.window_s
