@@ -404,7 +404,9 @@ def render(v: Verdict, url: str, log_path: str) -> list[str]:
         lines.append(f"  next best: {v.fits[1].model} {v.fits[1].agreement:.1%}")
     p = v.against
     which = "the claimed" if v.claim is not None else "the fitted" if v.explained else "the best fit's (no model fits)"
-    bound = f"; {best.model}'s bound {v.bound:.2f}x" if v.bound is not None and v.claim is None else ""
+    # a model that does not explain the limiter has no bound to hold it to
+    told = v.bound is not None and v.claim is None and (v.explained or not v.checked)
+    bound = f"; {best.model}'s bound {v.bound:.2f}x" if told else ""
     shape = v.shapes.get(w.key)
     lines.append(f"worst case: {w.admitted} admitted to one key within {w.span_s:.3f} s (< W = {p.window_s:g} s, "
                  f"{which} window): {v.ratio:.2f}x {which} L = {p.limit:g}{bound}; evidence: key {w.key}, first sent "

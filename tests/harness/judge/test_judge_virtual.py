@@ -10,9 +10,10 @@ import pytest
 
 from analysis.header_truth import header_truth
 from analysis.worst_case import WorstCase
+from harness.judge.check import Sweep
 from harness.judge.endpoint import CapReached, JudgeError
 from harness.judge.hunt import NoLimit
-from harness.judge.verdict import EDGE_MODELS, HELD_ROLES, Verdict, judge, render
+from harness.judge.verdict import EDGE_MODELS, HELD_ROLES, Checked, Missed, Verdict, judge, render
 from harness.judge.virtual import VirtualEndpoint
 from harness.sim.fingerprint import BUCKETED, WINDOWED, Fit
 from targets.algorithms import Policy
@@ -186,3 +187,24 @@ def test_a_limiter_that_counts_refusals_is_learned_without_its_probes_holding_it
     assert second[0].sent - first[-1].done < 10.0 and len(probes) == 1
     assert 10.0 * 1.05 <= probes[0].sent - second[0].sent < 11.0 and probes[0].allowed
     assert hunt_s(endpoint) < 60
+
+
+def test_a_fit_that_mispredicts_the_held_back_traffic_is_said_to_explain_nothing():
+    """Below 95% of the held-back decisions predicted, the verdict says first that no model in the
+    suite explains the limiter, with the key it mispredicted most, and holds the worst case to the
+    best fit's figures, labelled so, not to a fitted model's bound."""
+    fit = Fit("fixed_window", Policy(10, 1.0, None), 100, 100)
+    checked = [Checked(fit, 90, 100), Checked(Fit("sliding_log", Policy(10, 1.0, None), 99, 100), 80, 100)]
+    v = Verdict([fit], WorstCase(14, "k1004", 0.0, 0.5), header_truth([]), Counter({"check-gaps": 30}), 10.0, None,
+                checked, missed=Missed("k1004", "check-gaps", 14, 10, 3.25),
+                sweep=Sweep(first=10, after=[(0.125, 3), (0.25, 10)], whole_gap=0.25),
+                shapes={"k1004": "bursts until refused after idle gaps of 0.188/0.75/1.5 s"})
+    lines = render(v, "u", "l")
+    assert not v.explained and lines[1] == ("no model in the suite explains this limiter: it admitted 14 in 3.2 s "
+                                            "where the best fit predicts 10")
+    assert lines[2] == ("  the best fit, a fixed window of 10 per 1 s aligned to the clock, predicted 90 of 100 held-back "
+                        "decisions (at least 95% needed); fitted on 100: 100")
+    assert lines[3] == ("  measured: a fresh key's first burst: 10 admitted; after idle gaps of 0.125 s: 3, 0.25 s: 10; "
+                        "the shortest gap found bringing a whole burst back: 0.25 s")
+    worst = next(line for line in lines if line.startswith("worst case: "))
+    assert "(< W = 1 s, the best fit's (no model fits) window): 1.40x the best fit's (no model fits) L = 10; evidence" in worst
