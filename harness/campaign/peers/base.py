@@ -146,6 +146,14 @@ class Peer(ABC):
         client address, its 429 without headers."""
         return PeerConfig([ConfigLimit(self.name, self.policy_from_config(text), "ip")])
 
+    def modelled(self, limits: list[ConfigLimit]) -> None:
+        """A PeerError naming the line of the first limit a reader read that ``model`` cannot express."""
+        for lim in limits:
+            try:
+                self.model(lim.policy)
+            except PeerError as exc:
+                raise PeerError(f"line {lim.line}: {exc}") from None
+
     def preflight(self) -> None:
         """What it needs of this machine, checked before a campaign starts (a PeerError naming
         what is missing): by default its binary on PATH."""

@@ -54,11 +54,7 @@ class EnvoyRatelimit(ModelledPeer):
         reader.walk(doc.get(("descriptors",)) or [], ("descriptors",), [])
         if not reader.limits:
             raise PeerError("no rate_limit refuses anything (none, or every one unlimited or in shadow_mode)")
-        for lim in reader.limits:
-            try:
-                self.model(lim.policy)
-            except PeerError as exc:
-                raise PeerError(f"line {lim.line}: {exc}") from None
+        self.modelled(reader.limits)
         if reader.overlapping():
             reader.findings.append(ConfigFinding(
                 "ratelimit_refusals_counted", _where(doc, ("descriptors",)),

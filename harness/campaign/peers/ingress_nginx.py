@@ -199,9 +199,5 @@ class IngressNginx(Nginx):
 
     def read_config(self, text: str, source: str = "config") -> PeerConfig:
         config = render_ingress(text).config
-        for lim in config.limits:
-            try:
-                self.model(lim.policy)
-            except PeerError as exc:
-                raise PeerError(f"line {lim.line}: {exc}") from None
+        self.modelled(config.limits)
         return config

@@ -75,11 +75,7 @@ class Nginx(Peer):
 
     def read_config(self, text: str, source: str = "config") -> PeerConfig:
         config = read_nginx(text).config
-        for lim in config.limits:
-            try:
-                self.model(lim.policy)
-            except PeerError as exc:
-                raise PeerError(f"line {lim.line}: {exc}") from None
+        self.modelled(config.limits)
         return config
 
     def policy_from_config(self, text: str) -> Policy:

@@ -57,11 +57,7 @@ class Envoy(Peer):
 
     def read_config(self, text: str, source: str = "config") -> PeerConfig:
         config = read_envoy(text, source).config
-        for lim in config.limits:
-            try:
-                self.model(lim.policy)
-            except PeerError as exc:
-                raise PeerError(f"line {lim.line}: {exc}") from None
+        self.modelled(config.limits)
         return config
 
     def executable(self) -> str | None:
