@@ -56,11 +56,11 @@ TOLERANCE = 0.05
 """A model explains the limiter when it repeats at least 95% of the decisions it was fitted on and
 predicts at least 95% of the held-back ones (each at any time in its round trip)."""
 SHOWN = 6
+"""Models shown side by side with their held-back prediction."""
 SLACK = 0.1
 """The check's fit keeps the models that miss at most 10% more of the decisions it is fitted on
 than the best: each search stops a candidate at that many misses (at 50% a session's fit took
 four times as long), and a model that far off its own training predicts no held-back traffic."""
-"""Models shown side by side with their held-back prediction."""
 FIRST_KEY = 1001
 """The explored and held-back keys are numbered from here (the hunt's from 1, ``validate``'s reach is 0)."""
 SHAPES = {
