@@ -198,12 +198,11 @@ class CampaignHeader(StrictModel):
         own = entry.algorithm_params.get(algorithm, {}) if entry else {}
         return build_params(algorithm, policy, {**self.params.get(algorithm, {}), **own})
 
-    def model_for(self, entry: ScenarioEntry, seed_offset: int = 0, policy: Policy | None = None) -> TrafficModel:
+    def model_for(self, entry: ScenarioEntry, seed_offset: int = 0) -> TrafficModel:
         """The entry's traffic model under its policy (a repeat's: at its seed offset), built once:
         the checks, every run of the entry and its virtual twin share it and its arrivals (a model
-        is seeded and deterministic); a bad parameter names the entry. ``policy``: another one
-        (a peer running its own file replays the scenario at the file's limit)."""
-        policy, params = policy or self.policy_for(entry), entry.params
+        is seeded and deterministic); a bad parameter names the entry."""
+        policy, params = self.policy_for(entry), entry.params
         seed = self.seed + seed_offset
         built = (entry.name, policy.limit, policy.window_s, seed, repr(sorted(params.items())))
         if built not in self._models:

@@ -14,7 +14,7 @@ from targets.algorithms import Policy
 
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
 from .peers import PEERS, Peer, PeerError
-from .peers.own_file import ConfigPeerEntry
+from .peers.own_file import ConfigPeer, ConfigPeerEntry
 from .peers.url import UrlPeer, UrlPeerEntry
 
 StoreName = Literal[STORE_LABELS]  # type: ignore[valid-type]  # the labels of contract.stores, spelled there once
@@ -162,10 +162,6 @@ class Campaign(CampaignHeader):
                 return p.peer
         return PEERS[name]
 
-    def peer_policy(self, spec: Peer, scenario: LiveScenario) -> Policy:
-        """The policy a peer's runs of ``scenario`` replay and are judged by: its own file's, else the entry's."""
-        return spec.own_policy() or self.policy_for(scenario)
-
     def _peers_can_run(self) -> None:
         """Every peer is known and can express each entry's policy and route costs (whether it is
         installed, or a url peer answers, is the preflight's: harness/live/preflight.py)."""
@@ -179,9 +175,9 @@ class Campaign(CampaignHeader):
                 raise ValueError(f"peers: {peer} is listed more than once")
             spec = self.peer_spec(peer)
             for sc in self.scenarios:
-                policy = self.peer_policy(spec, sc)
+                _judged_by_its_file(spec, sc, self.policy_for(sc))
                 try:
-                    spec.check(policy, sorted(set(self.model_for(sc, policy=policy).arrivals().cost) - {1.0}))
+                    spec.check(self.policy_for(sc), sorted(set(self.model_for(sc).arrivals().cost) - {1.0}))
                 except PeerError as exc:
                     raise ValueError(f"{sc.where}: {exc}") from None
 
@@ -194,6 +190,25 @@ class Campaign(CampaignHeader):
     def store_choice(self, store: str) -> StoreChoice:
         """A store entry or run's store as a choice, ``redis`` resolved to the campaign's mode."""
         return StoreChoice.parse(store).resolved(self.redis.mode)
+
+
+def _judged_by_its_file(spec: Peer, scenario: LiveScenario, policy: Policy) -> None:
+    """A peer running the user's file is judged by the file's own limit, and the scenario's runs
+    share one policy (a panel draws one; analysis refuses a mix): the entry's policy must be the
+    file's, else one line saying what to write."""
+    own = spec.own_policy()
+    if own is None or (own.limit, own.window_s, own.effective_burst) == (policy.limit, policy.window_s,
+                                                                         policy.effective_burst):
+        return
+    assert isinstance(spec, ConfigPeer)
+    raise ValueError(f"peers[{spec.name}].config: {spec.entry.config} enforces {_spelled(own)} ({spec.first.name}, "
+                     f"line {spec.first.line}); {scenario.where} runs at {_spelled(policy)}: a scenario's runs are judged "
+                     f"by one policy; set {'its' if scenario.policy else 'the campaign'} policy to the file's: "
+                     f"{{limit: {own.limit:g}, window_s: {own.window_s:g}, burst: {own.effective_burst:g}}}")
+
+
+def _spelled(p: Policy) -> str:
+    return f"{p.limit:g} per {p.window_s:g} s, burst {p.effective_burst:g}"
 
 
 def load_campaign(path: Path) -> Campaign:

@@ -131,7 +131,7 @@ def plan_runs(campaign: Campaign, only: list[str] | None = None, store: str | No
     runs = []
     for run in _plan_once(campaign, only, store):
         for k in range(1, n + 1):
-            model = run.model if k == 1 else campaign.model_for(run.scenario, k - 1, policy=run.policy)
+            model = run.model if k == 1 else campaign.model_for(run.scenario, k - 1)
             runs.append(replace(run, model=model, seed=campaign.seed + k - 1, repeat=k, repeats=n))
     return runs
 
@@ -157,9 +157,7 @@ def _plan_once(campaign: Campaign, only: list[str] | None, store: str | None) ->
             if only and not {sc.name, sc.run_name, peer} & set(only):
                 continue
             spec = campaign.peer_spec(peer)
-            own = campaign.peer_policy(spec, sc)  # a peer running its own file: the scenario at the file's limit
-            twin = spec.twin(own)  # its params: the mapped model's (the virtual twin), none without one
-            params = campaign.params_for(*twin) if twin else build_params("none", own)
-            runs.append(LiveRun(sc, PeerLimiter(spec), own, params,
-                                model=model if own == policy else campaign.model_for(sc, policy=own)))
+            twin = spec.twin(policy)  # its params: the mapped model's (the virtual twin), none without one
+            params = campaign.params_for(*twin) if twin else build_params("none", policy)
+            runs.append(LiveRun(sc, PeerLimiter(spec), policy, params, model=model))
     return runs

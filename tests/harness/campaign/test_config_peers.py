@@ -30,29 +30,28 @@ USER_NGINX = """http {
     }
 }
 """
-CAMPAIGN = {"name": "cfg", "policy": {"limit": 20, "window_s": 1}, "algorithms": ["token_bucket"],
+CAMPAIGN = {"name": "cfg", "policy": {"limit": 10, "window_s": 1, "burst": 6}, "algorithms": ["token_bucket"],
             "peers": [{"name": "nginx", "config": "conf/nginx.conf"}],
             "scenarios": [{"name": "boundary_burst", "params": {"instant": True, "boundaries": 1, "delta_s": 0.33}}]}
 
 
-def _campaign(tmp_path: Path, peers: list | None = None) -> Path:
+def _campaign(tmp_path: Path, peers: list | None = None, **change: object) -> Path:
     (tmp_path / "conf").mkdir(exist_ok=True)
     (tmp_path / "conf" / "nginx.conf").write_text(USER_NGINX)
     (tmp_path / "conf" / "open.conf").write_text("http { server { location / { proxy_pass http://backend; } } }\n")
     path = tmp_path / "campaign.yaml"
-    path.write_text(yaml.safe_dump({**CAMPAIGN, **({"peers": peers} if peers is not None else {})}))
+    path.write_text(yaml.safe_dump({**CAMPAIGN, **({"peers": peers} if peers is not None else {}), **change}))
     return path
 
 
-def test_a_peer_runs_the_users_file_at_its_own_limit_beside_the_suite(tmp_path):
+def test_a_peer_runs_the_users_file_beside_the_suite_on_the_same_traffic(tmp_path):
     campaign = load_campaign(_campaign(tmp_path))
     spec = campaign.peer_spec("nginx")
     assert isinstance(spec, ConfigPeer) and spec.entry.config == tmp_path / "conf" / "nginx.conf"  # from the campaign's folder
+    assert spec.own_policy() == Policy(10, 1.0, 6)  # rate=10r/s burst=5: 10 per 1 s, burst 6
     suite, peer = plan_runs(campaign)
-    assert (suite.name, suite.policy, len(suite.model.arrivals())) == ("boundary_burst__token_bucket__memory", Policy(20, 1), 40)
-    # the file's limit, not the campaign's: rate=10r/s burst=5 is 10 per 1 s, burst 6; the scenario
-    # replayed at it (10 on each side of the boundary) and its twin NGINX's token bucket under it
-    assert (peer.name, peer.policy, len(peer.model.arrivals())) == ("boundary_burst__nginx", Policy(10, 1.0, 6), 20)
+    assert (suite.name, peer.name) == ("boundary_burst__token_bucket__memory", "boundary_burst__nginx")
+    assert suite.policy == peer.policy == Policy(10, 1, 6) and peer.model is suite.model and len(peer.model.arrivals()) == 20
     assert (peer.limiter.label, peer.system, peer.limiter.store_label) == ("nginx", "nginx", "zone")
     assert (peer.params.capacity, peer.params.rate) == (6, 10.0)
     assert spec.recorded() == {"path": str(tmp_path / "conf" / "nginx.conf"), "peer": "nginx", "limit_name": "api",
@@ -88,6 +87,20 @@ def test_a_peer_file_the_campaign_cannot_run_is_refused_in_one_line(tmp_path, it
         load_campaign(_campaign(tmp_path, [item]))
     said = str(exc.value)
     assert message.format(tmp=tmp_path) in said and len(said.splitlines()) == 1, said
+
+
+@pytest.mark.parametrize(("change", "where"), [
+    ({"policy": {"limit": 20, "window_s": 1}}, "scenarios[boundary_burst] runs at 20 per 1 s, burst 20: a scenario's runs are "
+                                                "judged by one policy; set the campaign policy to the file's: "),
+    ({"scenarios": [{"name": "boundary_burst", "policy": {"limit": 10, "window_s": 1}}]},
+     "scenarios[boundary_burst] runs at 10 per 1 s, burst 10: a scenario's runs are judged by one policy; set its policy"),
+])
+def test_a_campaign_not_at_the_files_limit_is_refused_saying_what_to_write(tmp_path, change, where):
+    with pytest.raises(CampaignError) as exc:
+        load_campaign(_campaign(tmp_path, **change))
+    said = str(exc.value)
+    assert f"peers[nginx].config: {tmp_path}/conf/nginx.conf enforces 10 per 1 s, burst 6 (api, line 6); {where}" in said
+    assert said.endswith("{limit: 10, window_s: 1, burst: 6}") and len(said.splitlines()) == 1
 
 
 def test_a_product_and_its_file_peer_are_one_run_name(tmp_path):
