@@ -116,8 +116,8 @@ class Peer(ABC):
         when the peer cannot express the policy."""
 
     def own_policy(self) -> Policy | None:
-        """The policy its own config file enforces (a campaign's ``{name, config}`` peer), which its
-        runs replay and are judged by; None: it is configured from the campaign's policy."""
+        """The policy its own config file enforces (a campaign's ``{name, config}`` peer): the
+        policy of every scenario it runs in must be this one; None: it is configured from the campaign's."""
         return None
 
     def twin(self, policy: Policy) -> tuple[str, Policy] | None:

@@ -1,7 +1,8 @@
 """A peer running the user's own config file: ``validate --config FILE`` reads it (the product
 recognised from the file or named, its limits as the product's reader finds them), and a live
 campaign's ``peers:`` item ``{name: nginx, config: nginx.conf}`` runs it in the real binary beside
-the suite's targets, judged against the file's own first limit (not the campaign's policy).
+the suite's targets, judged against the file's own first limit: the campaign refuses a scenario
+whose policy is not that limit (harness/campaign/live.py), so its runs share one traffic and one oracle.
 
 The one place a user's product file is read into a peer: ``read_product_file`` (its NGINX
 includes too) and ``which_peer`` serve validate and campaigns alike; the live side renders it
@@ -27,7 +28,8 @@ from .nginx_config import with_includes
 
 CONFIG_ITEM = "{name: ..., config: FILE}"
 CONFIG_SUMMARY = ("a peer above that runs here (nginx, haproxy, traefik, envoy, ingress-nginx) with your own config "
-                  "file, its limit lines as written; judged against the file's first limit (path relative to the campaign)")
+                  "file, its limit lines as written; the campaign's policy must be the file's first limit (path relative "
+                  "to the campaign)")
 """How ``run_bench.py list`` names the form."""
 
 
