@@ -122,8 +122,8 @@ class Campaign(CampaignHeader):
     """Peer targets (harness/campaign/peers/) every scenario also runs on, beside ``algorithms``:
     run ``<scenario>__<peer>``, in front of a suite downstream with the settings above; an
     endpoint the user runs, ``{name, url, reject_status, claims}`` (peers/url.py), judged client-side;
-    or a product running the user's own file, ``{name, config}`` (peers/own_file.py), its runs
-    replaying each scenario at the file's first limit and judged by it."""
+    or a product running the user's own file, ``{name, config}`` (peers/own_file.py), judged by the
+    file's first limit, which every scenario's policy must then be."""
 
     @model_validator(mode="after")
     def _runs_are_buildable(self) -> Campaign:

@@ -53,7 +53,7 @@ def read_product_file(path: Path, named: str | None, what: str) -> tuple[str, Pe
     return text, which_peer(text, named, str(path))
 
 
-def runs_files(spec: Peer) -> None:
+def check_runs_files(spec: Peer) -> None:
     """A PeerError, one line, unless ``spec`` can run a user's file here."""
     if isinstance(spec, ModelledPeer):
         raise PeerError(f"{spec.name} is modelled, not run here ({spec.why_not_run}); validate --config FILE judges its "
@@ -86,7 +86,7 @@ class ConfigPeerEntry(StrictModel):
     @classmethod
     def _runs_here(cls, value: str) -> str:
         try:
-            runs_files(peer(value))
+            check_runs_files(peer(value))
         except PeerError as exc:
             raise ValueError(str(exc)) from None
         return value
