@@ -138,6 +138,9 @@ class RunRecord:
     """The trace file a virtual run replayed (``simulate --trace``)."""
     server: str | None = None
     """The suite target's server, ``tuned`` or ``stock`` (uvicorn's own); absent for a peer's run."""
+    peer_config: dict[str, Any] | None = None
+    """A peer running the user's own config file (a campaign's ``{name, config}``): the file, the
+    product, and the limit of it (name, line, limit, window_s, burst) the run is judged by."""
     cpus: dict[str, Any] | str | None = None
     """``scale.pin``: the cores of the targets and of the generator, or why they were not pinned."""
     redis_restarted: str | None = None

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, Tag, ValidationError, field_validator, model_validator
 
 from contract.errors import BadInput
 from contract.paths import check_output, read_input, yaml_problem
@@ -247,13 +247,14 @@ def read_yaml(path: Path) -> Any:
         raise CampaignError(f"{path}: not valid YAML ({yaml_problem(exc)})") from None
 
 
-def validate_model(model: type[M], raw: Any, source: str) -> M:
+def validate_model(model: type[M], raw: Any, source: str, context: dict[str, Any] | None = None) -> M:
     """``model.model_validate(raw)``; the first error becomes one CampaignError with the field's path
     (a scenario entry named by its name and label), and an unknown field, reported before the field
     it was likely meant to be (a typo ``window:`` leaves ``window_s`` missing), names the nearest
-    valid one and lists them all."""
+    valid one and lists them all. ``context``: what validators read beside the values (``base``:
+    the folder a campaign's relative paths start from)."""
     try:
-        return model.model_validate(raw)
+        return model.model_validate(raw, context=context)
     except ValidationError as exc:
         errors = exc.errors()
         err = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
@@ -300,12 +301,25 @@ def _fields_at(model: type[BaseModel], loc: list[Any]) -> list[str]:
         origin = typing.get_origin(current)
         if isinstance(current, type) and issubclass(current, BaseModel) and part in current.model_fields:
             current = current.model_fields[part].annotation
+        elif (member := _tagged(current, part)) is not None:
+            current = member
         elif (origin is list and isinstance(part, int)) or (origin is dict and isinstance(part, str)):
             current = typing.get_args(current)[-1]
         else:
             return []
     current = _unwrap(current)
     return list(current.model_fields) if isinstance(current, type) and issubclass(current, BaseModel) else []
+
+
+def _tagged(tp: Any, tag: Any) -> Any:
+    """The member of a discriminated union (``Annotated[A | B, Discriminator]``) tagged ``tag``, else None."""
+    if typing.get_origin(tp) is not typing.Annotated:
+        return None
+    for member in typing.get_args(typing.get_args(tp)[0]):
+        if typing.get_origin(member) is typing.Annotated and any(
+                isinstance(m, Tag) and m.tag == tag for m in member.__metadata__):
+            return typing.get_args(member)[0]
+    return None
 
 
 def _unwrap(tp: Any) -> Any:

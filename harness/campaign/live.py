@@ -10,9 +10,11 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, model_validator
 
 from contract.stores import STORE_CHOICES, STORE_LABELS, RedisMode, StoreChoice
+from targets.algorithms import Policy
 
 from .config_file import CampaignHeader, ScenarioEntry, read_yaml, validate_model
 from .peers import PEERS, Peer, PeerError
+from .peers.own_file import ConfigPeer, ConfigPeerEntry
 from .peers.url import UrlPeer, UrlPeerEntry
 
 StoreName = Literal[STORE_LABELS]  # type: ignore[valid-type]  # the labels of contract.stores, spelled there once
@@ -20,9 +22,18 @@ StoreName = Literal[STORE_LABELS]  # type: ignore[valid-type]  # the labels of c
 ``redis-local-split`` is local mode with L/N per node (``contract.stores.StoreChoice``)."""
 
 
-PeerItem = Annotated[Annotated[str, Tag("name")] | Annotated[UrlPeerEntry, Tag("endpoint")],
-                     Discriminator(lambda v: "name" if isinstance(v, str) else "endpoint")]
-"""A ``peers:`` item: a peer's name, or an endpoint of the user's (errors then name its fields)."""
+
+
+def _peer_form(item: Any) -> str:
+    if isinstance(item, str):
+        return "name"
+    return "file" if isinstance(item, ConfigPeerEntry) or (isinstance(item, dict) and "config" in item) else "endpoint"
+
+
+PeerItem = Annotated[Annotated[str, Tag("name")] | Annotated[UrlPeerEntry, Tag("endpoint")]
+                     | Annotated[ConfigPeerEntry, Tag("file")], Discriminator(_peer_form)]
+"""A ``peers:`` item: a peer's name, an endpoint of the user's, or a peer running the user's own
+config file ``{name, config}`` (errors then name its fields)."""
 
 
 class _Strict(BaseModel):
@@ -109,8 +120,10 @@ class Campaign(CampaignHeader):
     downstream: DownstreamSettings = DownstreamSettings()
     peers: list[PeerItem] = Field(default_factory=list)
     """Peer targets (harness/campaign/peers/) every scenario also runs on, beside ``algorithms``:
-    run ``<scenario>__<peer>``, in front of a suite downstream with the settings above; or an
-    endpoint the user runs, ``{name, url, reject_status, claims}`` (peers/url.py), judged client-side."""
+    run ``<scenario>__<peer>``, in front of a suite downstream with the settings above; an
+    endpoint the user runs, ``{name, url, reject_status, claims}`` (peers/url.py), judged client-side;
+    or a product running the user's own file, ``{name, config}`` (peers/own_file.py), judged by the
+    file's first limit, which every scenario's policy must then be."""
 
     @model_validator(mode="after")
     def _runs_are_buildable(self) -> Campaign:
@@ -140,8 +153,14 @@ class Campaign(CampaignHeader):
         return [p if isinstance(p, str) else p.name for p in self.peers]
 
     def peer_spec(self, name: str) -> Peer:
-        """The peer a run names: a known one, or the campaign's own url peer of that name."""
-        return next((UrlPeer(p) for p in self.peers if isinstance(p, UrlPeerEntry) and p.name == name), None) or PEERS[name]
+        """The peer a run names: a known one, the campaign's own url peer of that name, or a
+        product running the file the campaign gives it."""
+        for p in self.peers:
+            if isinstance(p, UrlPeerEntry) and p.name == name:
+                return UrlPeer(p)
+            if isinstance(p, ConfigPeerEntry) and p.name == name:
+                return p.peer
+        return PEERS[name]
 
     def _peers_can_run(self) -> None:
         """Every peer is known and can express each entry's policy and route costs (whether it is
@@ -156,6 +175,7 @@ class Campaign(CampaignHeader):
                 raise ValueError(f"peers: {peer} is listed more than once")
             spec = self.peer_spec(peer)
             for sc in self.scenarios:
+                _judged_by_its_file(spec, sc, self.policy_for(sc))
                 try:
                     spec.check(self.policy_for(sc), sorted(set(self.model_for(sc).arrivals().cost) - {1.0}))
                 except PeerError as exc:
@@ -172,5 +192,25 @@ class Campaign(CampaignHeader):
         return StoreChoice.parse(store).resolved(self.redis.mode)
 
 
+def _judged_by_its_file(spec: Peer, scenario: LiveScenario, policy: Policy) -> None:
+    """A peer running the user's file is judged by the file's own limit, and the scenario's runs
+    share one policy (a panel draws one; analysis refuses a mix): the entry's policy must be the
+    file's, else one line saying what to write."""
+    own = spec.own_policy()
+    if own is None or (own.limit, own.window_s, own.effective_burst) == (policy.limit, policy.window_s,
+                                                                         policy.effective_burst):
+        return
+    assert isinstance(spec, ConfigPeer)
+    raise ValueError(f"peers[{spec.name}].config: {spec.entry.config} enforces {_spelled(own)} ({spec.first.name}, "
+                     f"line {spec.first.line}); {scenario.where} runs at {_spelled(policy)}: a scenario's runs are judged "
+                     f"by one policy; set {'its' if scenario.policy else 'the campaign'} policy to the file's: "
+                     f"{{limit: {own.limit:g}, window_s: {own.window_s:g}, burst: {own.effective_burst:g}}}")
+
+
+def _spelled(p: Policy) -> str:
+    return f"{p.limit:g} per {p.window_s:g} s, burst {p.effective_burst:g}"
+
+
 def load_campaign(path: Path) -> Campaign:
-    return validate_model(Campaign, read_yaml(path), str(path))
+    """The campaign file read and checked; its relative paths (a peer's ``config``) start from its folder."""
+    return validate_model(Campaign, read_yaml(path), str(path), {"base": path.parent})

@@ -24,6 +24,7 @@ from contract.summary import summary_json
 from harness.campaign.config_file import CampaignError, check_out, check_repeats
 from harness.campaign.log_traffic import LogTraffic
 from harness.campaign.peers import PEERS
+from harness.campaign.peers.own_file import CONFIG_ITEM, CONFIG_SUMMARY
 from harness.campaign.peers.url import URL_ITEM, URL_SUMMARY
 from harness.campaign.simulate import load_sim_campaign
 from harness.campaign.system import settings_from_pairs
@@ -92,7 +93,8 @@ def cmd_list(args: argparse.Namespace) -> int:
         ("algorithms", {n: a.summary for n, a in ALGORITHMS.items()}),
         ("scenarios", {**{n: s.summary for n, s in SCENARIOS.items()}, "--trace FILE": TraceFile.summary}),
         ("stores", STORES),
-        ("peers (campaign peers:)", {**{n: p.summary for n, p in PEERS.items()}, URL_ITEM: URL_SUMMARY}),
+        ("peers (campaign peers:)", {**{n: p.summary for n, p in PEERS.items()}, URL_ITEM: URL_SUMMARY,
+                                      CONFIG_ITEM: CONFIG_SUMMARY}),
     ):
         table = Table(title=title, title_justify="left", show_header=False, box=None)
         table.add_column(no_wrap=True)  # names whole; the descriptions wrap

@@ -16,20 +16,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from contract.atomic import write_text
-from contract.paths import check_output, read_input
+from contract.paths import check_output
 from contract.schema import JUDGE_LOG
 from harness.campaign.config_file import CampaignError, check_out
 from harness.campaign.key_classes import load_classes
 from harness.campaign.log_traffic import LogTraffic, load_traffic
 from harness.campaign.peers import Peer, PeerConfig, PeerError
-from harness.campaign.peers.nginx_config import with_includes
+from harness.campaign.peers.own_file import read_product_file
 from harness.campaign.policy_file import PolicyFile, load_policy
 from harness.judge.endpoint import JudgeError, KeySpec
 from harness.live.peers import ProcessPeer, live_peer
 from harness.live.supervise import Interrupted, RunFailed
 from harness.validate.approximate import labelled
 from harness.validate.checks import CheckVerdict, run_checks
-from harness.validate.inputs import check_url, config_lints, fleet_notes, policy_of_config, read_config, which_peer
+from harness.validate.inputs import check_url, config_lints, fleet_notes, policy_of_config, read_config
 from harness.validate.latency import run_latency_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
@@ -82,10 +82,7 @@ class ConfigInput:
 
 def _config_input(args: argparse.Namespace, base: PolicyFile | None) -> ConfigInput:
     """The product's file read (its includes for NGINX), recognised, and mapped to its models on its fleet."""
-    text = read_input(args.config, "--config")
-    if args.peer is None or args.peer.startswith("nginx"):
-        text = with_includes(text, args.config)
-    spec = which_peer(text, args.peer, str(args.config))
+    text, spec = read_product_file(args.config, args.peer, "--config")
     config = read_config(spec, text, args.config)
     return ConfigInput(text, config, policy_of_config(spec, config, base, args.config, args.replicas), spec)
 

@@ -59,6 +59,7 @@ from contract.schema import (
     TWIN_FILE,
 )
 from harness.campaign.live import Campaign
+from harness.campaign.peers.own_file import ConfigPeer
 from harness.events import RunnerEvents
 from harness.processes.redis_server import RedisServer, RedisServerError
 from harness.processes.target import TargetProcess
@@ -162,6 +163,8 @@ class LiveRunner:
         watch = _Watch(cores)
         if run.system == "suite":
             record.add(server=self.campaign.server)
+        if isinstance(run.limiter, PeerLimiter) and isinstance(run.limiter.peer, ConfigPeer):
+            record.add(peer_config=run.limiter.peer.recorded())
         if self.campaign.scale.pin:
             record.add(cpus=cores.as_json() if cores else "not pinned: fewer than 2 cores")
         try:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from contract.urls import check_http_url
 from harness.campaign.config_file import CampaignError
-from harness.campaign.peers import PEERS, ConfigFinding, Peer, PeerConfig, PeerError, peer
+from harness.campaign.peers import ConfigFinding, Peer, PeerConfig, PeerError
 from harness.campaign.policy_file import Limit, PolicyFile, PolicyKeys, Response, parse_policy
 
 from .checks import CheckVerdict
@@ -21,17 +21,6 @@ from .lints import lint_verdict
 
 DEFAULT_ROUTE = "GET /api/items"
 """The route a config file's limits cover when no policy file names the service's routes."""
-
-
-def which_peer(text: str, named: str | None, source: str) -> Peer:
-    """``--peer`` when given (an unknown one named with the known ones), else the one peer whose
-    config language the file is in."""
-    if named is not None:
-        return peer(named)
-    found = [p for p in PEERS.values() if p.recognises(text)]
-    if not found:
-        raise PeerError(f"{source}: not a config file of a known peer; name its peer with --peer ({', '.join(PEERS)})")
-    return found[0]
 
 
 def read_config(spec: Peer, text: str, path: Path) -> PeerConfig:

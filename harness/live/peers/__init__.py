@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from harness.campaign.peers import Peer, PeerError, peer
+from harness.campaign.peers.own_file import ConfigPeer
 from harness.campaign.peers.url import SYSTEM as URL_SYSTEM
 
 from .base import LivePeer, ProcessPeer
@@ -28,7 +29,10 @@ __all__ = ["LIVE_KINDS", "LIVE_PEERS", "LivePeer", "ProcessPeer", "live_peer"]
 
 def live_peer(name: str | Peer) -> LivePeer:
     """The live side of a peer: by its registered name (a PeerError naming the known ones when
-    unknown), or from its campaign side (a url peer of the campaign's)."""
+    unknown), or from its campaign side (a url peer of the campaign's; a product running the
+    user's file, rendered as ``validate --config FILE --live`` renders it)."""
+    if isinstance(name, ConfigPeer):
+        return process_peer(name.base.name).from_config(name.text)
     if isinstance(name, Peer):
         return LIVE_PEERS.get(name.name) or LIVE_KINDS[name.system](name)
     if name in LIVE_KINDS:

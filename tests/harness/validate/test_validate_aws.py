@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from harness.campaign.peers import PEERS, PeerError
+from harness.campaign.peers.own_file import which_peer
 from harness.cli.main import main
 from harness.validate.approximate import labelled
 from harness.validate.checks import CheckVerdict
-from harness.validate.inputs import which_peer
 from scenarios.access_log.render import CUSTOM, LoggedRequest, render
 from targets.algorithms import Policy
 

