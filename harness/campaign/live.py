@@ -22,9 +22,8 @@ StoreName = Literal[STORE_LABELS]  # type: ignore[valid-type]  # the labels of c
 ``redis-local-split`` is local mode with L/N per node (``contract.stores.StoreChoice``)."""
 
 
-
-
 def _peer_form(item: Any) -> str:
+    """Which form a ``peers:`` item is in, for pydantic's discriminator (a dict with ``config`` is a file peer)."""
     if isinstance(item, str):
         return "name"
     return "file" if isinstance(item, ConfigPeerEntry) or (isinstance(item, dict) and "config" in item) else "endpoint"
