@@ -12,21 +12,9 @@ import yaml
 
 from harness.cli.main import main
 from targets.algorithms import Policy
+from tests.harness.campaign.test_config_peers import USER_NGINX
 from tests.harness.live.peers.test_nginx import needs_nginx
 from tests.recorded import peer_model_agrees
-
-USER_NGINX = """http {
-    limit_req_zone $binary_remote_addr zone=api:10m rate=10r/s;
-    server {
-        listen 80;
-        location /api/ {
-            limit_req zone=api burst=5 nodelay;
-            limit_req_status 429;
-            proxy_pass http://backend;
-        }
-    }
-}
-"""
 
 
 @needs_nginx
