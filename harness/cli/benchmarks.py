@@ -32,6 +32,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "marginal-cpu": ("benchmarks.marginal_cpu", "a live run's marginal target CPU per request vs bench targets', per algorithm"),
     "judge": ("benchmarks.judge", "run_bench.py judge against every model in virtual time: seconds, requests, fit, worst case vs goals"),
     "queue": ("benchmarks.queue", "the simulated downstream as M/M/8: its mean wait vs Erlang C at utilisation 0.5, 0.8, 0.95"),
+    "validate": ("benchmarks.validate", "validate --config on each product file: seconds vs the 5 s goal; one-key run vs per request"),
     "adaptive": ("benchmarks.adaptive", "µs per request of each adaptive rule vs gradient2; a CPU reading's push at 1k-100k keys"),
 }
 """NAME -> (module, what it measures)."""

@@ -117,7 +117,7 @@ class LiveRunner:
         self.campaign = campaign
         self.scale_auto = scale_auto
         """What ``scale.auto`` chose (harness/live/autoscale.py), kept in campaign.yaml."""
-        self.folder = ResultsFolder(out)
+        self.folder = ResultsFolder(out.resolve())  # absolute: targets and peers start in the repository's root
         self.remote = remote
         """Workers on other machines (``run_bench.py worker``) instead of local forked ones."""
         self.workers = remote.count if remote else workers or campaign.scale.workers

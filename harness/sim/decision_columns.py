@@ -36,6 +36,15 @@ class DecisionColumns:
         out._packed = [out._columns]
         return out
 
+    @classmethod
+    def of(cls, decisions: list[Decision] | DecisionColumns) -> tuple[np.ndarray, ...]:
+        """The columns of decisions held either way (a replay's list, or its columns as they are)."""
+        if isinstance(decisions, DecisionColumns):
+            return decisions.columns()
+        out = cls()
+        out.extend(decisions)
+        return out.columns()
+
     def extend(self, decisions: Iterable[Decision]) -> None:
         self.pending.extend(decisions)
         if len(self.pending) >= BLOCK:

@@ -184,12 +184,8 @@ def replay_on(store: ReplayStore, traffic: TrafficModel | Arrivals, system: Syst
 
 def _columns(decisions: list[Decision] | DecisionColumns) -> tuple[np.ndarray, np.ndarray]:
     """(allowed, delay_s) of the decisions as numpy columns."""
-    if isinstance(decisions, DecisionColumns):
-        return decisions.column("allowed"), decisions.column("delay_s")
-    if not decisions:
-        return np.zeros(0, dtype=bool), np.zeros(0)
-    allowed, _, _, _, delay = zip(*decisions)
-    return np.fromiter(allowed, dtype=bool, count=len(allowed)), np.fromiter(delay, dtype=np.float64, count=len(delay))
+    columns = DecisionColumns.of(decisions)
+    return columns[0], columns[4]
 
 
 @contextmanager

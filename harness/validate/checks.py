@@ -215,6 +215,11 @@ def _page_fixes(policy: PolicyFile, limit: Limit) -> Iterator[Fix]:
     divisor = policy.local_divisor
     page_text = f"page load of {t.page_load}" + (f" x cost {cost:g}" if cost != 1 else "")
     burst = burst_of(limit)
+    if limit.key == "global" and t.abuse_factor > 1:
+        # the abusive client sends at abuse_factor x the limit: a larger shared limit grows its
+        # share too, so no limit or burst alone can pass; the first thing to try is its own key
+        yield (f"one limit for every client: the abusive client at {t.abuse_factor:g}x the limit spends it for all",
+               "key: ip (a limit per client)", with_limit(policy, limit, key="ip"))
     if limit.algorithm in BURSTY and burst < page * divisor:
         name = {"token_bucket": "token bucket capacity", "leaky_bucket": "leaky bucket capacity",
                 "traefik_rate": "Traefik burst"}.get(

@@ -22,6 +22,7 @@ from analysis.metrics import max_window_cost, over_admission
 from contract.schema import ABUSIVE, LEGIT
 from harness.campaign.policy_file import Limit, PolicyFile, params_of
 from harness.sim.cluster_store import ClusterStore
+from harness.sim.decision_columns import DecisionColumns
 from harness.sim.simulator import replay_on
 from scenarios import Arrivals, TrafficModel, build_model
 from targets.algorithms import Policy, build_params, get_algorithm
@@ -73,10 +74,11 @@ def run(dep: Deployment, traffic: Arrivals | TrafficModel) -> pd.DataFrame:
     store = ClusterStore(get_algorithm(dep.algorithm), dep.params, max(1, dep.nodes))
     result = replay_on(store, traffic)
     a = result.arrivals
-    allowed, _remaining, retry, _reset, delay = zip(*result.decisions) if len(a) else ((),) * 5
+    allowed, _remaining, retry, _reset, delay = DecisionColumns.of(result.decisions)
     return pd.DataFrame({
-        "t": a.t, "key": a.key, "cost": a.cost, "client_id": a.client_id, "client_class": a.client_class,
-        "allowed": np.asarray(allowed, dtype=bool), "retry_after_s": retry, "delay_s": delay,
+        "t": np.asarray(a.t, dtype=np.float64), "key": a.key, "cost": np.asarray(a.cost, dtype=np.float64),
+        "client_id": a.client_id, "client_class": a.client_class,
+        "allowed": allowed, "retry_after_s": retry, "delay_s": delay,
     })
 
 
@@ -107,17 +109,24 @@ class PageTraffic:
         return cls(**{**fields, **changes})
 
     def arrivals(self) -> Arrivals:
-        think = self.page_load / (self.peak_requests_per_min / 60.0)
-        duration = max(5 * self.window_s, 20 * think)  # at least 20 pages per user
-        model = build_model("page_load_burst", self.limit, self.window_s, self.seed, {
-            "users": str(self.users), "page_size": str(self.page_load), "followups": "0",
-            "parallel_spread_s": str(PARALLEL_SPREAD_S), "think_s": str(think), "min_think_s": str(think / 2),
-            "abusers": str(self.abusers), "abuse_factor": str(self.abuse_factor), "duration_s": str(duration),
-        })
-        a = model.arrivals()
-        keys = ["global" if self.one_key else "nat" if self.shared_key and c == LEGIT else k
-                for k, c in zip(a.key, a.client_class)]
-        return Arrivals(a.t, a.client_id, a.client_class, keys, a.route, [self.cost] * len(a))
+        """The page loads (and abuse) as arrivals: built once for every deployment replayed on
+        them (a limit of thousands a second makes millions of abusive requests)."""
+        return _page_arrivals(self)
+
+
+@lru_cache(maxsize=2)
+def _page_arrivals(traffic: PageTraffic) -> Arrivals:
+    think = traffic.page_load / (traffic.peak_requests_per_min / 60.0)
+    duration = max(5 * traffic.window_s, 20 * think)  # at least 20 pages per user
+    model = build_model("page_load_burst", traffic.limit, traffic.window_s, traffic.seed, {
+        "users": str(traffic.users), "page_size": str(traffic.page_load), "followups": "0",
+        "parallel_spread_s": str(PARALLEL_SPREAD_S), "think_s": str(think), "min_think_s": str(think / 2),
+        "abusers": str(traffic.abusers), "abuse_factor": str(traffic.abuse_factor), "duration_s": str(duration),
+    })
+    a = model.arrivals()
+    keys = ["global" if traffic.one_key else "nat" if traffic.shared_key and c == LEGIT else k
+            for k, c in zip(a.key, a.client_class)]
+    return Arrivals(a.t, a.client_id, a.client_class, keys, a.route, [traffic.cost] * len(a))
 
 
 @dataclass(frozen=True)

@@ -33,8 +33,10 @@ SMOKE = ROOT / "campaigns" / "smoke.yaml"
 
 @pytest.fixture(scope="module")
 def smoke(tmp_path_factory) -> Path:
+    # started outside the repository with a relative --out, as a user in their own folder: the
+    # targets start in the repository's root and must still find the run folder
     out = tmp_path_factory.mktemp("smoke") / "res"
-    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(SMOKE), "--out", str(out)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "run", str(SMOKE), "--out", "res"], cwd=out.parent,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     (out.parent / "stdout.txt").write_text(proc.stdout)

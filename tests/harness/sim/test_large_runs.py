@@ -82,6 +82,15 @@ def test_decision_columns_read_back_the_decisions_they_were_given():
     assert columns == given and columns != given[:-1] and columns != DecisionColumns.repeated(given[0], len(given))
 
 
+def test_the_columns_of_decisions_are_the_same_from_a_list_or_from_columns():
+    given = [Decision(i % 2 == 0, float(i), i / 4, i * 2.0, i / 8) for i in range(10)]
+    columns = DecisionColumns()
+    columns.extend(given)
+    from_list, from_columns = DecisionColumns.of(given), DecisionColumns.of(columns)
+    assert [c.tolist() for c in from_list] == [c.tolist() for c in from_columns] == [list(c) for c in zip(*given)]
+    assert [len(c) for c in DecisionColumns.of([])] == [0] * 5
+
+
 def test_repeated_decision_columns_read_as_that_decision_n_times():
     allow = Decision(True, float("inf"), 0.0, 0.0)
     assert list(DecisionColumns.repeated(allow, 3)) == [allow] * 3 and len(DecisionColumns.repeated(allow, 0)) == 0

@@ -48,6 +48,11 @@ BAD = {
         "lint: cacheable_429": ["Cache-Control: no-store"],
         "lint: retry_after_missing": ["median wait under attack: 'api' 0.1 s"],
     },
+    "bad-global-key.yaml": {
+        "api: legit_rejection_rate": ["the abusive client at 5x the limit spends it for all",
+                                      "key: ip (a limit per client) gives 0.0%"],
+        "api: page_load_429_rate": ["key: ip (a limit per client) gives 0.0%"],
+    },
     "bad-fail-closed.yaml": {
         "api: store_down_legit_rejection_rate": ["fail-closed rejects every request", "100.0%",
                                                  "fallback: local_divided (limit/4 per node) gives 0.0%"],
