@@ -34,7 +34,10 @@ def _held(monkeypatch, runner: LiveRunner, times: int) -> list[float]:
     def late_start(side: SuiteSide):
         leads.append(runner.lead_s)
         if len(leads) <= times:
-            time.sleep(runner.lead_s + 1.0)  # the plan starts one lead after Locust is launched
+            # past the plan's first send whatever the phase: the plan starts at the first whole
+            # window (W = 1 s) at least one lead after Locust is launched, its first request 0.95 s
+            # in; a hold of lead + 1 s was sometimes early enough to be on time
+            time.sleep(runner.lead_s + 2.5)
         return start(side)
 
     monkeypatch.setattr(SuiteSide, "start", late_start)
