@@ -26,12 +26,14 @@ from contract.paths import check_output
 from contract.schema import JUDGE_LOG
 from contract.urls import check_http_url
 from harness.campaign.config_file import check_out
+from harness.judge import keys
 from harness.judge.endpoint import (
     MAX_RATE,
     MAX_REQUESTS,
     MAX_TIME_S,
     MAX_WAIT_S,
     TIMEOUT_S,
+    CapReached,
     HttpEndpoint,
     JudgeError,
     KeySpec,
@@ -42,8 +44,9 @@ from harness.judge.verdict import client_log, judge, measurement, render
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("judge", help="judge any endpoint's rate limit from outside: fingerprint, worst case, header truth")
     p.add_argument("url", help="the limited endpoint (a cost-1 GET), e.g. http://127.0.0.1:8000/api/items")
-    p.add_argument("--key", default="ip", metavar="ip|header:NAME[=PREFIX]",
-                   help="how the limiter tells clients apart (default ip: each probe from its own 127.x.y.z; "
+    p.add_argument("--key", default="auto", metavar="auto|ip|header:NAME[=PREFIX]",
+                   help="how the limiter tells clients apart (default auto: found first, by changing the source "
+                        "address or one header at a time after a refusal; ip: each probe from its own 127.x.y.z; "
                         "header:X-API-Key: each probe a fresh value PREFIX<run>-<n>)")
     p.add_argument("--max-requests", type=int, default=MAX_REQUESTS, help=f"cap on requests (default {MAX_REQUESTS})")
     p.add_argument("--max-rate", type=float, default=MAX_RATE, help=f"cap on requests per second (default {MAX_RATE:g})")
@@ -82,22 +85,49 @@ def write_json(target: str | None, doc: dict[str, Any]) -> None:
         write_text(Path(target), text)
 
 
+def keyed_by(found: keys.Found, loopback: bool) -> KeySpec:
+    """The key the judgement sends by: the one found; one counter for everyone cannot be judged
+    with a client per probe."""
+    spec = found.spec()
+    if spec is not None:
+        return spec
+    if found.refused:
+        raise JudgeError(f"{found.sentence()}: the judge sends each probe as a client of its own, so it cannot judge a "
+                         "limit it cannot give a fresh client (give --key if the key is a header it did not try)")
+    return KeySpec() if loopback else KeySpec(keys.HEADERS[1])  # never refused: the judgement says so
+
+
+def _key_doc(found: keys.Found | None) -> dict[str, Any] | None:
+    if found is None:
+        return None
+    return {"keys": list(found.keys), "tried": list(found.tried), "admitted_before_refused": found.admitted,
+            "refused": found.refused, "rounds": found.rounds, "sentence": found.sentence()}
+
+
 def cmd_judge(args: argparse.Namespace) -> int:
     check_args(args)
     if args.json not in (None, "-"):
         check_output(Path(args.json), "--json", folder=False)
-    endpoint = HttpEndpoint(args.url, KeySpec.parse(args.key), args.max_requests, args.max_rate, args.timeout,
+    given = None if args.key == "auto" else KeySpec.parse(args.key)
+    endpoint = HttpEndpoint(args.url, given or KeySpec(keys.HEADERS[1]), args.max_requests, args.max_rate, args.timeout,
                             args.max_time)
+    found = None
     try:
+        if given is None:
+            found = keys.discover(endpoint)
+            endpoint.keys = keyed_by(found, endpoint.loopback)
         verdict = judge(endpoint, args.max_wait)
-    except JudgeError as exc:
-        write_json(args.json, measurement(endpoint, None, str(exc)))
-        raise
+    except (JudgeError, CapReached) as exc:
+        error = str(exc) if isinstance(exc, JudgeError) else f"{exc.bound} was reached while the key was found"
+        write_json(args.json, {**measurement(endpoint, None, error), "key": _key_doc(found)})
+        raise exc if isinstance(exc, JudgeError) else JudgeError(f"{error}: raise {exc.flag}") from None
     finally:
         endpoint.close()
     folder = args.out or Path("results") / f"judge-{utc_stamp()}"
     folder.mkdir(parents=True, exist_ok=True)
     write_text(folder / JUDGE_LOG, client_log(endpoint))
-    write_json(args.json, measurement(endpoint, verdict))
-    print("\n".join(render(verdict, args.url, str(folder / JUDGE_LOG))), file=sys.stderr if args.json == "-" else sys.stdout)
+    write_json(args.json, {**measurement(endpoint, verdict), "key": _key_doc(found)})
+    said = f"key: {found.sentence()} ({len(endpoint.before)} requests)" if found else f"key: {args.key} (as given)"
+    lines = [said, *render(verdict, args.url, str(folder / JUDGE_LOG))]
+    print("\n".join(lines), file=sys.stderr if args.json == "-" else sys.stdout)
     return 1 if verdict.truth.findings else 0

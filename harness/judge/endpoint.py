@@ -71,6 +71,9 @@ class Sent:
 
 class Endpoint(Protocol):
     log: list[Sent]
+    before: list[Sent]
+    """Requests sent before the judgement (the key's discovery, ``keys.py``): in the client log
+    and the caps, never fitted on."""
 
     def now(self) -> float: ...
 
@@ -110,17 +113,21 @@ class HttpEndpoint:
     timeout_s: float = TIMEOUT_S
     max_time_s: float = MAX_TIME_S
     log: list[Sent] = field(default_factory=list)
+    before: list[Sent] = field(default_factory=list)
     refusal_headers: dict[str, str] | None = None
     """The first refusal's headers a client reads (``REFUSAL_HEADERS`` and any limit fields)."""
     run: str = field(default_factory=lambda: secrets.token_hex(3))
     _clients: dict[str, BoundedClient] = field(default_factory=dict)
     _last: float = 0.0
+    loopback: bool = field(init=False)
+    """Whether probes can be sent from fresh source addresses (an endpoint on 127.0.0.0/8)."""
     ends: float = field(init=False)
     """When the session must be done (epoch seconds): ``max_time_s`` after it was made."""
 
     def __post_init__(self) -> None:
         host = urlsplit(self.url).hostname or ""
-        if self.keys.header is None and not _loopback(host):
+        self.loopback = _loopback(host)
+        if self.keys.header is None and not self.loopback:
             raise JudgeError(f"--key ip needs an endpoint on 127.0.0.0/8 to send from fresh addresses, not {host!r};"
                              " give --key header:NAME")
         base = int.from_bytes(secrets.token_bytes(2), "big") % 250 + 2
@@ -134,6 +141,23 @@ class HttpEndpoint:
         a, b, c = self._net
         return f"{a}.{b}.{c + key // 250}.{key % 250 + 2}"
 
+    def identity_address(self, n: int) -> str:
+        """The key discovery's n-th source address (a block apart from the probes'), or 127.0.0.1
+        off loopback."""
+        if not self.loopback:
+            return "127.0.0.1"
+        a, b, c = self._net
+        return f"{a}.{b + 100}.{c}.{n + 2}"
+
+    def set_aside(self) -> None:
+        """What was sent so far goes to ``before``: the judgement's log starts empty."""
+        self.before += self.log
+        self.log = []
+
+    def sent(self) -> list[Sent]:
+        """Every request of the session, the key's discovery first."""
+        return [*self.before, *self.log]
+
     def now(self) -> float:
         return time.time()
 
@@ -142,12 +166,16 @@ class HttpEndpoint:
         time.sleep(max(0.0, min(t, self.ends) - time.time()))
 
     def send(self, key: int, role: str) -> Answer:
-        if len(self.log) >= self.max_requests:
-            raise CapReached.requests()
-        self.sleep_until(self._last + 1.0 / self.max_rate)
         address = self.address(key)
         name = f"{self.keys.prefix}{self.run}-{key}" if self.keys.header else address
         headers = {self.keys.header: name} if self.keys.header else {}
+        return self.send_as(address, headers, name, role)
+
+    def send_as(self, address: str, headers: dict[str, str], name: str, role: str) -> Answer:
+        """One GET from ``address`` with ``headers``, logged as key ``name`` in ``role``."""
+        if len(self.before) + len(self.log) >= self.max_requests:
+            raise CapReached.requests()
+        self.sleep_until(self._last + 1.0 / self.max_rate)
         sent = time.time()
         self._last = sent
         response = self._get(address, headers, sent)
@@ -197,7 +225,9 @@ class HttpEndpoint:
 
     def _client(self, address: str) -> BoundedClient:
         if address not in self._clients:
-            self._clients[address] = BoundedClient(address if self.keys.header is None else None)
+            # header keys are sent from 127.0.0.1 unbound, as before; every other address is bound
+            bound = self.loopback and (self.keys.header is None or address != "127.0.0.1")
+            self._clients[address] = BoundedClient(address if bound else None)
         return self._clients[address]
 
     def close(self) -> None:

@@ -180,10 +180,11 @@ def learn_and_hunt(endpoint: Endpoint, max_wait_s: float) -> Verdict:
     try:
         pace = hunt.learn()
     except CapReached as cut:
-        if all(s.answer.allowed for s in endpoint.log):
-            raise NoLimit(f"no limit found within {len(endpoint.log)} requests: {cut.bound} reached "
+        sent = [*endpoint.before, *endpoint.log]
+        if all(s.answer.allowed for s in sent):
+            raise NoLimit(f"no limit found within {len(sent)} requests: {cut.bound} reached "
                           f"(raise {cut.flag})") from None
-        raise JudgeError(f"{cut.bound} was reached after {len(endpoint.log)} requests, before the window was learned; "
+        raise JudgeError(f"{cut.bound} was reached after {len(sent)} requests, before the window was learned; "
                          f"raise {cut.flag}") from None
     first = fingerprint_of([s.answer for s in endpoint.log])[0]
     try:
@@ -278,7 +279,7 @@ def held_back(endpoint: Endpoint, shape: Shape, fresh: Callable[[], int],
     """The held-back keys but the worst-case hunt, each said in words (``said``): steady over the
     rate (scaled down to the requests the cap leaves), bursts after idle gaps, a burst after refusals."""
     s, now = shape, endpoint.now()
-    left = getattr(endpoint, "max_requests", 10 ** 9) - len(endpoint.log)
+    left = getattr(endpoint, "max_requests", 10 ** 9) - len(endpoint.before) - len(endpoint.log)
     # a burst until refused is about L + 1; the explored key's are at most its gaps and 6 bisections,
     # the worst-case hunt's about 4 (a gap of a quarter of the return or more)
     bursts = len(check.EXPLORE_GAPS) + 7 + sum(len(g) + 1 for g in check.HELD_GAPS) + 2 + 4
@@ -445,10 +446,11 @@ def measured(v: Verdict) -> list[str]:
 def measurement(endpoint: Endpoint, v: Verdict | None, error: str | None = None) -> dict[str, Any]:
     """The session as ``judge --json`` writes it: what was sent and answered, the header truth of
     those answers, and the verdict, or the error that ended the session (its partial measurement kept)."""
-    answers = [s.answer for s in endpoint.log]
+    sent = [*endpoint.before, *endpoint.log]
+    answers = [s.answer for s in sent]
     truth = v.truth if v is not None else header_truth(answers)
     doc: dict[str, Any] = {
-        "error": error, "requests": len(answers), "roles": dict(Counter(s.role for s in endpoint.log)),
+        "error": error, "requests": len(answers), "roles": dict(Counter(s.role for s in sent)),
         "statuses": {str(status): n for status, n in sorted(Counter(a.status for a in answers).items())},
         "header_truth": {"said": dict(truth.forms), "malformed": truth.letter(),
                          **{name: {"kept": t.kept, "checked": t.kept + t.broken}
@@ -480,7 +482,7 @@ def client_log(endpoint: Endpoint) -> str:
     out = io.StringIO()
     writer = csv.writer(out)
     writer.writerow(JUDGE_LOG_COLUMNS)
-    for s in endpoint.log:
+    for s in [*endpoint.before, *endpoint.log]:
         a, f = s.answer, s.answer.fields
         writer.writerow([s.role, a.key, s.address, f"{a.sent:.6f}", f"{a.done:.6f}", a.status, f.retry_after_s,
                          f.limit, f.window_s, f.remaining, f.reset_s, f.form])

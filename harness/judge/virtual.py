@@ -28,6 +28,7 @@ class VirtualEndpoint:
     extra: float | None = None
     """A stateful model's third parameter (``harness.sim.stateful``)."""
     log: list[Sent] = field(default_factory=list)
+    before: list[Sent] = field(default_factory=list)
     _states: dict[int, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:

@@ -55,7 +55,7 @@ def server() -> Iterator[str]:
     ("/forbidden", [], "/forbidden: every request answered 403 (1 of 1): nothing to judge; it needs a key"),
     ("/login-first", [], "/login-first: every request answered 302 to /login (1 of 1): nothing to judge "
                          "(a limiter answers 2xx or 429)"),
-    ("/fail-later", [], "/fail-later: request 4 (learn) answered 503 (the 3 before it: 200 x3): nothing to judge"),
+    ("/fail-later", [], "/fail-later: request 4 (key) answered 503 (the 3 before it: 200 x3): nothing to judge"),
     ("/slow", ["--timeout", "0.2"], "timed out after 0.2 s (request 1): no whole answer, status line, headers and body, "
                                     "within --timeout"),
     ("/ok", ["--key", "cookie:sid"], "--key 'cookie:sid': expected ip or header:NAME[=PREFIX]"),
@@ -78,7 +78,7 @@ def test_the_partial_measurement_is_kept_in_json(server, tmp_path, capsys):
     doc = json.loads((tmp_path / "j.json").read_text())
     assert code == 2 and not (tmp_path / "out").exists()
     assert doc["error"] == capsys.readouterr().err.strip().removeprefix("error: ")
-    assert (doc["requests"], doc["roles"], doc["statuses"], doc["verdict"]) == (4, {"learn": 4}, {"200": 3, "503": 1}, None)
+    assert (doc["requests"], doc["roles"], doc["statuses"], doc["verdict"]) == (4, {"key": 4}, {"200": 3, "503": 1}, None)
     assert doc["header_truth"]["said"] == {"none": 4} and doc["header_truth"]["malformed"] == []
 
 
@@ -174,7 +174,7 @@ def test_an_unreachable_url_is_one_line_with_its_json(tmp_path, capsys):
 
 
 def test_an_address_keyed_judge_needs_a_loopback_endpoint(capsys):
-    assert main(["judge", "http://192.0.2.1/api"]) == 2
+    assert main(["judge", "http://192.0.2.1/api", "--key", "ip"]) == 2
     assert "--key ip needs an endpoint on 127.0.0.0/8" in capsys.readouterr().err
 
 

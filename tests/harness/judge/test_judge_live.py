@@ -13,7 +13,6 @@ import csv
 import math
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -23,9 +22,10 @@ from harness.judge.endpoint import HttpEndpoint, KeySpec
 from harness.judge.verdict import Verdict, judge
 from harness.live.peers import live_peer
 from harness.live.peers.standalone import peer_before_none
-from harness.processes.target import TargetProcess, start_target
+from harness.processes.target import TargetProcess
 from targets.algorithms import Policy
 from tests.recorded import client_answers, limiter_dated, logged, recorded_verdict
+from tests.served import targets
 
 pytestmark = pytest.mark.process  # every test here starts processes
 
@@ -39,14 +39,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Targe
     logs = tmp_path_factory.mktemp("judge-targets")
     argv = {name: ["--algorithm", name, "--limit", str(L), "--window", str(w), "--service-ms", "0",
                    "--decision-log", str(logs / f"{name}.parquet")] for name, w in SERVED.items()}
-    with ThreadPoolExecutor(len(argv)) as pool:
-        futures = {name: pool.submit(start_target, a, log_dir=logs) for name, a in argv.items()}
-        started = {name: f.result() for name, f in futures.items()}
-    try:
+    with targets(argv, logs) as started:
         yield started
-    finally:
-        for target in started.values():
-            target.stop()
 
 
 def judged(url: str, key: str) -> tuple[Verdict, HttpEndpoint]:
@@ -70,7 +64,7 @@ def assert_named(v: Verdict, model: str, window_s: float) -> None:
 
 def test_a_clock_aligned_window_keyed_by_address_through_the_command(served, tmp_path, capsys):
     url = f"{served['fixed_window'].url}/api/items"
-    assert main(["judge", url, "--max-rate", "500", "--max-wait", "10", "--out", str(tmp_path)]) == 0
+    assert main(["judge", url, "--key", "ip", "--max-rate", "500", "--max-wait", "10", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     answers = client_answers(tmp_path / "judge-client.csv")
     v = recorded_verdict(None, limiter_dated(answers, logged(decision_log(served, "fixed_window"), answers)))

@@ -1,0 +1,132 @@
+"""How an endpoint tells clients apart, found from outside: ``judge`` without ``--key``.
+
+One identity (a source address of its own and a value for every candidate header) is sent to
+until it is refused. Then, one at a time, the same identity with one thing changed: a fresh
+source address, or a fresh value of one header. A limiter keyed by that thing admits the
+changed identity at once (a fresh key has its whole quota); one keyed by anything else refuses
+it as it refuses the identity. The identity is asked again after each change: admitted again, its
+quota came back meanwhile (a window ended, a token refilled) and the round proves nothing, so it
+is refused again and the round made anew. A key is found when every round admitted its change
+(a token refilled just before a change could admit one round by chance, not two). No change
+admitted: one counter for everyone, or a key made of something the judge does not vary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .endpoint import CapReached, HttpEndpoint, KeySpec
+
+HEADERS = ("Authorization", "X-API-Key", "apikey", "X-Client-Id", "Cookie")
+"""The headers APIs key clients by, as gateways' docs name them (Kong's ``apikey``, the common
+``X-API-Key``, a bearer token, a client id, a session cookie)."""
+FORMS = {"Authorization": "Bearer {}", "Cookie": "session={}"}
+"""How a value is written where the header has a form of its own (others: the bare value)."""
+IP = "ip"
+ROUNDS, TRIES = 2, 4
+"""Rounds every change must be admitted in; rounds made at most (a round spoiled by the
+identity's quota coming back is made again)."""
+BURST_CAP = 300
+"""Requests to the first identity before it must have been refused: past it, nothing is found."""
+
+
+@dataclass(frozen=True)
+class Found:
+    """What the discovery found: the candidates whose change was admitted in every round."""
+
+    keys: tuple[str, ...]
+    tried: tuple[str, ...]
+    admitted: int
+    """Admitted to the first identity before its first refusal (None refused: ``refused`` False)."""
+    refused: bool
+    rounds: int
+    """Rounds that proved something (``ROUNDS`` when the answer is sure)."""
+
+    def spec(self, prefix: str = "judge-") -> KeySpec | None:
+        """The key to judge by: the address when a fresh one is a new client, else the first
+        header; None when no change was admitted."""
+        if IP in self.keys:
+            return KeySpec()
+        if not self.keys:
+            return None
+        name = self.keys[0]
+        return KeySpec(name, FORMS.get(name, "{}").format(prefix))
+
+    def sentence(self) -> str:
+        if not self.refused:
+            return (f"the key was not found: one client was never refused in {self.admitted} requests "
+                    f"(tried: {', '.join(self.tried)})")
+        sure = f"{self.rounds} of {ROUNDS} rounds" if self.rounds < ROUNDS else f"in each of {ROUNDS} rounds"
+        head = f"a client refused after {self.admitted} admitted; "
+        if not self.keys:
+            named = ["source address" if c == IP else c for c in self.tried]
+            changes = ", ".join(named[:-1]) + f" or {named[-1]}" if len(named) > 1 else named[0]
+            return (head + f"a fresh {changes} value was refused as well ({sure}): one counter for everyone, or a key "
+                    "made of something the judge does not vary (a path, a query, another header)")
+        what = ", ".join("its source address" if k == IP else f"the {k} header" for k in self.keys)
+        return head + f"a fresh value of {what} was admitted at once ({sure}): keyed by {what}"
+
+
+def discover(endpoint: HttpEndpoint) -> Found:
+    """Which of the source address (on loopback, where fresh ones can be sent from) and the usual
+    headers tells clients apart (module doc); the requests go to ``endpoint.before``, the
+    judgement's log starts empty. A request cap reached before the first refusal finds nothing
+    (the judgement then says no limit was found within it)."""
+    tried = (*((IP,) if endpoint.loopback else ()), *HEADERS)
+    try:
+        return _rounds(endpoint, tried)
+    except CapReached:
+        if all(s.answer.allowed for s in endpoint.log):
+            return Found((), tried, len(endpoint.log), False, 0)
+        raise
+    finally:
+        endpoint.set_aside()
+
+
+def _rounds(endpoint: HttpEndpoint, tried: tuple[str, ...]) -> Found:
+    admitted = _until_refused(endpoint, tried)
+    if admitted is None:
+        return Found((), tried, BURST_CAP, False, 0)
+    kept: set[str] = set(tried)
+    rounds = 0
+    for n in range(TRIES):
+        if rounds == ROUNDS:
+            break
+        if n and _until_refused(endpoint, tried) is None:
+            break
+        passed = _round(endpoint, tried, n + 1)
+        if passed is not None:
+            kept &= passed
+            rounds += 1
+    return Found(tuple(c for c in tried if c in kept) if rounds else (), tried, admitted, True, rounds)
+
+
+def _round(endpoint: HttpEndpoint, tried: tuple[str, ...], n: int) -> set[str] | None:
+    """The candidates whose change the refused identity's limiter admitted; None when the
+    identity itself was admitted again between two changes (the round proves nothing)."""
+    passed = set()
+    for c in tried:
+        if _send(endpoint, tried, changed=c, n=n):
+            passed.add(c)
+        if _send(endpoint, tried):
+            return None
+    return passed
+
+
+def _until_refused(endpoint: HttpEndpoint, tried: tuple[str, ...]) -> int | None:
+    """Admitted to the identity before it was refused; None when it was not within the cap."""
+    for admitted in range(BURST_CAP):
+        if not _send(endpoint, tried):
+            return admitted
+    return None
+
+
+def _send(endpoint: HttpEndpoint, tried: tuple[str, ...], changed: str | None = None, n: int = 0) -> bool:
+    """One request as the identity (number 0), or as it with ``changed`` fresh (number ``n``)."""
+    def value(name: str) -> str:
+        fresh = n if name == changed else 0
+        return FORMS.get(name, "{}").format(f"judge-{endpoint.run}-id{fresh}")
+    headers = {h: value(h) for h in tried if h != IP}
+    address = endpoint.identity_address(n if changed == IP else 0)
+    name = "identity" if changed is None else f"identity, {changed} fresh ({n})"
+    return endpoint.send_as(address, headers, name, "key").allowed

@@ -1,0 +1,79 @@
+"""``judge`` finds how an endpoint tells clients apart (no ``--key``): the suite's target served
+keyed by its API key header (its default client key), by source address, and by one counter for
+everyone (real processes on loopback). What is asserted is what the limiter decided: each change
+admitted or refused, never a time."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from collections.abc import Iterator
+
+import pytest
+
+from harness.cli.main import main
+from harness.judge import keys
+from harness.judge.endpoint import HttpEndpoint, KeySpec
+from harness.processes.target import TargetProcess
+from tests.served import targets
+
+pytestmark = pytest.mark.process  # every test here starts processes
+
+L = 5
+CONFIGS = {  # a long window: no window ends while a client is being refused (but "short", judged whole)
+    "client": "algorithm: fixed_window\nlimit: 5\nwindow_s: 60\n",
+    "short": "algorithm: sliding_log\nlimit: 5\nwindow_s: 1\n",
+    "ip": "algorithm: fixed_window\nlimit: 5\nwindow_s: 60\nlimits:\n  - {name: per-ip, scope: ip}\n",
+    "global": "algorithm: token_bucket\nlimit: 5\nwindow_s: 60\nlimits:\n  - {name: all, scope: global}\n",
+}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, TargetProcess]]:
+    logs = tmp_path_factory.mktemp("judge-keys")
+    for name, text in CONFIGS.items():
+        (logs / f"{name}.yaml").write_text(text)
+    with targets({name: ["--config", str(logs / f"{name}.yaml"), "--service-ms", "0"] for name in CONFIGS}, logs) as started:
+        yield started
+
+
+@pytest.mark.parametrize(("served_as", "found"), [("client", ("X-API-Key",)), ("ip", ("ip",)), ("global", ())])
+def test_the_key_is_found_by_changing_one_thing_after_a_refusal(served, served_as, found):
+    endpoint = HttpEndpoint(f"{served[served_as].url}/api/items", KeySpec("X-API-Key"), max_requests=200, max_rate=200.0)
+    try:
+        f = keys.discover(endpoint)
+    finally:
+        endpoint.close()
+    assert f.refused and f.admitted == L and f.rounds == keys.ROUNDS and f.keys == found, f.sentence()
+    assert endpoint.log == [] and len(endpoint.before) >= L + 1 + 2 * keys.ROUNDS * len(f.tried)
+    assert {s.role for s in endpoint.before} == {"key"}
+    if found:  # the spec the judgement then sends by
+        assert f.spec() == (KeySpec() if found == ("ip",) else KeySpec("X-API-Key"))
+    else:
+        assert f.spec() is None and "one counter for everyone" in f.sentence()
+
+
+def test_one_counter_for_everyone_is_said_and_not_judged(served, tmp_path, capsys):
+    out = tmp_path / "judge.json"
+    assert main(["judge", f"{served['global'].url}/api/items", "--max-rate", "200", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "one counter for everyone" in err and "cannot judge a limit it cannot give a fresh client" in err
+    doc = json.loads(out.read_text())
+    assert doc["key"]["keys"] == [] and doc["key"]["refused"] and doc["roles"] == {"key": doc["requests"]}
+
+
+def test_the_command_judges_by_the_key_it_found_and_logs_the_search_first(served, tmp_path, capsys):
+    """The verdict's fit is the judge's (on the client's clock: not asserted here, see
+    test_judge_live.py); what is asserted is the key found and that every later probe was sent by it."""
+    url = f"{served['short'].url}/api/items"
+    assert main(["judge", url, "--max-rate", "200", "--max-wait", "5", "--out", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("key: a client refused after 5 admitted; a fresh value of the X-API-Key header was admitted")
+    assert out[1].startswith(f"judged {url} in ")
+    with (tmp_path / "judge-client.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    searched = next(i for i, row in enumerate(rows) if row["role"] != "key")
+    assert searched >= L + 1 and all(row["role"] != "key" for row in rows[searched:])  # the search first
+    judged = rows[searched:]
+    assert all(re.fullmatch(r"judge-[0-9a-f]{6}-\d+", row["key"]) and row["address"] == "127.0.0.1" for row in judged)
