@@ -207,7 +207,8 @@ class LiveRunner:
 
     def _side(self, run: LiveRun, run_dir: Path) -> Side:
         """The side under test: the suite's nodes, or the run's peer (one it starts, or a URL)."""
-        setup = SideSetup(run, self.campaign, run_dir, self.processes, self.redis_url)
+        reserved = frozenset([self.remote.port]) if self.remote else frozenset()
+        setup = SideSetup(run, self.campaign, run_dir, self.processes, self.redis_url, reserved)
         limiter = run.limiter
         return live_peer(limiter.peer).side(setup) if isinstance(limiter, PeerLimiter) else SuiteSide(setup)
 

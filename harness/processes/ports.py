@@ -30,10 +30,15 @@ def free_port(*, cluster_bus: bool = False) -> int:
     raise OSError("no free port found")
 
 
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free now (held open together while chosen, so none comes twice)."""
+def free_ports(n: int, avoid: frozenset[int] = frozenset()) -> list[int]:
+    """``n`` distinct ports free now (held open together while chosen, so none comes twice), none
+    of ``avoid``: a port another process binds later (a remote run's Locust master, started after
+    the side's ports are chosen) is free now and must not be chosen."""
     with ExitStack() as stack:
-        socks = [stack.enter_context(socket.socket()) for _ in range(n)]
-        for sock in socks:
+        ports: list[int] = []
+        while len(ports) < n:
+            sock = stack.enter_context(socket.socket())
             sock.bind((HOST, 0))
-        return [sock.getsockname()[1] for sock in socks]
+            if sock.getsockname()[1] not in avoid:
+                ports.append(sock.getsockname()[1])
+        return ports

@@ -145,7 +145,7 @@ class PeerSide(Side):
         super().__init__(setup)
         self.live = live
         self.start_s = live.spec.start_s
-        self.downstream_port, self.downstream_admin, self.port = free_ports(3)
+        self.downstream_port, self.downstream_admin, self.port = free_ports(3, setup.reserved)
         self.configs: list[Path] = []
 
     def hosts(self) -> list[str]:

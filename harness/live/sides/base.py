@@ -36,6 +36,8 @@ class SideSetup:
     """The runner's register of children: whatever a side starts is stopped however the run ends."""
     redis_url: Callable[[], str]
     """The Redis of the campaign (the runner's own redis-server started on first use)."""
+    reserved: frozenset[int] = frozenset()
+    """Ports the side must not choose: the remote master's, bound once the side's ports are chosen."""
 
     @property
     def logs(self) -> Path:

@@ -24,7 +24,7 @@ class SuiteSide(Side):
         self.nodes = setup.run.nodes
         self.configs: list[Path] = []
         self.stopped: list[TargetProcess] = []
-        ports = free_ports(2 * len(self.nodes))
+        ports = free_ports(2 * len(self.nodes), setup.reserved)
         self.ports, self.admin_ports = ports[:len(self.nodes)], ports[len(self.nodes):]
 
     def hosts(self) -> list[str]:

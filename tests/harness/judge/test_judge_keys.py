@@ -77,3 +77,4 @@ def test_the_command_judges_by_the_key_it_found_and_logs_the_search_first(served
     assert searched >= L + 1 and all(row["role"] != "key" for row in rows[searched:])  # the search first
     judged = rows[searched:]
     assert all(re.fullmatch(r"judge-[0-9a-f]{6}-\d+", row["key"]) and row["address"] == "127.0.0.1" for row in judged)
+
