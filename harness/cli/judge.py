@@ -97,6 +97,11 @@ def keyed_by(found: keys.Found, loopback: bool) -> KeySpec:
     return KeySpec() if loopback else KeySpec(keys.HEADERS[1])  # never refused: the judgement says so
 
 
+def _said(given: str, spec: KeySpec) -> str:
+    what = "the source address" if spec.header is None else f"the {spec.header} header"
+    return f"{what} (--key {given})" if given != "auto" else f"{what} (the key found)"
+
+
 def _key_doc(found: keys.Found | None) -> dict[str, Any] | None:
     if found is None:
         return None
@@ -117,7 +122,10 @@ def cmd_judge(args: argparse.Namespace) -> int:
             found = keys.discover(endpoint)
             endpoint.keys = keyed_by(found, endpoint.loopback)
         verdict = judge(endpoint, args.max_wait)
+        if (wrong := keys.shared(endpoint.log, _said(args.key, endpoint.keys))) is not None:
+            raise wrong
     except (JudgeError, CapReached) as exc:
+        exc = keys.shared(endpoint.log, _said(args.key, endpoint.keys)) or exc
         error = str(exc) if isinstance(exc, JudgeError) else f"{exc.bound} was reached while the key was found"
         write_json(args.json, {**measurement(endpoint, None, error), "key": _key_doc(found)})
         raise exc if isinstance(exc, JudgeError) else JudgeError(f"{error}: raise {exc.flag}") from None

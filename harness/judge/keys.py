@@ -1,4 +1,5 @@
-"""How an endpoint tells clients apart, found from outside: ``judge`` without ``--key``.
+"""How an endpoint tells clients apart, found from outside: ``judge`` without ``--key``; and a key
+the judgement's own answers show it does not tell clients apart by.
 
 One identity (a source address of its own and a value for every candidate header) is sent to
 until it is refused. Then, one at a time, the same identity with one thing changed: a fresh
@@ -15,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .endpoint import CapReached, HttpEndpoint, KeySpec
+from .endpoint import CapReached, HttpEndpoint, JudgeError, KeySpec, Sent
 
 HEADERS = ("Authorization", "X-API-Key", "apikey", "X-Client-Id", "Cookie")
 """The headers APIs key clients by, as gateways' docs name them (Kong's ``apikey``, the common
@@ -130,3 +131,18 @@ def _send(endpoint: HttpEndpoint, tried: tuple[str, ...], changed: str | None = 
     address = endpoint.identity_address(n if changed == IP else 0)
     name = "identity" if changed is None else f"identity, {changed} fresh ({n})"
     return endpoint.send_as(address, headers, name, "key").allowed
+
+
+def shared(log: list[Sent], said: str) -> JudgeError | None:
+    """The judgement's fresh keys refused at their first request, as an error naming the key
+    (``said``: how it was chosen): a fresh client has its whole quota, so the limiter counted
+    them as one client, and nothing found is about a client; None when every first was admitted."""
+    first: dict[str, Sent] = {}
+    for s in log:
+        first.setdefault(s.answer.key, s)
+    refused = [s for s in first.values() if not s.answer.allowed]
+    if not refused:
+        return None
+    return JudgeError(f"{len(refused)} of {len(first)} fresh keys were refused at their first request ({refused[0].answer.key}, "
+                      f"{refused[0].role}): the limiter does not tell clients apart by {said}, or a limit every client "
+                      "shares was spent; leave --key out for the judge to find the key")

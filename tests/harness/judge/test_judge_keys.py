@@ -24,6 +24,7 @@ L = 5
 CONFIGS = {  # a long window: no window ends while a client is being refused (but "short", judged whole)
     "client": "algorithm: fixed_window\nlimit: 5\nwindow_s: 60\n",
     "short": "algorithm: sliding_log\nlimit: 5\nwindow_s: 1\n",
+    "short-ip": "algorithm: sliding_log\nlimit: 5\nwindow_s: 1\nlimits:\n  - {name: per-ip, scope: ip}\n",
     "ip": "algorithm: fixed_window\nlimit: 5\nwindow_s: 60\nlimits:\n  - {name: per-ip, scope: ip}\n",
     "global": "algorithm: token_bucket\nlimit: 5\nwindow_s: 60\nlimits:\n  - {name: all, scope: global}\n",
 }
@@ -78,3 +79,15 @@ def test_the_command_judges_by_the_key_it_found_and_logs_the_search_first(served
     judged = rows[searched:]
     assert all(re.fullmatch(r"judge-[0-9a-f]{6}-\d+", row["key"]) and row["address"] == "127.0.0.1" for row in judged)
 
+
+
+def test_a_wrong_key_is_named_from_the_judgements_own_answers(served, tmp_path, capsys):
+    """Keyed by address but judged by X-API-Key: every probe is one client to the limiter, and a
+    fresh key is refused at its first request (no extra request is sent to find it)."""
+    out = tmp_path / "judge.json"
+    url = f"{served['short-ip'].url}/api/items"
+    assert main(["judge", url, "--key", "header:X-API-Key", "--max-rate", "200", "--max-wait", "5", "--json", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "fresh keys were refused at their first request" in err
+    assert "does not tell clients apart by the X-API-Key header (--key header:X-API-Key)" in err
+    assert json.loads(out.read_text())["error"] == err.strip().removeprefix("error: ")
