@@ -91,10 +91,10 @@ def keyed_by(found: keys.Found, loopback: bool) -> KeySpec:
     spec = found.spec()
     if spec is not None:
         return spec
-    if found.refused:
+    if found.settled:
         raise JudgeError(f"{found.sentence()}: the judge sends each probe as a client of its own, so it cannot judge a "
                          "limit it cannot give a fresh client (give --key if the key is a header it did not try)")
-    return KeySpec() if loopback else KeySpec(keys.HEADERS[1])  # never refused: the judgement says so
+    return KeySpec() if loopback else KeySpec(keys.HEADERS[1])  # nothing found: the judgement says what it can
 
 
 def _said(given: str, spec: KeySpec) -> str:

@@ -154,10 +154,6 @@ class HttpEndpoint:
         self.before += self.log
         self.log = []
 
-    def sent(self) -> list[Sent]:
-        """Every request of the session, the key's discovery first."""
-        return [*self.before, *self.log]
-
     def now(self) -> float:
         return time.time()
 

@@ -38,10 +38,15 @@ class Found:
     keys: tuple[str, ...]
     tried: tuple[str, ...]
     admitted: int
-    """Admitted to the first identity before its first refusal (None refused: ``refused`` False)."""
+    """Admitted to the first identity before its first refusal (never refused: the requests it was sent)."""
     refused: bool
     rounds: int
-    """Rounds that proved something (``ROUNDS`` when the answer is sure)."""
+    """Rounds that proved something (``ROUNDS`` when the answer is sure; 0: none did, nothing found)."""
+
+    @property
+    def settled(self) -> bool:
+        """Whether a round proved something: a client refused, and refused again after a change."""
+        return self.refused and self.rounds > 0
 
     def spec(self, prefix: str = "judge-") -> KeySpec | None:
         """The key to judge by: the address when a fresh one is a new client, else the first
@@ -57,6 +62,9 @@ class Found:
         if not self.refused:
             return (f"the key was not found: one client was never refused in {self.admitted} requests "
                     f"(tried: {', '.join(self.tried)})")
+        if not self.rounds:
+            return (f"the key was not found: a client refused after {self.admitted} admitted was admitted again "
+                    f"between two changes in each of {TRIES} tries (its quota comes back faster than a change is sent)")
         sure = f"{self.rounds} of {ROUNDS} rounds" if self.rounds < ROUNDS else f"in each of {ROUNDS} rounds"
         head = f"a client refused after {self.admitted} admitted; "
         if not self.keys:

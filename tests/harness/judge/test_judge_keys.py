@@ -12,9 +12,10 @@ from collections.abc import Iterator
 
 import pytest
 
+from harness.cli.judge import keyed_by
 from harness.cli.main import main
 from harness.judge import keys
-from harness.judge.endpoint import HttpEndpoint, KeySpec
+from harness.judge.endpoint import HttpEndpoint, JudgeError, KeySpec
 from harness.processes.target import TargetProcess
 from tests.served import targets
 
@@ -91,3 +92,14 @@ def test_a_wrong_key_is_named_from_the_judgements_own_answers(served, tmp_path, 
     assert "fresh keys were refused at their first request" in err
     assert "does not tell clients apart by the X-API-Key header (--key header:X-API-Key)" in err
     assert json.loads(out.read_text())["error"] == err.strip().removeprefix("error: ")
+
+
+def test_rounds_that_all_proved_nothing_find_no_key_and_say_so():
+    """A client whose quota came back between every two changes (a bucket refilling faster than a
+    change is sent) is no finding of one counter for everyone: nothing is said found."""
+    tried = ("ip", *keys.HEADERS)
+    spoiled = keys.Found((), tried, 5, True, 0)
+    assert not spoiled.settled and "the key was not found" in spoiled.sentence()
+    assert keyed_by(spoiled, loopback=True) == KeySpec() and keyed_by(spoiled, loopback=False) == KeySpec("X-API-Key")
+    with pytest.raises(JudgeError, match="one counter for everyone"):
+        keyed_by(keys.Found((), tried, 5, True, 2), loopback=True)
