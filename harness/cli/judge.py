@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,7 @@ from harness.judge.endpoint import (
     KeySpec,
 )
 from harness.judge.verdict import client_log, judge, measurement, render
+from targets.algorithms import Policy, PolicyError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -48,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="how the limiter tells clients apart (default auto: found first, by changing the source "
                         "address or one header at a time after a refusal; ip: each probe from its own 127.x.y.z; "
                         "header:X-API-Key: each probe a fresh value PREFIX<run>-<n>)")
+    p.add_argument("--claim", metavar="L/W",
+                   help="the limit you believe it enforces, e.g. 20/10 (20 per 10 s): the worst case is searched in "
+                        "its window and held to its L, said as the claim's")
     p.add_argument("--max-requests", type=int, default=MAX_REQUESTS, help=f"cap on requests (default {MAX_REQUESTS})")
     p.add_argument("--max-rate", type=float, default=MAX_RATE, help=f"cap on requests per second (default {MAX_RATE:g})")
     p.add_argument("--max-wait", type=float, default=MAX_WAIT_S,
@@ -73,6 +78,21 @@ def check_args(args: argparse.Namespace) -> None:
             raise JudgeError(f"{name} {value:g}: must be at least {low:g}")
     check_http_url(args.url, "URL", JudgeError)
     check_out(args.out)
+    claimed(args.claim)
+
+
+def claimed(text: str | None) -> Policy | None:
+    """``--claim L/W`` (W in seconds, an ``s`` allowed): L at least 1, W above 0, both finite."""
+    if text is None:
+        return None
+    limit, _, window = text.partition("/")
+    try:
+        policy = Policy(float(limit), float(window.strip().removesuffix("s")))
+    except (ValueError, PolicyError):
+        policy = None
+    if policy is None or not (math.isfinite(policy.limit) and policy.limit >= 1 and math.isfinite(policy.window_s)):
+        raise JudgeError(f"--claim {text!r}: expected L/W, a limit of at least 1 per a window in seconds above 0 (20/10)")
+    return policy
 
 
 def write_json(target: str | None, doc: dict[str, Any]) -> None:
@@ -121,7 +141,7 @@ def cmd_judge(args: argparse.Namespace) -> int:
         if given is None:
             found = keys.discover(endpoint)
             endpoint.keys = keyed_by(found, endpoint.loopback)
-        verdict = judge(endpoint, args.max_wait)
+        verdict = judge(endpoint, args.max_wait, claimed(args.claim))
         if (wrong := keys.shared(endpoint.log, _said(args.key, endpoint.keys))) is not None:
             raise wrong
     except (JudgeError, CapReached) as exc:

@@ -65,12 +65,14 @@ def test_one_counter_for_everyone_is_said_and_not_judged(served, tmp_path, capsy
     assert doc["key"]["keys"] == [] and doc["key"]["refused"] and doc["roles"] == {"key": doc["requests"]}
 
 
-def test_the_command_judges_by_the_key_it_found_and_logs_the_search_first(served, tmp_path, capsys):
+def test_the_command_judges_by_the_key_it_found_and_holds_the_worst_case_to_the_claim(served, tmp_path, capsys):
     """The verdict's fit is the judge's (on the client's clock: not asserted here, see
     test_judge_live.py); what is asserted is the key found and that every later probe was sent by it."""
     url = f"{served['short'].url}/api/items"
-    assert main(["judge", url, "--max-rate", "200", "--max-wait", "5", "--out", str(tmp_path)]) == 0
+    assert main(["judge", url, "--max-rate", "200", "--max-wait", "5", "--claim", "5/1s", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
+    worst = next(line for line in out if line.startswith("worst case: "))
+    assert "(< W = 1 s, the claimed window)" in worst and "x the claimed L = 5" in worst
     assert out[0].startswith("key: a client refused after 5 admitted; a fresh value of the X-API-Key header was admitted")
     assert out[1].startswith(f"judged {url} in ")
     with (tmp_path / "judge-client.csv").open() as f:
