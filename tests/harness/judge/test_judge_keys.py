@@ -1,7 +1,8 @@
 """``judge`` finds how an endpoint tells clients apart (no ``--key``): the suite's target served
 keyed by its API key header (its default client key), by source address, and by one counter for
-everyone (real processes on loopback). What is asserted is what the limiter decided: each change
-admitted or refused, never a time."""
+everyone (real processes on loopback); a wrong ``--key`` is named from the judgement's answers; a
+``--claim`` holds the worst case. What is asserted is what the limiter decided (each change
+admitted or refused), never a time."""
 
 from __future__ import annotations
 
