@@ -5,6 +5,7 @@ replayed at the file's limit and judged by it with the same metrics as every run
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
@@ -17,19 +18,27 @@ from tests.harness.live.peers.test_nginx import needs_nginx
 from tests.recorded import peer_model_agrees
 
 
-@needs_nginx
-@pytest.mark.process
-def test_a_campaign_runs_the_users_nginx_file_judged_by_its_own_limit(tmp_path, capsys):
-    (tmp_path / "nginx.conf").write_text(USER_NGINX)
-    campaign = {"name": "own-file", "policy": {"limit": 10, "window_s": 1, "burst": 6}, "algorithms": ["token_bucket"],
-                "peers": [{"name": "nginx", "config": "nginx.conf"}],  # relative to the campaign file
+def own_file_run(tmp_path: Path, capsys: pytest.CaptureFixture[str], peer: str, file: str, text: str, policy: dict,
+                 algorithm: str) -> tuple[Path, Path, dict]:
+    """A boundary burst at the file's limit, the user's file beside ``algorithm`` on the same
+    traffic: (the results folder, the peer's run folder, its run.json)."""
+    (tmp_path / file).write_text(text)
+    campaign = {"name": "own-file", "policy": policy, "algorithms": [algorithm],
+                "peers": [{"name": peer, "config": file}],  # relative to the campaign file
                 "scenarios": [{"name": "boundary_burst", "params": {"instant": True, "boundaries": 1, "delta_s": 0.33}}],
                 "scale": {"workers": 1, "lead_s": 2.0, "drain_s": 0.5}, "downstream": {"concurrency": 8, "median_ms": 5}}
     path, out = tmp_path / "campaign.yaml", tmp_path / "res"
     path.write_text(yaml.safe_dump(campaign))
     assert main(["run", str(path), "--out", str(out)]) == 0, capsys.readouterr()
-    run = out / "runs" / "boundary_burst__nginx"
-    info = json.loads((run / "run.json").read_text())
+    run = out / "runs" / f"boundary_burst__{peer}"
+    return out, run, json.loads((run / "run.json").read_text())
+
+
+@needs_nginx
+@pytest.mark.process
+def test_a_campaign_runs_the_users_nginx_file_judged_by_its_own_limit(tmp_path, capsys):
+    out, run, info = own_file_run(tmp_path, capsys, "nginx", "nginx.conf", USER_NGINX,
+                                  {"limit": 10, "window_s": 1, "burst": 6}, "token_bucket")
     assert (info["status"], info["algorithm"], info["system"], info["store"]) == ("ok", "nginx", "nginx", "zone")
     # the file's limit (the campaign's is set to it): rate=10r/s burst=5 is 10 per second, burst 6
     assert info["policy"] == {"limit": 10, "window_s": 1.0, "burst": 6}
