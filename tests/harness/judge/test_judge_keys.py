@@ -23,12 +23,13 @@ from tests.served import targets
 pytestmark = pytest.mark.process  # every test here starts processes
 
 L = 5
-CONFIGS = {  # a long window: no window ends while a client is being refused (but "short", judged whole)
-    "client": "algorithm: fixed_window\nlimit: 5\nwindow_s: 60\n",
+CONFIGS = {  # sliding logs: a client's quota depends on its own requests only (no clock edge, no refill),
+    # and over 60 s none comes back while it is refused ("short" ones are judged whole)
+    "client": "algorithm: sliding_log\nlimit: 5\nwindow_s: 60\n",
     "short": "algorithm: sliding_log\nlimit: 5\nwindow_s: 1\n",
     "short-ip": "algorithm: sliding_log\nlimit: 5\nwindow_s: 1\nlimits:\n  - {name: per-ip, scope: ip}\n",
-    "ip": "algorithm: fixed_window\nlimit: 5\nwindow_s: 60\nlimits:\n  - {name: per-ip, scope: ip}\n",
-    "global": "algorithm: token_bucket\nlimit: 5\nwindow_s: 60\nlimits:\n  - {name: all, scope: global}\n",
+    "ip": "algorithm: sliding_log\nlimit: 5\nwindow_s: 60\nlimits:\n  - {name: per-ip, scope: ip}\n",
+    "global": "algorithm: sliding_log\nlimit: 5\nwindow_s: 60\nlimits:\n  - {name: all, scope: global}\n",
 }
 
 
