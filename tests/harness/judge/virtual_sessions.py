@@ -1,0 +1,21 @@
+"""What the judging sessions in virtual time share: the policy they stand behind and the hunt's
+roles and time (``test_judge_virtual.py``, ``test_judge_virtual_hunts.py``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from harness.judge.virtual import VirtualEndpoint
+from targets.algorithms import Policy
+
+POLICY = Policy(10, 1.0, 10)
+HUNT_ROLES = {"learn", "probe", "check-fields", "hunt-first-edge", "hunt-clock-edge"}
+"""The learning and the edge hunts: what a session sent before it predicts, then checks."""
+PHASE_KEYS = Counter({"explore-gaps": 1, "explore-ramp": 1, "check-steady": 3, "check-gaps": 2,
+                      "check-after-refusals": 1, "hunt-gaps": 1})
+"""The keys of the phase after the edge hunts, by role (``harness/judge/check.py``)."""
+
+
+def hunt_s(endpoint: VirtualEndpoint) -> float:
+    """How long the learning and the edge hunts took, from the session's start."""
+    return max(s.answer.done for s in endpoint.log if s.role in HUNT_ROLES) - endpoint.start
