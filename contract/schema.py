@@ -146,6 +146,9 @@ CLOCK_GLOB = clock_file("*")
 CLIENT_PART_GLOB = "client-*.parquet"
 LATE_SUFFIX = ".late"
 """``client-<worker>-<pid>.late`` beside each part: that worker's count of late burst groups."""
+LIVE_LATE_SUFFIX = "_late_sends.txt"
+"""``<Locust's --csv prefix>_late_sends.txt``: the late groups of every worker so far, rewritten by
+the Locust master (or a lone local runner) about every second while a run is on (the live view's)."""
 
 ALGORITHM_NAMES = (
     "fixed_window", "sliding_log", "sliding_window_counter", "sliding_window_ring", "token_bucket",

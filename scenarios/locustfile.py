@@ -23,6 +23,7 @@ index over the Locust connection and send their client log back the same way
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import itertools
 import os
@@ -37,9 +38,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from gevent.pool import Group
 from locust import FastHttpUser, User, events, runners, task
+from locust import stats as locust_stats
 from locust.exception import CatchResponseError, StopUser
-from locust.runners import MasterRunner, WorkerRunner
+from locust.runners import LocalRunner, MasterRunner, WorkerRunner
 
+from contract.atomic import write_text
 from contract.lifetime import die_with_parent
 from contract.limit_headers import limit_lines
 from contract.routes import model_route
@@ -47,6 +50,7 @@ from contract.schema import (
     CLIENT_SCHEMA,
     LATE_S,
     LATE_SUFFIX,
+    LIVE_LATE_SUFFIX,
     ROLE_PLAN,
     ROLE_WARM_UP,
     client_part,
@@ -82,6 +86,10 @@ def _add_plan_argument(parser) -> None:
 # can miss that long and come back a second later ("self-healed"), so here a worker is missing after
 # 10 s. A lost worker is still found and fails the run (harness/live/logs.py: plan_not_kept).
 runners.HEARTBEAT_LIVENESS = 10
+# The live view (harness/live/load_view.py) reads the master's stats history as it is written: a
+# row a second, flushed each second too (Locust flushes every 5 s: a short run showed no figures).
+LIVE_EVERY_S = 1.0
+locust_stats.CSV_STATS_FLUSH_INTERVAL_SEC = LIVE_EVERY_S
 
 REMOTE: WorkerSide | None = None
 """This worker's half of the remote protocol, when it runs on another machine than the master."""
@@ -138,6 +146,39 @@ def _flush_stats(environment) -> None:
             gevent.sleep(0.05)
 
     environment.events.quitting.add_listener(wait)
+
+
+LATE_KEY = "rb_late_groups"
+"""A worker's late groups so far, in its every stats report to the master (Locust's ``report_to_master``)."""
+
+
+@events.report_to_master.add_listener
+def _report_late(client_id, data, **_kwargs) -> None:
+    data[LATE_KEY] = LOG.late_groups
+
+
+@events.init.add_listener
+def _write_late_live(environment, runner, **_kwargs) -> None:
+    """The live view's late sends: the master sums its workers' reports (remote ones too), a lone
+    local runner counts its own; either rewrites ``<csv prefix>_late_sends.txt`` about every second."""
+    prefix = getattr(environment.parsed_options, "csv_prefix", None)
+    if not prefix or not isinstance(runner, MasterRunner | LocalRunner):
+        return
+    path, heard = Path(f"{prefix}{LIVE_LATE_SUFFIX}"), {}
+    if isinstance(runner, MasterRunner):
+        events.worker_report.add_listener(lambda client_id, data, **_k: heard.__setitem__(client_id, data.get(LATE_KEY, 0)))
+
+    def write_every_second() -> None:
+        written = None
+        while True:
+            late = sum(heard.values()) if isinstance(runner, MasterRunner) else LOG.late_groups
+            if late != written:
+                with contextlib.suppress(OSError):  # a display's figure: never worth a failed run
+                    write_text(path, str(late))
+                written = late
+            gevent.sleep(LIVE_EVERY_S)
+
+    gevent.spawn(write_every_second)
 
 
 class _ClientLog:

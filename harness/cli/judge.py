@@ -21,6 +21,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from rich.console import Console
+
 from contract.atomic import write_text
 from contract.folder import utc_stamp
 from contract.paths import check_output
@@ -41,6 +43,8 @@ from harness.judge.endpoint import (
 )
 from harness.judge.verdict import client_log, judge, measurement, render
 from targets.algorithms import Policy, PolicyError
+
+from .judge_progress import JudgeProgress
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -137,11 +141,14 @@ def cmd_judge(args: argparse.Namespace) -> int:
     endpoint = HttpEndpoint(args.url, given or KeySpec(keys.HEADERS[1]), args.max_requests, args.max_rate, args.timeout,
                             args.max_time)
     found = None
+    progress = JudgeProgress(Console(stderr=True), args.url, args.max_requests, args.max_time)
+    endpoint.on_sent = progress.heard
     try:
-        if given is None:
-            found = keys.discover(endpoint)
-            endpoint.keys = keyed_by(found, endpoint.loopback)
-        verdict = judge(endpoint, args.max_wait, claimed(args.claim))
+        with progress:
+            if given is None:
+                found = keys.discover(endpoint)
+                endpoint.keys = keyed_by(found, endpoint.loopback)
+            verdict = judge(endpoint, args.max_wait, claimed(args.claim))
         if (wrong := keys.shared(endpoint.log, _said(args.key, endpoint.keys))) is not None:
             raise wrong
     except (JudgeError, CapReached) as exc:

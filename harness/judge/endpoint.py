@@ -16,6 +16,7 @@ import ipaddress
 import secrets
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 from urllib.parse import urlsplit
@@ -117,6 +118,8 @@ class HttpEndpoint:
     refusal_headers: dict[str, str] | None = None
     """The first refusal's headers a client reads (``REFUSAL_HEADERS`` and any limit fields)."""
     run: str = field(default_factory=lambda: secrets.token_hex(3))
+    on_sent: Callable[[Sent], None] | None = None
+    """Told each request once answered (a progress display)."""
     _clients: dict[str, BoundedClient] = field(default_factory=dict)
     _last: float = 0.0
     loopback: bool = field(init=False)
@@ -178,6 +181,8 @@ class HttpEndpoint:
         done = time.time()
         answer = Answer(name, sent, done, response.status_code, parse_limit_fields(response.headers.items(), done))
         self.log.append(Sent(answer, role, address))
+        if self.on_sent is not None:
+            self.on_sent(self.log[-1])
         self._refuse_failures(answer, response.headers.get("location"))
         if not answer.allowed and self.refusal_headers is None:
             self.refusal_headers = {k.lower(): v for k, v in response.headers.items()

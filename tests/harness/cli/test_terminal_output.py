@@ -10,9 +10,12 @@ import pytest
 from rich.console import Console
 from rich.text import Text
 
+from analysis.header_truth import Answer
 from harness.cli import main as cli
 from harness.cli import summary, term_table
+from harness.cli.judge_progress import JudgeProgress
 from harness.cli.progress import RunProgress
+from harness.judge.endpoint import Sent
 from scenarios import SCENARIOS
 from targets.algorithms import ALGORITHMS
 
@@ -125,23 +128,36 @@ def test_progress_piped_is_one_line_per_run():
     assert out.getvalue().splitlines()[-1] == "run 1/1 steady__gcra__memory  ok  100 sent, 5 rejected, 0.0 s"
 
 
-def test_progress_on_a_terminal_keeps_its_ticks_on_the_status_line():
-    console = Console(file=io.StringIO(), force_terminal=True, width=120)
+def shown(progress: RunProgress) -> list[str]:
+    """The live panel as the terminal draws it now, line by line."""
+    console = Console(file=io.StringIO(), width=progress.out.width, color_system=None)
+    console.print(progress.panel())
+    return console.file.getvalue().splitlines()
+
+
+def test_the_live_panel_follows_the_run_within_the_terminal():
+    console = Console(file=io.StringIO(), force_terminal=True, width=80)
     with RunProgress(console) as progress:
         progress.start(1, 30, "page_load_burst__sliding_window_counter__memory")
-        assert progress.status is not None
+        assert progress.live is not None
+        assert shown(progress)[0].startswith("╭─ run 1/30 page_load_burst__sliding_window_counter__memory ─")
+        assert shown(progress)[1].rstrip("│ ").endswith(" s, starting") and "nothing decided yet" in shown(progress)[2]
         progress.counters(counters(0))
-        assert "waiting to start" in str(progress.status.status)
+        assert "waiting to start" in shown(progress)[1]
         progress.counters(counters(40, 4))
-        assert "40 decided, 4 rejected" in str(progress.status.status)
+        assert "40 decided: 36 admitted, 4 refused (10.0%)" in "".join(shown(progress))
+        progress.done({"status": "ok", "sent": 40})
         progress.start(2, 30, "unhealthy_downstream-some-long-label__sliding_window_counter__redis-local-split")
         progress.counters(counters(40_000, 4_000))
-        assert len(str(progress.status.status)) == 118  # one line beside the spinner: cut, not wrapped
+        progress.loaded({**LOAD, "late_groups": 12.0})
+        lines = shown(progress)
+        assert all(len(line) <= 80 for line in lines)  # cut and folded inside the terminal, never past it
+        assert "1 of 30 runs done" in lines[-2]
 
 
-def test_progress_heard_through_the_runner_events_drops_its_status_line_after_the_last_run():
+def test_the_panel_heard_through_the_runner_events_goes_after_the_last_run():
     """The runners speak RunnerEvents: each run's start, the counters and its end reach the same
-    display, and the status line goes with the last run (the analysis that follows is no run)."""
+    display, and the panel goes with the last run (the analysis that follows is no run)."""
     out = io.StringIO()
     with RunProgress(Console(file=out, force_terminal=True, width=120)) as progress:
         events, runs = progress.events, [SimpleNamespace(name=f"steady__gcra__memory{i}") for i in (1, 2)]
@@ -149,28 +165,38 @@ def test_progress_heard_through_the_runner_events_drops_its_status_line_after_th
         for i, run in enumerate(runs, 1):
             events.started(i, 2, run)
             events.counted(counters(100, 5))
-            assert progress.status is not None and f"run {i}/2 steady__gcra__memory{i}" in str(progress.status.status)
+            assert progress.live is not None and f"run {i}/2 steady__gcra__memory{i}" in shown(progress)[0]
             events.done(i, 2, run, {"status": "ok", "sent": 100})
-        assert progress.status is None
-    shown = Text.from_ansi(out.getvalue()).plain
-    assert "run 1/2 steady__gcra__memory1  ok  100 sent, 5 rejected" in shown
-    assert "run 2/2 steady__gcra__memory2  ok  100 sent, 5 rejected" in shown
+        assert progress.live is None
+    shown_text = Text.from_ansi(out.getvalue()).plain
+    assert "run 1/2 steady__gcra__memory1  ok  100 sent, 5 rejected" in shown_text
+    assert "run 2/2 steady__gcra__memory2  ok  100 sent, 5 rejected" in shown_text
 
 
 LOAD = {"elapsed_s": 12.0, "remaining_s": 21.4, "offered_rps": 8_100.0, "achieved_rps": 8_050.0, "requests": 90_000.0,
         "failures": 3.0, "p50_ms": 12.0, "p99_ms": 48.0}
 
 
-def test_the_live_view_shows_the_load_generators_side(monkeypatch):
+def test_the_live_panel_shows_both_sides_and_the_campaign(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr("harness.cli.progress.time.monotonic", lambda: now[0])
     console = Console(file=io.StringIO(), force_terminal=True, width=200)
     with RunProgress(console) as progress:
-        progress.start(1, 5, "ramp__token_bucket__memory")
+        progress.done({"status": "ok", "sent": 10})  # a first run finished
+        progress.start(2, 5, "ramp__token_bucket__memory")
+        progress.counters(counters(15_000, 5_000))
+        now[0] = 101.0
         progress.counters(counters(40_000, 25_000))
-        progress.loaded(LOAD)
-        first, second = str(progress.status.status).split("\n")
-        assert "40,000 decided, 25,000 rejected" in first
-        assert second == ("offered 8,100/s, answered 8,050/s (Locust's, seconds behind); 90,000 answers so far, 3 failed; "
-                          "P50 12 / P99 48 ms (last seconds, from the send); 21 s left")
+        progress.loaded({**LOAD, "late_groups": 12.0})
+        now[0] = 230.0
+        *rows, campaign = [line.strip("│ ") for line in shown(progress)[1:-1]]
+        assert rows == [
+            "time      12.0 s in, 21 s left",
+            "rate      offered 8,100/s, answered 8,050/s (Locust's, seconds behind)",
+            "target    40,000 decided: 15,000 admitted, 25,000 refused (62.5%); deciding 25,000/s",
+            "client    90,000 answers, 3 failed, 12 late sends (groups > 5 ms past their time)",
+            "latency   P50 12 ms, P99 48 ms (last seconds, from the send)"]
+        assert campaign.startswith("campaign  ━━━━╸ ") and campaign.endswith(" 1 of 5 runs done, 2 min 10 s in all")
 
 
 def test_piped_the_live_view_is_a_plain_line_every_ten_seconds(monkeypatch):
@@ -186,12 +212,37 @@ def test_piped_the_live_view_is_a_plain_line_every_ten_seconds(monkeypatch):
         progress.loaded(LOAD)
         now[0] = 12.0
         progress.loaded(LOAD)  # 1.5 s after the last line: none
+        now[0] = 20.5
+        progress.loaded({**LOAD, "late_groups": 7.0})  # once the master has its workers' late sends
         progress.counters(counters(240_000, 160_000))
         progress.done({"status": "ok", "sent": 240_000})
     assert out.getvalue().splitlines() == [
         "run 1/1 ramp__token_bucket__memory  10 s  90,000 decided, 60,000 rejected  offered 8,100/s, answered 8,050/s "
         "(Locust's, seconds behind); 90,000 answers so far, 3 failed; P50 12 / P99 48 ms (last seconds, from the send); 21 s left",
-        "run 1/1 ramp__token_bucket__memory  ok  240,000 sent, 160,000 rejected, 12.0 s"]
+        "run 1/1 ramp__token_bucket__memory  20 s  90,000 decided, 60,000 rejected  offered 8,100/s, answered 8,050/s "
+        "(Locust's, seconds behind); 90,000 answers so far, 3 failed, 7 late sends; P50 12 / P99 48 ms (last seconds, from "
+        "the send); 21 s left",
+        "run 1/1 ramp__token_bucket__memory  ok  240,000 sent, 160,000 rejected, 20.5 s"]
+
+
+def test_judge_shows_its_phase_and_its_requests_against_the_caps_on_a_terminal_only(monkeypatch):
+    now = [50.0]
+    monkeypatch.setattr("harness.cli.judge_progress.time.monotonic", lambda: now[0])
+    url = "http://127.0.0.1:8080/api/items"
+    with JudgeProgress(Console(file=io.StringIO(), force_terminal=True, width=200), url, 2_000, 180) as progress:
+        assert progress.live is not None
+        for i, (role, status) in enumerate([("key", 200), ("key", 429), ("learn", 200), ("hunt-first-edge", 429)]):
+            progress.heard(Sent(Answer("k", i, i + 0.01, status), role, "127.0.0.1"))
+        now[0] = 62.4
+        assert progress.line().plain == (f"judging {url}  hunting the worst case  4 of at most 2,000 requests (2 admitted, 2 "
+                                         "refused)  12 s of at most 180 s")
+        progress.heard(Sent(Answer("k", 5, 5.01, 200), "check-steady", "127.0.0.1"))
+        assert "checking its prediction on traffic it did not fit" in progress.line().plain
+    assert progress.live is None
+    narrow = JudgeProgress(Console(file=io.StringIO(), force_terminal=True, width=60), url, 2_000, 180)
+    assert len(narrow.line().plain) == 59  # one line, cut
+    with JudgeProgress(Console(file=io.StringIO(), width=200), url, 2_000, 180) as piped:
+        assert piped.live is None  # piped: the verdict is the output
 
 
 def test_the_simulate_table_gives_legitimate_rejections_as_a_share():

@@ -30,7 +30,7 @@ CAMPAIGN = {
     "stores": ["redis-shared"],
     "scenarios": [{"name": "unhealthy_downstream",
                    "params": {"rate_rps": 60, "clients": 2, "degrade_at_s": 2, "recover_at_s": 3, "duration_s": 3, "factor": 1}}],
-    "scale": {"workers": 1, "lead_s": 2.0, "drain_s": 1.0},
+    "scale": {"workers": 2, "lead_s": 2.0, "drain_s": 1.0},
     "downstream": {"concurrency": 8, "median_ms": 1, "sigma": 0.1},
 }
 
@@ -51,13 +51,17 @@ def test_a_run_whose_redis_died_is_marked_degraded_everywhere(tmp_path, monkeypa
         if by_redis >= 20 and redis is not None and redis.process is not None:  # decided by Redis, then lost
             os.killpg(redis.process.pid, signal.SIGKILL)
 
-    events = progress.events
+    events, loads = progress.events, []
     runner = LiveRunner(campaign, tmp_path / "res", events=RunnerEvents(run_start=events.run_start, counters=counters,
-                                                                         run_done=events.run_done))
+                                                                         load=loads.append, run_done=events.run_done))
     [info] = runner.run_all(plan_runs(campaign))
     assert info["status"] == "degraded", info.get("error")  # complete, but not redis-shared's: run exits 1
     run_dir = tmp_path / "res" / "runs" / "unhealthy_downstream__fixed_window__redis-shared"
     record = json.loads((run_dir / "run.json").read_text())
+    # the live view heard the generator's side, its late sends summed by the Locust master from its two
+    # workers' reports: never more than the run's own count once the client logs were written
+    heard = [f for f in loads if f.get("requests") is not None]
+    assert heard and all(0 <= f["late_groups"] <= record["late_groups"] for f in heard), loads[-3:]
     degraded = record["degraded"]
     assert record["degraded_reasons"][0] == f"{degraded['share']:.1%} of its decisions came from a fallback, not redis-shared"
     assert 0 < degraded["share"] <= 1 and degraded["sources"].get("fallback", 0) > 0  # < 1 unless Redis was slow to answer at first

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from harness.live.load_view import locust_now, offered_rps
+from harness.live.load_view import load_figures, locust_now, offered_rps
 
 HEADER = ("Timestamp,User Count,Type,Name,Requests/s,Failures/s,50%,66%,75%,80%,90%,95%,98%,99%,99.9%,99.99%,100%,"
           "Total Request Count,Total Failure Count,Total Median Response Time,Total Average Response Time,"
@@ -32,3 +32,15 @@ def test_the_offered_rate_is_the_plans_last_second():
     assert offered_rps(t, 1.0) == 3.0  # (0, 1]
     assert offered_rps(t, 2.0) == 4.0  # (1, 2]
     assert offered_rps(t, 10.0) == 0.0
+
+
+def test_the_late_sends_come_with_locusts_figures(tmp_path):
+    """The master's late-sends file (``stats_late_sends.txt``) beside the history: read with the
+    history's figures, never alone (before Locust has figures there is no generator's side)."""
+    history, t = tmp_path / "stats_stats_history.csv", np.array([0.5, 1.5])
+    (tmp_path / "stats_late_sends.txt").write_text("4")
+    assert load_figures(t, 100.0, 110.0, 102.0, history) == {"elapsed_s": 2.0, "remaining_s": 8.0, "offered_rps": 1.0}
+    history.write_text(HEADER + "\n" + row(1, "Aggregated", "2.0", "3", "9", 2, 0) + "\n")
+    assert load_figures(t, 100.0, 110.0, 102.0, history)["late_groups"] == 4.0
+    (tmp_path / "stats_late_sends.txt").write_text("")  # unreadable: no figure rather than a wrong one
+    assert "late_groups" not in load_figures(t, 100.0, 110.0, 102.0, history)
