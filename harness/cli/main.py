@@ -41,6 +41,7 @@ from . import benchmarks, judge, term_table, validate, worker
 from . import run as run_cmd
 from .head_to_head import head_to_head_table
 from .log_options import add_log_options, log_options
+from .read_progress import ReadProgress
 from .summary import show_summary
 from .term_table import Column, fit_table
 
@@ -246,7 +247,8 @@ def main(argv: list[str] | None = None) -> int:
     except SystemExit as exc:  # argparse: --help (0) or a usage error already printed (2)
         return int(exc.code or 0)
     try:
-        return args.func(args)
+        with ReadProgress(Console(stderr=True)):
+            return args.func(args)
     except BadInput as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

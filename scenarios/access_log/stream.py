@@ -19,7 +19,7 @@ reader within a block's parse.
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -58,6 +58,8 @@ class StreamCounts:
     long: int = 0
     replaced: int = 0
     bytes: int = 0
+    raw_bytes: int = 0
+    """The file's own bytes read so far (a gzip's compressed ones): progress against its size."""
     truncated: str | None = None
 
 
@@ -100,6 +102,7 @@ def _gunzipped(raw: BinaryIO, counts: StreamCounts, block: int) -> Iterator[byte
     while True:
         if not pending:
             pending = raw.read(PIECE_BYTES)
+            counts.raw_bytes += len(pending)
             if not pending:
                 if started and not inflate.eof:
                     counts.truncated = "ends early"
@@ -143,7 +146,23 @@ def _chunks(path: Path, counts: StreamCounts, block: int) -> Iterator[bytes]:
             yield from _gunzipped(raw, counts, block)
         else:
             while chunk := raw.read(block):
+                counts.raw_bytes += len(chunk)
                 yield chunk
+
+
+class ReadHook:
+    """Told ``(stream, done)`` after each block a stream yields and once when it ends, however it
+    ends (after Locust's ``EventHook``: a progress display listens; nothing does by default)."""
+
+    def __init__(self) -> None:
+        self.listeners: list[Callable[[LineStream, bool], None]] = []
+
+    def fire(self, stream: LineStream, done: bool) -> None:
+        for listener in self.listeners:
+            listener(stream, done)
+
+
+ON_READ = ReadHook()
 
 
 class LineStream:
@@ -157,6 +176,14 @@ class LineStream:
         self.counts = StreamCounts()
 
     def blocks(self) -> Iterator[Block]:
+        try:
+            for block in self._blocks():
+                ON_READ.fire(self, False)
+                yield block
+        finally:
+            ON_READ.fire(self, True)
+
+    def _blocks(self) -> Iterator[Block]:
         counts, limit = self.counts, self.bounds.max_line_bytes
         rest, skipping, first = b"", False, True
         for chunk in _chunks(self.path, counts, self.block_bytes):

@@ -6,6 +6,7 @@ agent with bytes that are not UTF-8, dates in 1970 and 9999, a 20 MB line, a bin
 from __future__ import annotations
 
 import gzip
+import io
 import os
 import random
 import signal
@@ -16,10 +17,12 @@ from pathlib import Path
 
 import psutil
 import pytest
+from rich.console import Console
 
 from harness.cli.main import main
+from harness.cli.read_progress import ReadProgress
 from scenarios.access_log import LogError, ReadBounds, open_log
-from scenarios.access_log.stream import LineStream
+from scenarios.access_log.stream import ON_READ, LineStream
 
 ROOT = Path(__file__).resolve().parents[2]
 POLICY = ROOT / "campaigns" / "policies" / "bad-burst-below-page-load.yaml"
@@ -208,3 +211,27 @@ def test_concatenated_gzip_members_are_read_whole(tmp_path: Path) -> None:
     path.write_bytes(gzip.compress(log(700)) + gzip.compress(log(300)))  # cat a.gz b.gz, as log rotation leaves
     used, summary = read(path)
     assert used == summary.lines == 1000 and summary.truncated is None
+
+
+@pytest.mark.parametrize("compressed", [False, True])
+def test_a_long_read_shows_its_bytes_against_the_files_size_on_a_terminal_only(tmp_path: Path, compressed: bool,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bar follows the file's own bytes (a gzip's compressed ones) and its lines, block by
+    block, and goes when the read ends; piped, nothing listens."""
+    monkeypatch.setattr("harness.cli.read_progress.SHOW_AFTER_S", 0.0)
+    text = "".join(f"10.0.0.{i % 250} - - line {i:08d}\n" for i in range(40_000)).encode()
+    path = tmp_path / ("access.log.gz" if compressed else "access.log")
+    path.write_bytes(gzip.compress(text) if compressed else text)
+    shown = []
+    with ReadProgress(Console(file=io.StringIO(), force_terminal=True, width=120)) as bars:
+        stream = LineStream(path)
+        stream.block_bytes = 1 << 17  # a few blocks of this small file
+        for _ in stream.blocks():
+            [task] = bars.progress.tasks
+            shown.append((task.completed, task.total, task.fields["lines"], task.finished))
+        assert bars.progress is None  # gone with the read
+    assert shown[-1][:3] == (stream.counts.raw_bytes, path.stat().st_size, stream.counts.lines)
+    assert len(shown) > 1 and [s[0] for s in shown] == sorted(s[0] for s in shown)  # block by block, never back
+    assert stream.counts.raw_bytes == path.stat().st_size and stream.counts.lines == 40_000
+    with ReadProgress(Console(file=io.StringIO(), width=120)) as piped:
+        assert piped.heard not in ON_READ.listeners
