@@ -312,14 +312,22 @@ def sent(endpoint: Endpoint, scripts: list[tuple[int, str, check.Script]], said:
 
 
 def fitted(endpoint: Endpoint, sweep: check.Sweep) -> list[Fit]:
-    """Every model (the stateful ones too, on the wide windows) fitted on the learning, the edge
-    hunts and the explored keys: never on a held-back key."""
+    """The suite's models fitted on the learning, the edge hunts and the explored keys (never on a
+    held-back key); the stateful behaviours too (on the wide windows) unless the best of those
+    already predicts every held-back decision sent so far: a limiter the suite's algorithms explain
+    whole is not given a more complex explanation (and their search was most of a session's time)."""
     answers = [s.answer for s in endpoint.log]
-    trained = [d for d, s in zip(seen(answers), endpoint.log, strict=True) if s.role not in HELD_ROLES]
+    decisions = seen(answers)
+    trained = [d for d, s in zip(decisions, endpoint.log, strict=True) if s.role not in HELD_ROLES]
+    held = [d for d, s in zip(decisions, endpoint.log, strict=True) if s.role in HELD_ROLES]
     limits = [a.fields.limit for a in answers if a.fields.limit]
     windows = [a.fields.window_s for a in answers if a.fields.window_s]
+    hints = [sweep.whole_gap] if sweep.whole_gap else ()
+    plain = fingerprint(trained, limits[-1] if limits else None, windows[-1:], MODELS, slack=SLACK, extra_hints=hints)
+    if plain and held and agreement(plain[0].model, plain[0].policy, held, within_round_trip=True) == len(held):
+        return plain
     return fingerprint(trained, limits[-1] if limits else None, windows[-1:], tuple(dict.fromkeys((*MODELS, *STATEFUL_MODELS))),
-                       slack=SLACK, extra_hints=[sweep.whole_gap] if sweep.whole_gap else (), wide=True)
+                       slack=SLACK, extra_hints=hints, wide=True)
 
 
 def compared(endpoint: Endpoint, start: float, fits: list[Fit], claim: Policy | None, cut: CapReached | None,
