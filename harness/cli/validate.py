@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rich.console import Console
+
 from contract.atomic import write_text
 from contract.paths import check_output
 from contract.schema import JUDGE_LOG
@@ -34,7 +36,7 @@ from harness.validate.latency import run_latency_checks
 from harness.validate.lints import run_lints
 from harness.validate.live import LiveOutcome, run_live
 from harness.validate.live_checks import live_verdicts
-from harness.validate.measured import key_spec, url_verdicts
+from harness.validate.measured import Caps, key_spec, url_verdicts
 from harness.validate.peer_live import peer_verdicts
 from harness.validate.report import suggestions, to_json, to_junit, verdict_table
 from harness.validate.traffic import judge
@@ -52,6 +54,7 @@ from harness.validate.traffic_report import to_junit as traffic_junit
 from targets.algorithms import PEER_MODELS, Policy
 
 from . import term_table
+from .judge_progress import JudgeProgress
 from .log_options import add_log_options, log_options
 from .progress import RunProgress
 
@@ -185,7 +188,9 @@ def _measured(policy: PolicyFile, given: PeerInput, out: Path | None, console) -
     assert given.url is not None and given.key is not None
     console.print(f"live: {given.url}: measured from outside (fingerprint and worst-case hunt, every request on a "
                   "key of its own), then compared with the claim", style="dim", highlight=False)
-    rows, log = url_verdicts(policy, given.url, given.key)
+    caps = Caps()
+    with JudgeProgress(Console(stderr=True), given.url, caps.max_requests, caps.max_time_s) as progress:
+        rows, log = url_verdicts(policy, given.url, given.key, caps, progress.heard)
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         write_text(out / JUDGE_LOG, log)

@@ -9,13 +9,14 @@ the session's own ``reach`` on a fresh key, every request is in the client log w
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 from analysis.header_truth import Answer
 from analysis.theory import over_admission_bound
 from contract.run_info import RunPolicy
 from harness.campaign.policy_file import Limit, PolicyFile
-from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_TIME_S, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, JudgeError, KeySpec
+from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_TIME_S, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, JudgeError, KeySpec, Sent
 from harness.judge.hunt import seen
 from harness.judge.verdict import Verdict, client_log, judge, measurement
 from harness.live.peers.response import Refusal
@@ -45,11 +46,14 @@ class Caps:
     max_time_s: float = MAX_TIME_S
 
 
-def measure(url: str, key: KeySpec, caps: Caps = Caps()) -> tuple[Verdict, HttpEndpoint]:
+def measure(url: str, key: KeySpec, caps: Caps = Caps(),
+            on_sent: Callable[[Sent], None] | None = None) -> tuple[Verdict, HttpEndpoint]:
     """One judging session: a ``reach`` request on a key of its own (key 0: the hunt's keys start
     at 1), then the fingerprint and the hunt. A JudgeError (unreachable, stalled, not a limiter's
-    answer, no limit within the caps) propagates, its partial measurement kept: one line, exit 2."""
-    endpoint = HttpEndpoint(url, key, caps.max_requests, caps.max_rate, caps.timeout_s, caps.max_time_s)
+    answer, no limit within the caps) propagates, its partial measurement kept: one line, exit 2.
+    ``on_sent``: told each request once answered (a progress display)."""
+    endpoint = HttpEndpoint(url, key, caps.max_requests, caps.max_rate, caps.timeout_s, caps.max_time_s,
+                            on_sent=on_sent)
     try:
         endpoint.send(0, "reach")
         return judge(endpoint, caps.max_wait_s), endpoint
@@ -79,11 +83,12 @@ def _row(metric: str, lim: Limit, shown: str, threshold: str, passed: bool, mess
                         lim.name, metric, float(passed), shown, threshold, passed, message, fix, fix)
 
 
-def url_verdicts(policy: PolicyFile, url: str, key: KeySpec, caps: Caps = Caps()) -> tuple[list[CheckVerdict], str]:
+def url_verdicts(policy: PolicyFile, url: str, key: KeySpec, caps: Caps = Caps(),
+                 on_sent: Callable[[Sent], None] | None = None) -> tuple[list[CheckVerdict], str]:
     """The live rows for ``--url``: the refusal's shape and the claim against the measurement;
     and the session's client log (CSV, every request with its role, key and address)."""
     with signals_interrupt():
-        v, endpoint = measure(url, key, caps)
+        v, endpoint = measure(url, key, caps, on_sent)
     rows = shape_verdicts(refusal_of(endpoint, v), frozenset({429}), GENERIC_FIX)
     return [*rows, *claim_verdicts(policy, v, [s.answer for s in endpoint.log])], client_log(endpoint)
 
