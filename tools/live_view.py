@@ -1,6 +1,6 @@
-"""The live panel `run` draws on a terminal, captured from a real run as text (the README's and
-docs/campaigns.md's picture of it): runs a campaign's runs as `run` does and prints the panel as
-it stood ``--at`` seconds into the plan of the chosen run.
+"""The live panel `run` draws on a terminal, captured from a real run as text (the README's
+picture of it): runs a campaign's runs as `run` does and prints the panel as it stood ``--at``
+seconds into the plan of the last run chosen.
 
     .venv/bin/python tools/live_view.py campaigns/smoke.yaml --only page_load_burst --at 2.5
 """

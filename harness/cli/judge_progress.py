@@ -13,8 +13,8 @@ from rich.text import Text
 
 from harness.judge.endpoint import Sent
 
-PHASES = (("key", "finding the key"), ("probe", "learning the limit"), ("learn", "learning the limit"),
-          ("hunt-gaps", "checking its prediction on traffic it did not fit"), ("hunt", "hunting the worst case"),
+PHASES = (("reach", "reaching the endpoint"), ("key", "finding the key"), ("probe", "learning the limit"),
+          ("learn", "learning the limit"), ("check-fields", "checking its limit fields"), ("hunt", "hunting the worst case"),
           ("explore", "exploring steadier traffic"), ("check", "checking its prediction on traffic it did not fit"))
 """A request's role (by prefix, first match) -> the phase said."""
 REFRESH_PER_S = 4

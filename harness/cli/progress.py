@@ -140,9 +140,8 @@ class RunProgress:
 def panel_rows(load: dict[str, Any] | None, state: str, run_s: float, decided: int, rejected: int,
                rate: float) -> list[tuple[str, str]]:
     """The panel's rows, as (name, figures): before Locust has figures only the run's state."""
-    refused = f"{rejected:,} refused ({rejected / decided:.1%})" if decided else ""
-    target = (f"{decided:,} decided: {decided - rejected:,} admitted, {refused}; deciding {rate:,.0f}/s" if decided
-              else "nothing decided yet")
+    target = (f"{decided:,} decided: {decided - rejected:,} admitted, {rejected:,} refused ({rejected / decided:.1%}); "
+              f"deciding {rate:,.0f}/s" if decided else "nothing decided yet")
     if load is None:
         return [("time", f"{run_s:.1f} s, {state}"), ("target", target)]
     achieved = load.get("achieved_rps")

@@ -18,6 +18,7 @@ reader within a block's parse.
 
 from __future__ import annotations
 
+import logging
 import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ MAX_LINE_BYTES = 64 * 1024
 MAX_BAD_SHARE = 0.01
 """More bad lines than this share: the format is wrong (or the file is not a log), not a few lines."""
 GZIP_MAGIC = b"\x1f\x8b"
+log = logging.getLogger(__name__)
 
 
 class LogError(ScenarioError):
@@ -152,14 +154,19 @@ def _chunks(path: Path, counts: StreamCounts, block: int) -> Iterator[bytes]:
 
 class ReadHook:
     """Told ``(stream, done)`` after each block a stream yields and once when it ends, however it
-    ends (after Locust's ``EventHook``: a progress display listens; nothing does by default)."""
+    ends (after Locust's ``EventHook``: a progress display listens; nothing does by default). A
+    listener that fails is logged and dropped: a display never stops a read."""
 
     def __init__(self) -> None:
         self.listeners: list[Callable[[LineStream, bool], None]] = []
 
     def fire(self, stream: LineStream, done: bool) -> None:
-        for listener in self.listeners:
-            listener(stream, done)
+        for listener in list(self.listeners):
+            try:
+                listener(stream, done)
+            except Exception:
+                self.listeners.remove(listener)
+                log.exception("a read listener failed; the read goes on without it")
 
 
 ON_READ = ReadHook()

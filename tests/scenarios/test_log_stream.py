@@ -235,3 +235,20 @@ def test_a_long_read_shows_its_bytes_against_the_files_size_on_a_terminal_only(t
     assert stream.counts.raw_bytes == path.stat().st_size and stream.counts.lines == 40_000
     with ReadProgress(Console(file=io.StringIO(), width=120)) as piped:
         assert piped.heard not in ON_READ.listeners
+
+
+def test_a_failing_read_listener_is_dropped_and_the_read_goes_on(tmp_path: Path) -> None:
+    path = tmp_path / "access.log"
+    path.write_bytes(log(100))
+
+    def broken(stream: LineStream, done: bool) -> None:
+        raise RuntimeError("a display bug")
+
+    ON_READ.listeners.append(broken)
+    try:
+        used, summary = read(path)
+        dropped = broken not in ON_READ.listeners
+    finally:
+        if broken in ON_READ.listeners:  # never left for the other tests of this process
+            ON_READ.listeners.remove(broken)
+    assert dropped and used == summary.lines == 100
