@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Annotated, Any, NamedTuple, Protocol
 
 import numpy as np
-import pandas as pd
 
 from contract.errors import BadInput
 from contract.params import Bounds, check_bounds, parse_fields
@@ -109,7 +108,11 @@ class Arrivals:
 def _shared(col: Any, order: np.ndarray) -> list:
     """A column in ``order`` as a list whose equal values are one object each: a million
     requests of a thousand clients hold a thousand strings, not a million (numpy's ``tolist``,
-    and ``np.full`` of a string, make one object per element: ~60 bytes a request a column)."""
+    and ``np.full`` of a string, make one object per element: ~60 bytes a request a column).
+    pandas is imported here, not with the module: every Locust process imports the scenarios for
+    their plan types and never builds a column (0.4 s of CPU each, a live run starts several)."""
+    import pandas as pd
+
     codes, uniques = pd.factorize(np.asarray(col)[order], sort=False)
     return np.asarray(uniques, dtype=object)[codes].tolist()
 

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 import pyarrow as pa
 import pyarrow.csv as csv
 import pyarrow.parquet as pq
@@ -19,6 +19,9 @@ from contract.routes import BY_MODEL_NAME, ITEMS
 
 from .access_log.stream import DEFAULT_BOUNDS, LineStream, ReadBounds
 from .base import LEGIT, Arrivals, ScenarioError, TrafficModel
+
+if TYPE_CHECKING:  # imported where a trace is read: the Locust processes import this module, never read one
+    import pandas as pd
 
 CLASSES = ("legit", "abusive")
 
@@ -50,6 +53,8 @@ def read_table(path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> pd.DataFrame:
             meta = pq.read_metadata(path)
             _check_rows(path, meta.num_rows)
             _check_names(path, meta.schema.to_arrow_schema().names)
+            import pandas as pd
+
             return pd.read_parquet(path)
         return _read_csv(path, bounds)
     except ScenarioError:
@@ -118,6 +123,8 @@ class TraceFile(TrafficModel):
         missing = [c for c in ("t", "key") if c not in df.columns]
         if missing:
             raise ScenarioError(f"--trace {path}: missing column(s) {', '.join(missing)}; have {', '.join(map(str, df.columns))}")
+        import pandas as pd
+
         t = pd.to_numeric(df["t"], errors="coerce").to_numpy(dtype=np.float64)
         if len(t) == 0:
             raise ScenarioError(f"--trace {path}: no rows")
