@@ -27,7 +27,7 @@ notebook: $(STAMP)
 
 test: $(STAMP) system-deps
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -n 4 --dist loadfile --durations=15  # the tests mostly wait on real processes: four files at a time (495 s here, 587-608 s with three)
+	$(PY) -m pytest -q -n 4 --dist loadfile --durations=15  # four files at a time (495-543 s here on 2026-12-04, 587-608 s with three; 792-912 s on 2026-12-06, a slower day: on 2 cores the suite is CPU-bound)
 
 # The fast lane: every test that starts no process and is not slow (`-m "not process and not slow"`,
 # tests/lanes.py), two files at a time, for the edit-test loop; `make test` (and CI) runs them all.
