@@ -2,7 +2,8 @@
 here with its arguments, each optional). A command line fills in the ones it displays.
 
 ``run_start(i, n, run)``
-    Run ``i`` of ``n`` is about to start; ``run`` is the runner's plan of it (a live ``LiveRun``).
+    Run ``i`` of ``n`` is about to start; ``run`` is the runner's plan of it (a live ``LiveRun``,
+    a simulated ``SimRun``).
 ``counters(counters)``
     About every half second during a live run: the first target's ``/_bench/counters`` (its
     ``limits`` map of ``decisions`` and ``rejections`` per limit).

@@ -42,6 +42,7 @@ from . import run as run_cmd
 from .head_to_head import head_to_head_table
 from .log_options import add_log_options, log_options
 from .read_progress import ReadProgress
+from .sim_progress import SimProgress
 from .summary import show_summary
 from .term_table import Column, fit_table
 
@@ -141,7 +142,8 @@ def cmd_simulate(args: argparse.Namespace) -> int:
                       f"{row['requests']:,} requests in {row['wall_s']:.2f} s", highlight=False)
 
     try:
-        rows = execute(plan, out, RunnerEvents(run_done=progress))
+        with SimProgress(console) as simulating:
+            rows = execute(plan, out, RunnerEvents(run_start=simulating.started, run_done=progress))
     except KeyboardInterrupt:
         if out is not None:
             print(f"interrupted: the whole runs so far are in {partial_path(out)} (run_bench.py report {out} names "

@@ -377,6 +377,8 @@ def execute(plan: SimPlan, out: Path | None, events: RunnerEvents[SimRun] | None
     ideals: dict[int, list[bool]] = {}  # open-loop arrivals do not depend on the algorithm
     for i, run in enumerate(plan.runs, 1):
         started = time.perf_counter()
+        if events is not None:
+            events.started(i, len(plan.runs), run)
         if not run.model.reactive and id(run.model) not in ideals:
             ideals[id(run.model)] = ideal_decisions(virtual_arrivals(run.model), run.policy)
         decider = run.decides_as or run.algorithm

@@ -15,6 +15,7 @@ from harness.cli import main as cli
 from harness.cli import summary, term_table
 from harness.cli.judge_progress import JudgeProgress
 from harness.cli.progress import RunProgress
+from harness.cli.sim_progress import SimProgress
 from harness.judge.endpoint import Sent
 from scenarios import SCENARIOS
 from targets.algorithms import ALGORITHMS
@@ -243,6 +244,21 @@ def test_judge_shows_its_phase_and_its_requests_against_the_caps_on_a_terminal_o
     assert len(narrow.line().plain) == 59  # one line, cut
     with JudgeProgress(Console(file=io.StringIO(), width=200), url, 2_000, 180) as piped:
         assert piped.live is None  # piped: the verdict is the output
+
+
+def test_simulate_shows_the_run_it_simulates_on_a_terminal_only(monkeypatch):
+    now = [10.0]
+    monkeypatch.setattr("harness.cli.sim_progress.time.monotonic", lambda: now[0])
+    run = SimpleNamespace(scenario="steady", algorithm="token_bucket",
+                          model=SimpleNamespace(expected_requests=lambda: 1_000_000.0))
+    with SimProgress(Console(file=io.StringIO(), force_terminal=True, width=120)) as simulating:
+        assert simulating.live is not None and simulating.line().plain == ""
+        simulating.started(2, 3, run)
+        now[0] = 14.25
+        assert simulating.line().plain == "run 2/3 steady x token_bucket: simulating about 1,000,000 requests, 4.2 s"
+    assert simulating.live is None
+    with SimProgress(Console(file=io.StringIO(), width=120)) as piped:
+        assert piped.live is None
 
 
 def test_the_simulate_table_gives_legitimate_rejections_as_a_share():
