@@ -241,7 +241,7 @@ def test_judge_shows_its_phase_and_its_requests_against_the_caps_on_a_terminal_o
         assert "checking its prediction on traffic it did not fit" in progress.line().plain
     assert progress.live is None
     narrow = JudgeProgress(Console(file=io.StringIO(), force_terminal=True, width=60), url, 2_000, 180)
-    assert len(narrow.line().plain) == 59  # one line, cut
+    assert len(narrow.cut_line().plain) == 59  # one line, cut
     with JudgeProgress(Console(file=io.StringIO(), width=200), url, 2_000, 180) as piped:
         assert piped.live is None  # piped: the verdict is the output
 
