@@ -11,7 +11,7 @@ pay for one replay.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
@@ -29,6 +29,9 @@ from targets.algorithms import Policy, build_params, get_algorithm
 
 PARALLEL_SPREAD_S = 0.005
 """A page's parallel calls land within this span (the page_load_burst default)."""
+PAGE_SAMPLE = 5_000
+"""Pages enough to read a page-load rejection rate from: users of their own key on one store are
+replayed only as many as give this many pages (``PageTraffic.thinned``)."""
 
 
 @dataclass(frozen=True)
@@ -108,6 +111,28 @@ class PageTraffic:
                       abuse_factor=t.abuse_factor, abusers=1, seed=t.seed, one_key=limit.key == "global")
         return cls(**{**fields, **changes})
 
+    @property
+    def think_s(self) -> float:
+        """A user's mean time from one page to the next, at its peak rate."""
+        return self.page_load / (self.peak_requests_per_min / 60.0)
+
+    @property
+    def duration_s(self) -> float:
+        """At least 5 windows and 20 pages per user."""
+        return max(5 * self.window_s, 20 * self.think_s)
+
+    def thinned(self) -> PageTraffic:
+        """The same traffic with only as many users as give PAGE_SAMPLE pages, for a deployment on
+        one store: each user on a key of its own is then an independent copy of the others (the
+        first users' arrivals are the same whatever the count: one random stream, user by user),
+        so the rates read from fewer users are read from the same process. A limit of a day at a
+        user's peak of 30 a minute replays 27,000 pages per user, not 20 times that. Users that
+        share a key, or whose requests are dealt over several nodes, are all kept."""
+        if self.shared_key or self.one_key:
+            return self
+        users = max(1, math.ceil(PAGE_SAMPLE * self.think_s / self.duration_s))
+        return replace(self, users=users) if users < self.users else self
+
     def arrivals(self) -> Arrivals:
         """The page loads (and abuse) as arrivals: built once for every deployment replayed on
         them (a limit of thousands a second makes millions of abusive requests)."""
@@ -116,8 +141,7 @@ class PageTraffic:
 
 @lru_cache(maxsize=2)
 def _page_arrivals(traffic: PageTraffic) -> Arrivals:
-    think = traffic.page_load / (traffic.peak_requests_per_min / 60.0)
-    duration = max(5 * traffic.window_s, 20 * think)  # at least 20 pages per user
+    think, duration = traffic.think_s, traffic.duration_s
     model = build_model("page_load_burst", traffic.limit, traffic.window_s, traffic.seed, {
         "users": str(traffic.users), "page_size": str(traffic.page_load), "followups": "0",
         "parallel_spread_s": str(PARALLEL_SPREAD_S), "think_s": str(think), "min_think_s": str(think / 2),
@@ -140,7 +164,7 @@ class PageResult:
 def page_result(dep: Deployment, traffic: PageTraffic) -> PageResult:
     if dep.rejects_all:
         return PageResult(1.0, 1.0, 0.0)
-    df = run(dep, traffic.arrivals())
+    df = run(dep, (traffic.thinned() if dep.nodes == 1 else traffic).arrivals())
     legit = df[df["client_class"] == LEGIT].sort_values(["client_id", "t"], kind="stable")
     rejected = ~legit["allowed"].to_numpy()
     # a new page starts where a user's next request is more than the parallel spread away

@@ -36,7 +36,7 @@ from ..config import node_configs, peer_downstream_config
 from ..logs import gather_client
 from ..sides.base import Side, SideSetup
 from ..supervise import Processes
-from .response import probe_log, refusal, without_probe
+from .response import probe_log, refusal_read, without_probe
 
 UNKNOWN_TO_PEERS = {"cost": 1.0, "remaining": None, "retry_after_s": None, "decision_us": None, "delay_s": 0.0,
                     "ideal_allowed": None, "adaptive_limit": None}
@@ -88,7 +88,8 @@ class LivePeer(ABC):
         sends from its own address; its requests join the client log (a part in ``handshake``)."""
         source = PROBE_ADDRESS if on_loopback(url) else None
         try:
-            found = refusal(url, int(2 * policy.effective_burst) + REFUSAL_MARGIN, refused=self.refused, source=source)
+            found = refusal_read(url, int(2 * policy.effective_burst) + REFUSAL_MARGIN, refused=self.refused,
+                                 source=source, refill_s=policy.effective_burst * policy.window_s / policy.limit)
         except httpx.HTTPError as exc:
             return {"error": f"the refusal could not be read: {exc!r}"}
         if handshake.is_dir():
