@@ -33,15 +33,20 @@ class Bounds:
 
     low: float | None = None
     high: float | None = None
+    above: bool = False
+    """The low end excluded (``> low``): a duration or a rate that must not be 0."""
 
     def check(self, name: str, value: float, error: type[BadInput] = BadInput) -> None:
-        if (self.low is not None and value < self.low) or (self.high is not None and value > self.high):
+        below = self.low is not None and (value <= self.low if self.above else value < self.low)
+        if below or (self.high is not None and value > self.high):
             raise error(f"{name}={value!r}: out of bounds, must be {self.text()}")
 
     def text(self) -> str:
-        if self.low is not None and self.high is not None:
+        low = None if self.low is None else f"{'>' if self.above else '>='} {_number_text(self.low)}"
+        high = None if self.high is None else f"<= {_number_text(self.high)}"
+        if low and high and not self.above:
             return f"between {_number_text(self.low)} and {_number_text(self.high)}"
-        return f">= {_number_text(self.low)}" if self.low is not None else f"<= {_number_text(self.high)}"
+        return " and ".join(part for part in (low, high) if part)
 
 
 def _number_text(x: float | None) -> str:

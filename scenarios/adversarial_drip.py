@@ -25,9 +25,8 @@ from .base import (
     ModelParams,
     Request,
     ScenarioError,
-    Seconds,
+    Span,
     TrafficModel,
-    positive,
 )
 
 ROUTE = ITEMS.model_name
@@ -39,18 +38,13 @@ BURST_ID, DRIP_ID = "attacker-burst", "attacker-drip"
 class Params(ModelParams):
     burst: Annotated[int, Bounds(1, 1_000_000)] | None = None
     """Requests in the opening burst; defaults to the limit L."""
-    delta_s: Seconds = 0.1
+    delta_s: Span = 0.1
     """The burst lands within this many seconds before the boundary."""
     min_gap_s: Annotated[float, Bounds(1e-6, MAX_SECONDS)] = 0.001
     """The attacker never sends faster than this (one client, one connection)."""
-    duration_s: Seconds | None = None
+    duration_s: Span | None = None
     """Defaults to 3 windows."""
 
-    def check(self) -> None:
-        positive("burst", self.burst)
-        positive("delta_s", self.delta_s)
-        positive("min_gap_s", self.min_gap_s)
-        positive("duration_s", self.duration_s)
 
 
 class AdversarialDrip(TrafficModel):

@@ -9,7 +9,6 @@ decision is anything with ``allowed`` and ``retry_after_s``.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, NamedTuple, Protocol
@@ -201,7 +200,8 @@ class ModelParams:
     """Base for each model's parameters: validated, overridable from ``KEY=VALUE`` strings."""
 
     def check(self) -> None:
-        """Subclasses raise ScenarioError naming the parameter that is out of range."""
+        """Subclasses raise ScenarioError naming the fields whose values do not fit together (each
+        field's own range is its type's bounds)."""
 
     @classmethod
     def build(cls, overrides: dict[str, Any]) -> Any:
@@ -223,20 +223,19 @@ MAX_RPS = 10_000_000.0
 """An offered rate in requests per second: campaigns/throughput-1m.yaml ramps to 1.9 million;
 what a planned run may hold is bounded apart (harness/campaign/system.py)."""
 Count = Annotated[int, Bounds(0, MAX_COUNT)]
+Clients = Annotated[int, Bounds(1, MAX_COUNT)]
 Seconds = Annotated[float, Bounds(0, MAX_SECONDS)]
+Span = Annotated[float, Bounds(0, MAX_SECONDS, above=True)]
+"""A duration that must not be 0 (a period, a think time, a run's length)."""
+Millis = Annotated[float, Bounds(0, 1_000 * MAX_SECONDS, above=True)]
 Factor = Annotated[float, Bounds(0, MAX_FACTOR)]
+Multiple = Annotated[float, Bounds(0, MAX_FACTOR, above=True)]
+"""A load, a cost or a rate as a multiple that must not be 0."""
 Rate = Annotated[float, Bounds(0, MAX_RPS)]
-"""Bounded field types (``contract.params``): every parameter that sizes a model's work is one."""
-
-
-def positive(name: str, value: float | None) -> None:
-    if value is not None and not (math.isfinite(value) and value > 0):
-        raise ScenarioError(f"{name} must be > 0, got {value}")
-
-
-def non_negative(name: str, value: float) -> None:
-    if not (math.isfinite(value) and value >= 0):
-        raise ScenarioError(f"{name} must be >= 0, got {value}")
+OfferedRate = Annotated[float, Bounds(0, MAX_RPS, above=True)]
+"""Bounded field types (``contract.params``): every parameter that sizes a model's work is one,
+its range declared here once (checked by ``ModelParams.build``); a model's ``check`` holds only
+the rules that tie two fields together."""
 
 
 def poisson_times(rng: np.random.Generator, rate: float, start: float, end: float) -> np.ndarray:

@@ -14,24 +14,27 @@ import numpy as np
 from contract.params import Bounds
 from contract.routes import ITEMS
 
-from .base import ABUSIVE, Arrivals, ModelParams, ScenarioError, Seconds, TrafficModel, positive
+from .base import (
+    ABUSIVE,
+    Arrivals,
+    ModelParams,
+    ScenarioError,
+    Span,
+    TrafficModel,
+)
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
     size: Annotated[int, Bounds(1, 1_000_000)] | None = None
     """Requests on each side of the boundary; defaults to the limit L."""
-    delta_s: Seconds = 0.1
+    delta_s: Span = 0.1
     """Each half of the burst lands within this many seconds of the boundary."""
     boundaries: Annotated[int, Bounds(1, 10_000)] = 3
     instant: bool = False
     """true: each half fires at one instant (delta/2 before and after the edge), as a live burst
     does; false: spread uniformly over delta."""
 
-    def check(self) -> None:
-        positive("size", self.size)
-        positive("delta_s", self.delta_s)
-        positive("boundaries", self.boundaries)
 
 
 class BoundaryBurst(TrafficModel):

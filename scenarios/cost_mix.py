@@ -15,14 +15,13 @@ from .base import (
     ABUSIVE,
     LEGIT,
     Arrivals,
+    Clients,
     Count,
-    Factor,
     ModelParams,
-    ScenarioError,
-    Seconds,
+    Multiple,
+    Span,
     TrafficModel,
     poisson_times,
-    positive,
 )
 
 CHEAP_ROUTE, EXPENSIVE_ROUTE = ITEMS.model_name, REPORTS.model_name
@@ -30,29 +29,18 @@ CHEAP_ROUTE, EXPENSIVE_ROUTE = ITEMS.model_name, REPORTS.model_name
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: Count = 10
-    load: Factor = 0.8
+    clients: Clients = 10
+    load: Multiple = 0.8
     """Each legitimate client's cost rate as a fraction of L/W."""
     expensive_share: Annotated[float, Bounds(0, 1)] = 0.1
     """Share of legitimate requests that go to the expensive route."""
-    cheap_cost: Factor = 1.0
-    expensive_cost: Factor = 20.0
+    cheap_cost: Multiple = 1.0
+    expensive_cost: Multiple = 20.0
     abusers: Count = 1
-    abuse_factor: Factor = 3.0
+    abuse_factor: Multiple = 3.0
     """Abusive cost rate as a multiple of L/W (expensive route only)."""
-    duration_s: Seconds | None = None
+    duration_s: Span | None = None
 
-    def check(self) -> None:
-        positive("clients", self.clients)
-        positive("load", self.load)
-        positive("cheap_cost", self.cheap_cost)
-        positive("expensive_cost", self.expensive_cost)
-        positive("abuse_factor", self.abuse_factor)
-        positive("duration_s", self.duration_s)
-        if not 0 <= self.expensive_share <= 1:
-            raise ScenarioError(f"expensive_share must be in [0, 1], got {self.expensive_share}")
-        if self.abusers < 0:
-            raise ScenarioError(f"abusers must be >= 0, got {self.abusers}")
 
 
 class CostMix(TrafficModel):

@@ -18,11 +18,25 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import numpy as np
 
-from .base import Arrivals, ModelParams, ScenarioError, TrafficModel, non_negative, positive
+from contract.params import Bounds
+
+from .base import (
+    MAX_SECONDS,
+    Arrivals,
+    Clients,
+    Factor,
+    Millis,
+    ModelParams,
+    Multiple,
+    ScenarioError,
+    Seconds,
+    Span,
+    TrafficModel,
+)
 from .unhealthy_downstream import legit_items
 
 Kind = Literal["timeout", "overload", "gc_pauses", "step", "errors"]
@@ -34,30 +48,24 @@ MAX_REQUESTS = 10_000_000
 @dataclass(frozen=True)
 class Params(ModelParams):
     kind: Kind = "timeout"
-    clients: int = 10
-    load: float = 0.5
+    clients: Clients = 10
+    load: Multiple = 0.5
     """Offered rate outside the break, as a share of the downstream's capacity."""
-    overload: float = 1.1
+    overload: Multiple = 1.1
     """kind=overload: the offered rate during the break, as a multiple of the capacity."""
-    slots: int = 8
-    median_ms: float = 20.0
-    sigma: float = 0.3
-    break_at_s: float = 2.0
-    recover_at_s: float = 6.0
-    duration_s: float = 8.0
-    timeout_ms: float = 1000.0
-    period_s: float = 1.0
-    pause_ms: float = 200.0
-    factor: float = 1.5
+    slots: Clients = 8
+    median_ms: Millis = 20.0
+    sigma: Factor = 0.3
+    break_at_s: Seconds = 2.0
+    recover_at_s: Seconds = 6.0
+    duration_s: Span = 8.0
+    timeout_ms: Millis = 1000.0
+    period_s: Span = 1.0
+    pause_ms: Annotated[float, Bounds(0, 1_000 * MAX_SECONDS)] = 200.0
+    factor: Multiple = 1.5
     """kind=step: the new normal's service-time multiplier (1.5 at load 0.5: still under capacity)."""
 
     def check(self) -> None:
-        if self.kind not in KINDS:
-            raise ScenarioError(f"kind must be one of {', '.join(KINDS)}, got {self.kind!r}")
-        for name in ("clients", "load", "overload", "slots", "median_ms", "duration_s", "timeout_ms",
-                     "period_s", "factor"):
-            positive(name, getattr(self, name))
-        non_negative("sigma", self.sigma)
         if not math.isfinite(self.capacity_rps):
             raise ScenarioError(f"the downstream's capacity (slots / mean service time) must be finite, got "
                                 f"{self.capacity_rps} from slots={self.slots}, median_ms={self.median_ms}, "

@@ -27,7 +27,14 @@ import numpy as np
 from contract.params import Bounds
 from contract.routes import ITEMS
 
-from .base import ABUSIVE, Arrivals, ModelParams, ScenarioError, Seconds, TrafficModel, positive
+from .base import (
+    ABUSIVE,
+    Arrivals,
+    ModelParams,
+    ScenarioError,
+    Span,
+    TrafficModel,
+)
 
 ROUND_W = 4
 """A round's length in W: the first-hit key's opener at 0.5 W and its edge at 1.5 W, the clock
@@ -38,15 +45,11 @@ key's edge at 3 W; each key's quota is whole again before the next round."""
 class Params(ModelParams):
     size: Annotated[int, Bounds(1, 1_000_000)] | None = None
     """Requests after each edge (before it: the same, less the first-hit key's opener); defaults to L."""
-    delta_s: Seconds = 0.1
+    delta_s: Span = 0.1
     """Each burst fires this far from its edge, half before and half after (a burst's spread on a
     busy machine must stay inside it)."""
     rounds: Annotated[int, Bounds(1, 10_000)] = 2
 
-    def check(self) -> None:
-        positive("size", self.size)
-        positive("delta_s", self.delta_s)
-        positive("rounds", self.rounds)
 
 
 class EdgeHunt(TrafficModel):

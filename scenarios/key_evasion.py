@@ -30,14 +30,13 @@ from .base import (
     LEGIT,
     Arrivals,
     Count,
-    Factor,
     ModelParams,
+    Multiple,
     Request,
     ScenarioError,
-    Seconds,
+    Span,
     TrafficModel,
     poisson_times,
-    positive,
 )
 
 ROUTE = ITEMS.model_name
@@ -65,24 +64,18 @@ class Params(ModelParams):
     """Legitimate users with an address of their own."""
     nat_users: Count = 5
     """Legitimate users behind one NAT address."""
-    user_load: Factor = 0.4
+    user_load: Multiple = 0.4
     """Each legitimate user's rate as a fraction of L/W."""
-    attack_factor: Factor = 5.0
+    attack_factor: Multiple = 5.0
     """Each attacker's rate as a multiple of L/W."""
     forgers: Count = 1
     rotators: Count = 1
-    duration_s: Seconds | None = None
+    duration_s: Span | None = None
     """Defaults to 5 windows."""
 
     def check(self) -> None:
-        for name in ("users", "nat_users", "forgers", "rotators"):
-            if getattr(self, name) < 0:
-                raise ScenarioError(f"{name} must be >= 0, got {getattr(self, name)}")
         if self.users + self.nat_users + self.forgers + self.rotators == 0:
             raise ScenarioError("users: at least one client (users, nat_users, forgers or rotators) is needed")
-        positive("user_load", self.user_load)
-        positive("attack_factor", self.attack_factor)
-        positive("duration_s", self.duration_s)
 
 
 class KeyEvasion(TrafficModel):

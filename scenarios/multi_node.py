@@ -22,13 +22,12 @@ from .base import (
     LEGIT,
     Arrivals,
     Count,
-    Factor,
     ModelParams,
+    Multiple,
     ScenarioError,
     Seconds,
+    Span,
     TrafficModel,
-    non_negative,
-    positive,
 )
 from .fleet import Fleet, Routing, VirtualStore
 
@@ -41,26 +40,18 @@ class Params(ModelParams):
     """K: target nodes from the start."""
     routing: Routing = "round_robin"
     """round_robin or sticky (hash of the client id)."""
-    skew: Factor = 4.0
+    skew: Multiple = 4.0
     """The skewed client's rate as a multiple of L/W."""
     clients: Count = 4
     """Background clients, each at ``load`` x L/W on its own key."""
-    load: Factor = 0.3
-    duration_s: Seconds | None = None
+    load: Multiple = 0.3
+    duration_s: Span | None = None
     """Defaults to 4 windows."""
     add_node_at_s: Seconds = 0.0
     """0: no autoscale; else one more node takes traffic from this time on."""
     virtual_store: VirtualStore = "local"
     """``simulate`` only: local, local_split or shared (live runs use the campaign's store)."""
 
-    def check(self) -> None:
-        if not (isinstance(self.nodes, int) and self.nodes >= 1):
-            raise ScenarioError(f"nodes must be >= 1, got {self.nodes}")
-        positive("skew", self.skew)
-        non_negative("clients", self.clients)
-        positive("load", self.load)
-        positive("duration_s", self.duration_s)
-        non_negative("add_node_at_s", self.add_node_at_s)
 
 
 class MultiNode(TrafficModel):

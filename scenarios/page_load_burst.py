@@ -19,14 +19,14 @@ from .base import (
     ABUSIVE,
     LEGIT,
     Arrivals,
+    Clients,
     Count,
-    Factor,
     ModelParams,
+    Multiple,
     Seconds,
+    Span,
     TrafficModel,
-    non_negative,
     poisson_times,
-    positive,
 )
 
 ROUTE = ITEMS.model_name
@@ -34,32 +34,21 @@ ROUTE = ITEMS.model_name
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    users: Count = 20
+    users: Clients = 20
     page_size: Annotated[int, Bounds(1, 1_000)] = 8
     """Requests fired in parallel when a page loads."""
     parallel_spread_s: Seconds = 0.005
     followups: Annotated[int, Bounds(0, 1_000)] = 3
-    followup_gap_s: Seconds = 1.0
-    think_s: Seconds = 10.0
+    followup_gap_s: Span = 1.0
+    think_s: Span = 10.0
     """Mean time between the end of one page and the next."""
     min_think_s: Seconds = 5.0
     abusers: Count = 1
-    abuse_factor: Factor = 5.0
+    abuse_factor: Multiple = 5.0
     """Each abusive client's rate as a multiple of the policy rate L/W."""
-    duration_s: Seconds | None = None
+    duration_s: Span | None = None
     """Defaults to 5 windows."""
 
-    def check(self) -> None:
-        positive("users", self.users)
-        positive("page_size", self.page_size)
-        non_negative("parallel_spread_s", self.parallel_spread_s)
-        non_negative("followups", self.followups)
-        positive("followup_gap_s", self.followup_gap_s)
-        positive("think_s", self.think_s)
-        non_negative("min_think_s", self.min_think_s)
-        non_negative("abusers", self.abusers)
-        positive("abuse_factor", self.abuse_factor)
-        positive("duration_s", self.duration_s)
 
 
 class PageLoadBurst(TrafficModel):

@@ -23,14 +23,12 @@ from contract.routes import ITEMS
 from .base import (
     LEGIT,
     Arrivals,
-    Count,
+    Clients,
     ModelParams,
     Rate,
     ScenarioError,
-    Seconds,
+    Span,
     TrafficModel,
-    non_negative,
-    positive,
 )
 
 
@@ -40,27 +38,21 @@ class Params(ModelParams):
     """Offered rate at t = 0 (requests/s, all clients together)."""
     end_rps: Rate = 1000.0
     """Offered rate at t = duration_s."""
-    duration_s: Seconds = 30.0
-    clients: Count = 100
+    duration_s: Span = 30.0
+    clients: Clients = 100
     """Distinct clients, each request dealt to one of them at random."""
     shared_key: bool = True
     """true: every client sends the same key, so the limit L/W caps the total offered rate, as a
     limit that protects one downstream does; false: each client its own key (L/W each)."""
-    p99_bound_ms: Annotated[float, Bounds(0, 3_600_000)] | None = None
+    p99_bound_ms: Annotated[float, Bounds(0, 3_600_000, above=True)] | None = None
     """The P99 (from the intended send) a bin may not exceed to count as sustained; None: the
     analysis' default (docs/analysis.md). Read by the analysis only."""
-    bin_s: Seconds | None = None
+    bin_s: Span | None = None
     """Width of the analysis' offered-rate bins; None: its default (1 s). Read by the analysis only."""
 
     def check(self) -> None:
-        non_negative("start_rps", self.start_rps)
-        non_negative("end_rps", self.end_rps)
         if self.start_rps + self.end_rps <= 0:
             raise ScenarioError("start_rps and end_rps cannot both be 0")
-        positive("duration_s", self.duration_s)
-        positive("clients", self.clients)
-        positive("p99_bound_ms", self.p99_bound_ms)
-        positive("bin_s", self.bin_s)
         if self.bin_s is not None and self.bin_s > self.duration_s:
             raise ScenarioError(f"bin_s ({self.bin_s}) must not exceed duration_s ({self.duration_s})")
 

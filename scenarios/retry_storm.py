@@ -32,16 +32,15 @@ from .backoff import Backoff, delays
 from .base import (
     LEGIT,
     Arrivals,
-    Count,
+    Clients,
     DecisionLike,
-    Factor,
     ModelParams,
+    Multiple,
     Request,
     ScenarioError,
     Seconds,
+    Span,
     TrafficModel,
-    non_negative,
-    positive,
 )
 from .client_throttle import WINDOW_S, AdaptiveThrottle
 
@@ -53,51 +52,39 @@ THROTTLES = ("none", "adaptive")
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: Count = 100
+    clients: Clients = 100
     backoff: Backoff = "full_jitter"
-    base_s: Seconds = 0.1
+    base_s: Span = 0.1
     """Scale base_s, cap_s and deadline_s with the policy's window: the defaults suit 10 per second."""
-    cap_s: Seconds = 5.0
+    cap_s: Span = 5.0
     max_attempts: Annotated[int, Bounds(1, 1_000)] = 30
     """Attempts per request, the first included."""
-    deadline_s: Seconds = 60.0
+    deadline_s: Span = 60.0
     """A client gives up rather than retry later than this after its first send."""
     honour_retry_after: bool = False
     """true: never retry before Retry-After (the delay is the larger of the two)."""
     spread_s: Seconds = 0.0
     """First sends land uniformly within this many seconds (0: one instant)."""
-    cost: Factor = 1.0
+    cost: Multiple = 1.0
     """Cost of the POST (a live target is configured to charge the same)."""
     trigger: Trigger = "burst"
     """burst: the herd alone exceeds the limiter; outage: the downstream answers 503 for a while."""
     outage_at_s: Seconds | None = None
     """trigger=outage: when the downstream goes down (model time; the first sends are at 0). Default 0."""
-    outage_s: Seconds | None = None
+    outage_s: Span | None = None
     """trigger=outage: how long it stays down. Default 1."""
     client_throttle: str = "none"
     """adaptive: the application's clients also throttle themselves (Google SRE's client-side
     adaptive throttling, ``client_throttle.py``): a retry is dropped locally with probability
     max(0, (requests - K x accepts) / (requests + 1)) over the last ``throttle_window_s``."""
-    throttle_k: float = 2.0
-    throttle_window_s: float = WINDOW_S
+    throttle_k: Multiple = 2.0
+    throttle_window_s: Span = WINDOW_S
 
     def check(self) -> None:
-        positive("clients", self.clients)
-        positive("base_s", self.base_s)
-        positive("cap_s", self.cap_s)
         if self.cap_s < self.base_s:
             raise ScenarioError(f"cap_s must be >= base_s ({self.base_s}), got {self.cap_s}")
-        positive("max_attempts", self.max_attempts)
-        positive("deadline_s", self.deadline_s)
-        non_negative("spread_s", self.spread_s)
-        positive("cost", self.cost)
-        if self.outage_at_s is not None:
-            non_negative("outage_at_s", self.outage_at_s)
-        positive("outage_s", self.outage_s)
         if self.client_throttle not in THROTTLES:
             raise ScenarioError(f"client_throttle must be one of {', '.join(THROTTLES)}, got {self.client_throttle!r}")
-        positive("throttle_k", self.throttle_k)
-        positive("throttle_window_s", self.throttle_window_s)
         for name in ("outage_at_s", "outage_s"):
             if self.trigger != "outage" and getattr(self, name) is not None:
                 raise ScenarioError(f"{name} needs trigger=outage (the trigger is {self.trigger})")

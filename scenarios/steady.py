@@ -8,21 +8,25 @@ import numpy as np
 
 from contract.routes import ITEMS
 
-from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Seconds, TrafficModel, positive
+from .base import (
+    LEGIT,
+    Arrivals,
+    Clients,
+    ModelParams,
+    Multiple,
+    Span,
+    TrafficModel,
+)
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: Count = 10
-    load: Factor = 0.8
+    clients: Clients = 10
+    load: Multiple = 0.8
     """Each client's mean rate as a fraction of the policy rate L/W."""
-    duration_s: Seconds | None = None
+    duration_s: Span | None = None
     """Defaults to 5 windows."""
 
-    def check(self) -> None:
-        positive("clients", self.clients)
-        positive("load", self.load)
-        positive("duration_s", self.duration_s)
 
 
 class Steady(TrafficModel):

@@ -17,32 +17,27 @@ from contract.routes import ITEMS
 from .base import (
     LEGIT,
     Arrivals,
-    Count,
-    Factor,
+    Clients,
     ModelParams,
+    Multiple,
     ScenarioError,
     Seconds,
+    Span,
     TrafficModel,
-    non_negative,
-    positive,
 )
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: Count = 4
-    load: Factor = 1.5
+    clients: Clients = 4
+    load: Multiple = 1.5
     """Each client's rate as a multiple of L/W (above 1: the limit, and the fallback's, bind)."""
-    duration_s: Seconds | None = None
+    duration_s: Span | None = None
     """Defaults to 6 windows."""
     outage_at_s: Seconds = 2.0
     restore_at_s: Seconds = 4.0
 
     def check(self) -> None:
-        positive("clients", self.clients)
-        positive("load", self.load)
-        positive("duration_s", self.duration_s)
-        non_negative("outage_at_s", self.outage_at_s)
         if self.restore_at_s <= self.outage_at_s:
             raise ScenarioError(f"restore_at_s must be after outage_at_s ({self.outage_at_s:g}), got {self.restore_at_s:g}")
 

@@ -15,26 +15,22 @@ import numpy as np
 
 from contract.routes import ITEMS
 
-from .base import LEGIT, Arrivals, Count, Factor, ModelParams, Rate, ScenarioError, Seconds, TrafficModel, positive
+from .base import LEGIT, Arrivals, Clients, ModelParams, Multiple, OfferedRate, ScenarioError, Seconds, Span, TrafficModel
 
 
 @dataclass(frozen=True)
 class Params(ModelParams):
-    clients: Count = 10
-    rate_rps: Rate = 150.0
+    clients: Clients = 10
+    rate_rps: OfferedRate = 150.0
     """Total arrival rate, shared evenly by the clients (open model: nobody waits for replies).
     The defaults are the default campaign's: past a 16-slot, 10 ms downstream while it is 20x slower."""
     degrade_at_s: Seconds = 1.5
     recover_at_s: Seconds = 3.0
-    factor: Factor = 20.0
+    factor: Multiple = 20.0
     """Service-time multiplier while degraded."""
-    duration_s: Seconds = 4.0
+    duration_s: Span = 4.0
 
     def check(self) -> None:
-        positive("clients", self.clients)
-        positive("rate_rps", self.rate_rps)
-        positive("factor", self.factor)
-        positive("duration_s", self.duration_s)
         if not 0 <= self.degrade_at_s < self.recover_at_s <= self.duration_s:
             raise ScenarioError("need 0 <= degrade_at_s < recover_at_s <= duration_s, got "
                                 f"{self.degrade_at_s}, {self.recover_at_s}, {self.duration_s}")

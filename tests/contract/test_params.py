@@ -20,6 +20,7 @@ class P:
     mode: Literal["a", "b"] = "a"
     cap: Annotated[float, Bounds(0, 2)] | None = None
     name: str = ""
+    span: Annotated[float, Bounds(0, 2, above=True)] = 1.0
 
 
 @pytest.mark.parametrize(("given", "parsed"), [
@@ -28,6 +29,7 @@ class P:
     ({"n": 4.0, "on": "false", "cap": None}, {"n": 4, "on": False, "cap": None}),
     ({"on": 0, "x": " 7 "}, {"on": False, "x": 7.0}),
     ({"n": "1e1"}, {"n": 10}),  # a whole number in exponent form: how large counts are written
+    ({"span": "1e-9"}, {"span": 1e-9}),  # above 0, however little
 ])
 def test_text_and_typed_values_parse_alike(given, parsed):
     assert parse_fields(P, given, BadInput, "p {name}") == parsed
@@ -49,7 +51,9 @@ def test_text_and_typed_values_parse_alike(given, parsed):
     ({"on": 2}, "on=2: expected true or false"),
     ({"mode": "c"}, "mode='c': choose from: a, b"),
     ({"cap": "3"}, "cap=3.0: out of bounds, must be between 0 and 2"),
-    ({"zz": "1"}, "unknown p 'zz'; valid: n, x, on, mode, cap, name"),
+    ({"span": "0"}, "span=0.0: out of bounds, must be > 0 and <= 2"),
+    ({"span": -1}, "span=-1.0: out of bounds, must be > 0 and <= 2"),
+    ({"zz": "1"}, "unknown p 'zz'; valid: n, x, on, mode, cap, name, span"),
 ])
 def test_bad_values_name_the_field_the_value_and_the_bound(given, message):
     with pytest.raises(BadInput) as err:
@@ -61,3 +65,11 @@ def test_defaults_and_derived_values_are_bounded_too():
     check_bounds(P(), BadInput)
     with pytest.raises(BadInput, match=r"n=99: out of bounds, must be between 1 and 10"):
         check_bounds(P(n=99), BadInput)
+
+
+@pytest.mark.parametrize(("bounds", "text"), [
+    (Bounds(1, 10), "between 1 and 10"), (Bounds(0, 2, above=True), "> 0 and <= 2"),
+    (Bounds(0, above=True), "> 0"), (Bounds(0), ">= 0"), (Bounds(high=5), "<= 5"),
+])
+def test_each_bound_is_written_as_it_reads(bounds, text):
+    assert bounds.text() == text

@@ -15,11 +15,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.mark.parametrize("param, message", [
-    ("sigma=-1", "sigma must be >= 0, got -1.0"),
-    ("load=1e15", "would send more than 10,000,000 requests"),
+    ("sigma=-1", "sigma=-1.0: out of bounds, must be between 0 and 10,000"),
+    ("load=1e15", "load=1000000000000000.0: out of bounds, must be > 0 and <= 10,000"),
+    ("load=10000", "would send more than 10,000,000 requests"),  # in bounds, but 3.8 million a second
     ("median_ms=1e-300", "would send more than 10,000,000 requests"),
     ("median_ms=1e-320", "capacity (slots / mean service time) must be finite"),
-    ("duration_s=1e12", "would send more than 10,000,000 requests"),
+    ("duration_s=1e12", "duration_s=1000000000000.0: out of bounds, must be > 0 and <= 2,678,400"),
+    ("duration_s=2e6", "would send more than 10,000,000 requests"),
     ("slots=0.5", "slots='0.5': expected an integer"),
 ])
 def test_out_of_range_downstream_is_refused_in_one_line(tmp_path, capsys, param, message):

@@ -59,9 +59,9 @@ def test_seeded_and_keys() -> None:
 @pytest.mark.parametrize(("overrides", "message"), [
     ({"start_rps": "0", "end_rps": "0"}, "cannot both be 0"),
     ({"end_rps": "-1"}, "end_rps=-1.0: out of bounds, must be between 0 and 10,000,000"),
-    ({"duration_s": "0"}, "duration_s must be > 0"),
+    ({"duration_s": "0"}, "duration_s=0.0: out of bounds, must be > 0 and <= 2,678,400"),
     ({"shared_key": "2"}, "shared_key='2': expected true or false"),
-    ({"p99_bound_ms": "0"}, "p99_bound_ms must be > 0"),
+    ({"p99_bound_ms": "0"}, "p99_bound_ms=0.0: out of bounds, must be > 0 and <= 3,600,000"),
     ({"bin_s": "60"}, "bin_s (60.0) must not exceed duration_s"),
 ])
 def test_bad_parameters_are_named(overrides: dict[str, str], message: str) -> None:

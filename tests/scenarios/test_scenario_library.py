@@ -220,11 +220,11 @@ def test_answers_become_decisions():
     assert retry_hint({}) == float("inf")
 
 
-@pytest.mark.parametrize(("param", "message"), [("clients=0", "clients must be > 0"),
-                                                  ("base_s=-0.1", "base_s=-0.1: out of bounds, must be between 0 and 2,678,400"),
+@pytest.mark.parametrize(("param", "message"), [("clients=0", "clients=0: out of bounds, must be between 1 and 100,000"),
+                                                  ("base_s=-0.1", "base_s=-0.1: out of bounds, must be > 0 and <= 2,678,400"),
                                                   ("backoff=sometimes", "backoff='sometimes': choose from: none, fixed"),
                                                   ("trigger=flood", "trigger='flood': choose from: burst, outage"),
-                                                  ("outage_s=0", "outage_s must be > 0"),
+                                                  ("outage_s=0", "outage_s=0.0: out of bounds, must be > 0 and <= 2,678,400"),
                                                   ("outage_s=2", "outage_s needs trigger=outage")])
 @pytest.mark.process
 def test_out_of_range_parameters_exit_2_naming_the_parameter(param, message):

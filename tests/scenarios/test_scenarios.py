@@ -70,7 +70,7 @@ def test_drip_reacts_to_retry_after():
 @pytest.mark.parametrize(
     ("name", "overrides", "message"),
     [
-        ("steady", {"clients": "0"}, "clients must be > 0"),
+        ("steady", {"clients": "0"}, "clients=0: out of bounds, must be between 1 and 100,000"),
         ("page_load_burst", {"page_size": "-1"}, "page_size=-1: out of bounds, must be between 1 and 1,000"),
         ("cost_mix", {"expensive_share": "2"}, "expensive_share=2.0: out of bounds, must be between 0 and 1"),
         ("boundary_burst", {"delta_s": "120"}, "delta_s must be shorter than the window"),

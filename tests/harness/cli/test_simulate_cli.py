@@ -129,7 +129,7 @@ def test_a_trace_run_is_a_results_folder_with_its_report_and_who_got_the_429s(tm
          "sends requests of cost 20 but token_bucket can never admit more than 10"),
         (["--scenario", "steady", "--param", "capacity"], "malformed --param 'capacity'"),
         (["--scenario", "steady", "--param", "zzz=1"], "unknown --param 'zzz'"),
-        (["--scenario", "steady", "--scenario-param", "clients=0"], "clients must be > 0"),
+        (["--scenario", "steady", "--scenario-param", "clients=0"], "clients=0: out of bounds, must be between 1 and 100,000"),
         (["--trace", "/nonexistent.csv"], "no such file"),
         ([], "give --scenario NAME or --trace FILE"),
     ],
