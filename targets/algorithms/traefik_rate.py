@@ -28,6 +28,12 @@ A token bucket, but Traefik's (traefik/traefik v3.7.9 = fd5a576df2e8, the files 
 - Scope: Traefik builds the middleware once per router (each router its own buckets) and keys
   a bucket ``<middleware>:<source>`` (rate_limiter.go:149): a key here is one router's source.
 
+One race the model leaves out: ``Allow()`` gets a source's bucket from the TTL map and sets it back
+in two steps (in_memory_limiter.go:45-57), so requests of a new source that arrive between the two
+each build a full bucket of their own and are each admitted on it; the bucket set last is the one
+that stays. Seen live: 10 requests at once on 10 connections, two of them 4 µs apart, admitted
+7 where the burst is 6 (tests/harness/live/peers/test_product_files_campaign.py allows it).
+
 Every request costs one token (Traefik ignores an extractor's amount, rate_limiter.go:141-143).
 Time is the suite's whole µs (``base.US``) in ns; the float operations are Go's, in Go's order.
 The wait is read at the reservation's instant (Traefik reads it again a few µs later, with
