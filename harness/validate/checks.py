@@ -16,7 +16,7 @@ from harness.campaign.policy_file import Limit, PolicyFile, params_of
 from harness.campaign.thresholds import FALLBACK, SIM_METRICS, Threshold, effective
 from targets.algorithms import PolicyError, get_algorithm
 
-from .sim import PageTraffic, attack_result, deployment, page_result
+from .sim import PageTraffic, attack_result, deployment, page_metric, page_result
 
 RATIO_METRICS = ("over_admission", "abusive_admission")
 BURSTY = ("token_bucket", "gcra", "leaky_bucket", "traefik_rate")
@@ -81,7 +81,7 @@ def measure(policy: PolicyFile, limit: Limit, metric: str) -> float:
         traffic = PageTraffic.of(policy, limit, users=policy.traffic.nat_clients, abusers=0,
                                  shared_key=limit.key == "ip")
         return page_result(dep, traffic).legit_rejection_rate
-    return getattr(page_result(dep, PageTraffic.of(policy, limit)), base)
+    return page_metric(dep, PageTraffic.of(policy, limit), base)
 
 
 def display(metric: str, value: float) -> str:

@@ -1,6 +1,7 @@
 """validate's page-load experiment replays fewer users when each has a key of its own on one
 store: a user's decisions are then the same whatever the others do, so a day-long window (27,000
-pages per user at its peak) is read from one user, not twenty; users that share a key are all kept."""
+pages per user at its peak) is read from one user, not twenty, and the users' rates are read
+without the abusive client; users that share a key are all kept, and the abuser with them."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from dataclasses import replace
 import pytest
 
 from contract.schema import LEGIT
-from harness.validate.sim import PAGE_SAMPLE, Deployment, PageTraffic, run
+from harness.validate.sim import PAGE_SAMPLE, Deployment, PageTraffic, page_metric, page_result, run
 from targets.algorithms import Policy, build_params
 
 DAY, HOUR = 86_400.0, 3_600.0
@@ -47,3 +48,16 @@ def test_the_users_kept_are_decided_as_in_the_whole_experiment():
     assert same[0].equals(same[1])
     legit = thinned[thinned["client_class"] == LEGIT]
     assert 0 < (~legit["allowed"]).sum() < len(legit)  # the limit bites some pages: the decisions matter
+
+
+def test_the_users_rates_are_read_without_the_abuser_only_where_it_decides_nothing_they_see():
+    dep = Deployment("fixed_window", build_params("fixed_window", Policy(200, HOUR)), 200.0, HOUR)
+    own, shared = traffic(HOUR), traffic(HOUR, one_key=True)
+    for metric in ("legit_rejection_rate", "page_load_429_rate"):
+        # keys of their own: the same figure with the abuser and without
+        with_abuser = getattr(page_result(dep, own), metric)
+        assert page_metric(dep, own, metric) == getattr(page_result(dep, replace(own, abusers=0)), metric) == with_abuser
+        # one key for everyone: the abuser spends it, so it stays
+        assert page_metric(dep, shared, metric) == getattr(page_result(dep, shared), metric)
+        assert page_metric(dep, shared, metric) > getattr(page_result(dep, replace(shared, abusers=0)), metric)
+    assert page_metric(dep, own, "abusive_admission") == page_result(dep, own).abusive_admission > 0
