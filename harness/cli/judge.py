@@ -113,6 +113,9 @@ def keyed_by(found: keys.Found, loopback: bool) -> KeySpec:
     """The key the judgement sends by: the one found; one counter for everyone cannot be judged
     with a client per probe."""
     spec = found.spec()
+    if found.per_connection and not loopback:
+        raise JudgeError(f"{found.sentence()}: off loopback the judge sends its keys from one address, over shared "
+                         "connections, so it cannot give each client a connection of its own")
     if spec is not None:
         return spec
     if found.settled:

@@ -170,14 +170,24 @@ class HttpEndpoint:
         headers = {self.keys.header: name} if self.keys.header else {}
         return self.send_as(address, headers, name, role)
 
-    def send_as(self, address: str, headers: dict[str, str], name: str, role: str) -> Answer:
-        """One GET from ``address`` with ``headers``, logged as key ``name`` in ``role``."""
+    def send_as(self, address: str, headers: dict[str, str], name: str, role: str, *,
+                new_connection: bool = False) -> Answer:
+        """One GET from ``address`` with ``headers``, logged as key ``name`` in ``role``; with
+        ``new_connection``, on a connection of its own, closed after it (the address's own
+        connection stays as it was, for the requests after)."""
         if len(self.before) + len(self.log) >= self.max_requests:
             raise CapReached.requests()
         self.sleep_until(self._last + 1.0 / self.max_rate)
         sent = time.time()
         self._last = sent
-        response = self._get(address, headers, sent)
+        if new_connection:
+            client = self._new_client(address)
+            try:
+                response = self._get(client, headers, sent)
+            finally:
+                client.close()
+        else:
+            response = self._get(self._client(address), headers, sent)
         done = time.time()
         answer = Answer(name, sent, done, response.status_code, parse_limit_fields(response.headers.items(), done))
         self.log.append(Sent(answer, role, address))
@@ -189,7 +199,7 @@ class HttpEndpoint:
                                     if k.lower() in REFUSAL_HEADERS or k.lower().startswith(("ratelimit", "x-ratelimit"))}
         return answer
 
-    def _get(self, address: str, headers: dict[str, str], sent: float) -> httpx.Response:
+    def _get(self, client: BoundedClient, headers: dict[str, str], sent: float) -> httpx.Response:
         """One GET within ``timeout_s`` in all, or within what is left of the session: a request
         that session's end cuts short ends the hunt (``CapReached``), one past its own bound is an error."""
         left = self.ends - sent
@@ -197,7 +207,7 @@ class HttpEndpoint:
             raise CapReached.time(self.max_time_s)
         n = len(self.log) + 1
         try:
-            return self._client(address).get(self.url, headers, min(self.timeout_s, left))
+            return client.get(self.url, headers, min(self.timeout_s, left))
         except httpx.TimeoutException:
             if left < self.timeout_s:
                 raise CapReached.time(self.max_time_s) from None
@@ -225,11 +235,15 @@ class HttpEndpoint:
         raise JudgeError(f"{self.url}: {said}: nothing to judge (a limiter answers 2xx or 429)")
 
     def _client(self, address: str) -> BoundedClient:
+        """The address's own client: one connection kept alive for its requests, one after another."""
         if address not in self._clients:
-            # header keys are sent from 127.0.0.1 unbound, as before; every other address is bound
-            bound = self.loopback and (self.keys.header is None or address != "127.0.0.1")
-            self._clients[address] = BoundedClient(address if bound else None)
+            self._clients[address] = self._new_client(address)
         return self._clients[address]
+
+    def _new_client(self, address: str) -> BoundedClient:
+        # header keys are sent from 127.0.0.1 unbound, as before; every other address is bound
+        bound = self.loopback and (self.keys.header is None or address != "127.0.0.1")
+        return BoundedClient(address if bound else None)
 
     def close(self) -> None:
         for client in self._clients.values():

@@ -1,15 +1,19 @@
 """How an endpoint tells clients apart, found from outside: ``judge`` without ``--key``; and a key
 the judgement's own answers show it does not tell clients apart by.
 
-One identity (a source address of its own and a value for every candidate header) is sent to
-until it is refused. Then, one at a time, the same identity with one thing changed: a fresh
-source address, or a fresh value of one header. A limiter keyed by that thing admits the
+One identity (a source address of its own and a value for every candidate header, on one
+connection kept alive) is sent to until it is refused. Then, one at a time, the same identity with
+one thing changed: a fresh connection (all else the same), a fresh source address, or a fresh
+value of one header. A limiter keyed by that thing admits the
 changed identity at once (a fresh key has its whole quota); one keyed by anything else refuses
 it as it refuses the identity. The identity is asked again after each change: admitted again, its
 quota came back meanwhile (a window ended, a token refilled) and the round proves nothing, so it
 is refused again and the round made anew. A key is found when every round admitted its change
 (a token refilled just before a change could admit one round by chance, not two). No change
-admitted: one counter for everyone, or a key made of something the judge does not vary.
+admitted: one counter for everyone, or a key made of something the judge does not vary. A fresh
+connection admitted means a counter per connection (Envoy's
+``local_rate_limit_per_downstream_connection``): a client that reconnects, or opens several, has a
+quota on each, and no limit holds a client as such.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ HEADERS = ("Authorization", "X-API-Key", "apikey", "X-Client-Id", "Cookie")
 FORMS = {"Authorization": "Bearer {}", "Cookie": "session={}"}
 """How a value is written where the header has a form of its own (others: the bare value)."""
 IP = "ip"
+CONNECTION = "connection"
+"""The change that only opens a new connection: first, since a fresh address is a new connection too."""
 ROUNDS, TRIES = 2, 4
 """Rounds every change must be admitted in; rounds made at most (a round spoiled by the
 identity's quota coming back is made again)."""
@@ -48,10 +54,16 @@ class Found:
         """Whether a round proved something: a client refused, and refused again after a change."""
         return self.refused and self.rounds > 0
 
+    @property
+    def per_connection(self) -> bool:
+        """Whether a fresh connection, all else the same, was a new client."""
+        return CONNECTION in self.keys
+
     def spec(self, prefix: str = "judge-") -> KeySpec | None:
-        """The key to judge by: the address when a fresh one is a new client, else the first
-        header; None when no change was admitted."""
-        if IP in self.keys:
+        """The key to judge by: the address when a fresh one is a new client (or a fresh
+        connection is: each address keeps one), else the first header; None when no change was
+        admitted."""
+        if IP in self.keys or self.per_connection:
             return KeySpec()
         if not self.keys:
             return None
@@ -67,8 +79,12 @@ class Found:
                     f"between two changes in each of {TRIES} tries (its quota comes back faster than a change is sent)")
         sure = f"{self.rounds} of {ROUNDS} rounds" if self.rounds < ROUNDS else f"in each of {ROUNDS} rounds"
         head = f"a client refused after {self.admitted} admitted; "
+        if self.per_connection:
+            return head + (f"a fresh connection, from the same address with the same headers, was admitted at once "
+                           f"({sure}): a counter per connection: a client that reconnects, or opens several (a browser "
+                           "opens up to 6), gets a quota on each, so nothing limits a client as such")
         if not self.keys:
-            named = ["source address" if c == IP else c for c in self.tried]
+            named = [{IP: "source address", CONNECTION: "connection"}.get(c, c) for c in self.tried]
             changes = ", ".join(named[:-1]) + f" or {named[-1]}" if len(named) > 1 else named[0]
             return (head + f"a fresh {changes} value was refused as well ({sure}): one counter for everyone, or a key "
                     "made of something the judge does not vary (a path, a query, another header)")
@@ -81,7 +97,7 @@ def discover(endpoint: HttpEndpoint) -> Found:
     headers tells clients apart (module doc); the requests go to ``endpoint.before``, the
     judgement's log starts empty. A request cap reached before the first refusal finds nothing
     (the judgement then says no limit was found within it)."""
-    tried = (*((IP,) if endpoint.loopback else ()), *HEADERS)
+    tried = (CONNECTION, *((IP,) if endpoint.loopback else ()), *HEADERS)
     try:
         return _rounds(endpoint, tried)
     except CapReached:
@@ -135,10 +151,10 @@ def _send(endpoint: HttpEndpoint, tried: tuple[str, ...], changed: str | None = 
     def value(name: str) -> str:
         fresh = n if name == changed else 0
         return FORMS.get(name, "{}").format(f"judge-{endpoint.run}-id{fresh}")
-    headers = {h: value(h) for h in tried if h != IP}
+    headers = {h: value(h) for h in tried if h not in (IP, CONNECTION)}
     address = endpoint.identity_address(n if changed == IP else 0)
     name = "identity" if changed is None else f"identity, {changed} fresh ({n})"
-    return endpoint.send_as(address, headers, name, "key").allowed
+    return endpoint.send_as(address, headers, name, "key", new_connection=changed == CONNECTION).allowed
 
 
 def shared(log: list[Sent], said: str) -> JudgeError | None:
