@@ -33,6 +33,8 @@ from targets.algorithms import Policy
 
 from . import check
 from .endpoint import CapReached, Endpoint, JudgeError
+from .held import Held
+from .held import held as held_requests
 from .hunt import EDGES, Hunt, NoLimit, fingerprint_of, seen
 
 EDGE_MODELS = ("fixed_window", "limits_fixed_window")
@@ -63,6 +65,9 @@ than the best: each search stops a candidate at that many misses (at 50% a sessi
 four times as long), and a model that far off its own training predicts no held-back traffic."""
 FIRST_KEY = 1001
 """The explored and held-back keys are numbered from here (the hunt's from 1, ``validate``'s reach is 0)."""
+HOLDING_MODELS = ("traefik_rate",)
+"""Models that hold a request instead of refusing it (their ``Decision.delay_s``): named first
+among models that tie on the decisions when the answers show held requests (``held.py``)."""
 SHAPES = {
     "reach": "one request, to see the endpoint answers",
     "learn": "a fresh key saturated, probed until admitted, saturated again",
@@ -122,6 +127,8 @@ class Verdict:
     sweep: check.Sweep | None = None
     shapes: dict[str, str] = field(default_factory=dict)
     """Each key's traffic in words (``SHAPES``), for the worst case's evidence."""
+    held: Held | None = None
+    """The admitted requests the limiter held instead of refusing (``held.py``); None: none shown."""
 
     @property
     def best(self) -> Fit:
@@ -211,7 +218,7 @@ def verdict_of(endpoint: Endpoint, start: float, cut: CapReached | None = None) 
     answers = [s.answer for s in endpoint.log]
     fits = fingerprint_of(answers)
     return Verdict(fits, worst_case(answers, fits[0].policy.window_s), header_truth(answers),
-                   Counter(s.role for s in endpoint.log), endpoint.now() - start, cut)
+                   Counter(s.role for s in endpoint.log), endpoint.now() - start, cut, held=held_requests(answers))
 
 
 def recovery_s(fit: Fit) -> float:
@@ -338,10 +345,12 @@ def compared(endpoint: Endpoint, start: float, fits: list[Fit], claim: Policy | 
     held = [d for d, s in zip(seen(answers), endpoint.log, strict=True) if s.role in HELD_ROLES]
     results = [Checked(f, max(0, agreement(f.model, f.policy, held, within_round_trip=True, extra=f.extra)), len(held))
                for f in fits]
-    results.sort(key=lambda c: (-c.agreed, -c.fit.agreed))
+    shaped = held_requests(answers)
+    # among models that tie on every decision, held requests name the one that holds them
+    results.sort(key=lambda c: (-c.agreed, -c.fit.agreed, shaped is not None and c.fit.model not in HOLDING_MODELS))
     chosen = claim.window_s if claim is not None else results[0].fit.policy.window_s if held else fits[0].policy.window_s
     v = Verdict(fits, worst_case(answers, chosen), header_truth(answers), Counter(s.role for s in endpoint.log),
-                endpoint.now() - start, cut, results if held else [], claim, sweep=sweep, shapes=shapes)
+                endpoint.now() - start, cut, results if held else [], claim, sweep=sweep, shapes=shapes, held=shaped)
     if held:
         v.missed = missed(results[0].fit, held, {s.answer.key: s.role for s in endpoint.log if s.role in HELD_ROLES})
     return v
@@ -423,6 +432,8 @@ def render(v: Verdict, url: str, log_path: str) -> list[str]:
                  + (f"; traffic: {shape}" if shape else ""))
     if v.cut is not None:
         lines.append(f"  {v.cut.bound} ended the hunt early: the worst case may be higher (raise {v.cut.flag})")
+    if v.held is not None:
+        lines.append(v.held.sentence())
     forms = ", ".join(f"{form} {n}" for form, n in truth.forms.most_common() if form != "none") or "none"
     lines.append(f"header truth: limit fields in {forms} answers; Retry-After {truth.retry_after.text()}; "
                  f"remaining {truth.remaining.text()}; reset {truth.reset.text()}"
@@ -481,6 +492,7 @@ def measurement(endpoint: Endpoint, v: Verdict | None, error: str | None = None)
                           "worst_admitted": v.worst.admitted, "worst_span_s": v.worst.span_s, "worst_key": v.worst.key,
                           "worst_window_s": v.against.window_s, "worst_against": "claim" if v.claim else "fit",
                           "worst_ratio": v.ratio, "worst_traffic": v.shapes.get(v.worst.key),
+                          "held": None if v.held is None else v.held.doc(),
                           "seconds": round(v.seconds, 3), "cut_short_by": None if v.cut is None else v.cut.bound}
     return doc
 
