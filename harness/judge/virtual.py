@@ -17,7 +17,8 @@ from .endpoint import CapReached, Sent
 @dataclass
 class VirtualEndpoint:
     """``model`` under ``policy`` answering at ``start`` (epoch seconds), each request taking
-    ``service_s``; with ``headers`` its answers carry the draft fields the suite's targets send."""
+    ``service_s`` and the hold its model decided (``Decision.delay_s``: Traefik's); with
+    ``headers`` its answers carry the draft fields the suite's targets send."""
 
     model: str
     policy: Policy
@@ -47,7 +48,7 @@ class VirtualEndpoint:
         sent = self._clock
         decision, self._states[key] = self._decide(self._states.get(key), sent + self.service_s / 2, 1.0,
                                                              self._params)
-        self._clock = done = sent + self.service_s
+        self._clock = done = sent + self.service_s + decision.delay_s  # a held request is answered that much later
         fields = LimitFields()
         if self.headers and math.isfinite(decision.remaining):  # ``none`` has nothing to tell
             fields = LimitFields(None if decision.allowed else max(1.0, math.ceil(decision.retry_after_s)),

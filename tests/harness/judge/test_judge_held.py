@@ -7,7 +7,10 @@ from __future__ import annotations
 import pytest
 
 from analysis.header_truth import Answer
-from harness.judge.held import HOLD_S, Held, held
+from harness.judge.held import HOLD_S, MIN_HELD, Held, held
+from harness.judge.verdict import judge
+from harness.judge.virtual import VirtualEndpoint
+from targets.algorithms import Policy
 
 FAST_MS = 2.0
 
@@ -60,3 +63,17 @@ def test_a_wait_within_hold_s_of_the_baseline_is_not_told_apart(extra_ms):
 def test_too_few_held_requests_say_nothing():
     keys = [_key("k0", [2, 2, 200, "429"]), _key("k1", [2, 2, 200, "429"], start=10.0), _key("k2", [2, 2, 2], start=20.0)]
     assert held(_interleaved(*keys)) is None
+
+
+@pytest.mark.slow  # two whole judge sessions in virtual time
+def test_a_session_names_traefiks_hold_and_a_plain_bucket_is_not_said_held():
+    """Traefik's rateLimit at 2/s, burst 2 holds a request up to 250 ms (1 s / (2 x 2)); a token
+    bucket of the same policy decides the same requests without holding any."""
+    traefik = VirtualEndpoint("traefik_rate", Policy(2, 1.0, 2))
+    v = judge(traefik, max_wait_s=30)
+    delays = [s.answer.done - s.answer.sent - traefik.service_s for s in traefik.log if s.answer.allowed]
+    assert v.held is not None and v.best.model == "traefik_rate"
+    assert v.held.requests >= MIN_HELD and v.held.baseline_s == pytest.approx(traefik.service_s, abs=1e-6)  # epoch seconds: µs apart
+    assert v.held.max_s == pytest.approx(max(delays), abs=1e-6) and max(delays) <= 0.25
+    bucket = judge(VirtualEndpoint("token_bucket", Policy(2, 1.0, 2)), max_wait_s=30)
+    assert bucket.held is None and bucket.best.model == "token_bucket"
