@@ -3,13 +3,25 @@ meanwhile kept above it); piped there is none. `judge`'s and `simulate`'s progre
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from types import TracebackType
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.live import Live
 from rich.text import Text
 
 REFRESH_PER_S = 4
+
+
+def live_display(out: Console, renderable: Callable[[], RenderableType]) -> Live | None:
+    """``renderable`` redrawn REFRESH_PER_S times a second on a terminal, gone when stopped (what
+    was printed meanwhile kept above it); None when the output is not a terminal."""
+    if not out.is_terminal:
+        return None
+    live = Live(console=out, get_renderable=renderable, refresh_per_second=REFRESH_PER_S, transient=True,
+                redirect_stdout=False, redirect_stderr=False)
+    live.start()
+    return live
 
 
 class LiveLine:
@@ -23,10 +35,7 @@ class LiveLine:
         raise NotImplementedError
 
     def __enter__(self) -> LiveLine:
-        if self.out.is_terminal:
-            self.live = Live(console=self.out, get_renderable=self.cut_line, refresh_per_second=REFRESH_PER_S,
-                             transient=True, redirect_stdout=False, redirect_stderr=False)
-            self.live.start()
+        self.live = live_display(self.out, self.cut_line)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

@@ -22,9 +22,10 @@ from contract.run_info import degraded_line
 from contract.schema import LATE_S, RUN_ANALYSED, RUN_DEGRADED
 from harness.events import RunnerEvents
 
+from .live_line import live_display
+
 PLAIN_EVERY_S = 10.0
 """Piped: a plain progress line this often during a run (a CI log shows a long run is alive)."""
-REFRESH_PER_S = 4
 LABEL_WIDTH = len("campaign")
 
 
@@ -43,10 +44,7 @@ class RunProgress:
         """The load generator's latest figures (``RunnerEvents.load``), None before the first."""
 
     def __enter__(self) -> RunProgress:
-        if self.out.is_terminal:
-            self.live = Live(console=self.out, get_renderable=self.panel, refresh_per_second=REFRESH_PER_S,
-                             transient=True, redirect_stdout=False, redirect_stderr=False)
-            self.live.start()
+        self.live = live_display(self.out, self.panel)
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:

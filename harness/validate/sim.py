@@ -112,6 +112,11 @@ class PageTraffic:
         return cls(**{**fields, **changes})
 
     @property
+    def own_keys(self) -> bool:
+        """Whether each user has a key of its own (none behind a NAT or a ``global`` key)."""
+        return not (self.shared_key or self.one_key)
+
+    @property
     def think_s(self) -> float:
         """A user's mean time from one page to the next, at its peak rate."""
         return self.page_load / (self.peak_requests_per_min / 60.0)
@@ -128,7 +133,7 @@ class PageTraffic:
         so the rates read from fewer users are read from the same process. A limit of a day at a
         user's peak of 30 a minute replays 27,000 pages per user, not 20 times that. Users that
         share a key, or whose requests are dealt over several nodes, are all kept."""
-        if self.shared_key or self.one_key:
+        if not self.own_keys:
             return self
         users = max(1, math.ceil(PAGE_SAMPLE * self.think_s / self.duration_s))
         return replace(self, users=users) if users < self.users else self
@@ -156,7 +161,7 @@ def _page_arrivals(traffic: PageTraffic) -> Arrivals:
 def independent(dep: Deployment, traffic: PageTraffic) -> bool:
     """Whether each client's decisions are its own whatever the others send: keys of their own on
     one store (no shared key, no requests dealt over several nodes)."""
-    return dep.nodes == 1 and not (traffic.shared_key or traffic.one_key)
+    return dep.nodes == 1 and traffic.own_keys
 
 
 def page_metric(dep: Deployment, traffic: PageTraffic, metric: str) -> float:
