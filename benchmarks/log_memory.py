@@ -50,7 +50,7 @@ def _measure(path: str, step: str) -> tuple[int, int, int, int]:
         rows = sum(len(b) for b in open_log(Path(path), "combined").batches())
     else:
         traffic = load_traffic(Path(path))
-        rows = len(traffic.t)
+        rows = traffic.requests
         if step == "judged":
             judge(traffic, [parse_policy(p, p["name"]) for p in POLICIES])
     return rows, base, _peak_kib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss

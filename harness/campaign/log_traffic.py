@@ -1,11 +1,11 @@
 """An access log as traffic: every request's time, who asked and which route, in time order,
 read once and shared by every policy judged on it (`validate --traffic`, `simulate --trace`).
 
-Compact columns, not Python objects: a time (float64), an identity code (the distinct
-(API key, user, address, X-Forwarded-For) tuples), a route code and a user-agent code per
-request, about 20 bytes a line, so five million lines stay near 100 MB. Lines out of time
-order (several workers writing one file) are put in order by one stable sort of those columns
-after the read: exact, where a reorder window would misplace any line later than the window.
+Compact records on disk, not Python objects (``request_records``): a time, an identity code (the
+distinct (API key, user, address, X-Forwarded-For) tuples), a route code and a user-agent code
+per request, in time order (lines out of order sorted exactly, on disk), read back a block at a
+time; memory holds the distinct identities, routes and agents, not the requests, so a log of
+any size is judged in the same memory. ``simulate --trace`` loads them whole (``columns``).
 
 The key a limit counts a request by is derived with the targets' own key code
 (``targets.ip_keys``: trusted hops from the right of X-Forwarded-For, IPv6 by prefix), once per
@@ -14,8 +14,8 @@ distinct identity.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +30,8 @@ from scenarios.base import LEGIT
 from scenarios.trace_file import TraceFile, trace_run_name
 from targets.config import KeyConfig
 from targets.ip_keys import client_key, forwarded_ip, ip_key_function
+
+from .request_records import RECORD, RecordFile, sorted_by_time, time_blocks
 
 IDENTITY = ("key", "api_key", "user", "addr", "xff")
 _SEP = "\x1f"
@@ -65,15 +67,17 @@ class LogTraffic:
 
     path: Path
     format: str
-    t: np.ndarray
-    identity: np.ndarray
-    route: np.ndarray
-    agent: np.ndarray
+    records: RecordFile
+    """Per request (time, identity, route, agent), in time order."""
     identities: list[tuple[str | None, ...]]
     """(key, api_key, user, addr, xff) per identity code; None: not logged."""
     routes: list[str]
     """``METHOD /path`` per route code."""
     agents: list[str]
+    route_counts: np.ndarray
+    """Requests per route code."""
+    first_t: float
+    last_t: float
     lines: int
     bad: BadLines
     out_of_order: int
@@ -87,25 +91,21 @@ class LogTraffic:
     summary: ReadSummary | None = None
     """Lines read, used and skipped for each reason (the reader's account)."""
 
-    @cached_property
-    def spread_t(self) -> np.ndarray:
-        """Whole-second times with each second's requests spread evenly over it (in log order).
-        The times are sorted: each second is a run of equal values, found by one comparison
-        (no sort, as ``np.unique`` would make: it costs several copies of the column)."""
-        n = len(self.t)
-        if not n:
-            return self.t.copy()
-        starts = np.empty(n, dtype=bool)
-        starts[0] = True
-        np.not_equal(self.t[1:], self.t[:-1], out=starts[1:])
-        first = np.flatnonzero(starts)
-        counts = np.diff(first, append=n)
-        second = np.cumsum(starts, dtype=np.int32) - 1
-        spread = np.arange(n, dtype=np.float64)
-        spread -= first[second]
-        spread /= counts[second]
-        spread += self.t
-        return spread
+    @property
+    def requests(self) -> int:
+        return self.records.n
+
+    @property
+    def span_s(self) -> float:
+        return self.last_t - self.first_t if self.requests else 0.0
+
+    def blocks(self) -> Iterator[tuple[int, np.ndarray]]:
+        """(position of the first, records) in time order, a block at a time (``time_blocks``)."""
+        return time_blocks(self.records)
+
+    def columns(self) -> np.ndarray:
+        """Every record at once (``simulate --trace``, whose requests are bounded before this)."""
+        return self.records.read(0, self.requests)
 
     def keys(self, kind: str, trusted_proxies: int, ipv6_prefix: int) -> np.ndarray:
         """The key of every identity a limit keyed by ``kind`` counts (an object array by
@@ -142,31 +142,60 @@ def _sentinel(values: pa.Array) -> pa.Array:
     return pc.fill_null(values, "\x00")
 
 
+@dataclass
+class _Read:
+    """What the read pass keeps besides the records: the time range, order and routes met."""
+
+    t_min: float = np.inf
+    t_max: float = -np.inf
+    running_max: float = -np.inf
+    out_of_order: int = 0
+    whole: bool = True
+    routes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+    def add(self, t: np.ndarray, route: np.ndarray) -> None:
+        if not len(t):
+            return
+        ahead = np.maximum.accumulate(np.concatenate(([self.running_max], t)))
+        self.out_of_order += int(np.count_nonzero(t < ahead[:-1]))
+        self.running_max = float(ahead[-1])
+        self.t_min, self.t_max = min(self.t_min, float(t.min())), max(self.t_max, float(t.max()))
+        self.whole = self.whole and bool(np.all(t == np.floor(t)))
+        counts = np.bincount(route)
+        if len(counts) > len(self.routes):
+            self.routes = np.concatenate([self.routes, np.zeros(len(counts) - len(self.routes), dtype=np.int64)])
+        self.routes[:len(counts)] += counts
+
+
 def read_traffic(reader: LogReader, config: KeyConfig | None = None) -> LogTraffic:
-    """Every block of the reader into compact columns, then one stable sort by time."""
+    """Every block of the reader into records on disk, then in time order (``request_records``)."""
     config = config or KeyConfig()
     identity, route, agent = _Codes(), _Codes(), _Codes()
-    ts, ids, routes, agents = [], [], [], []
+    raw, seen = RecordFile(), _Read()
     for batch in reader.batches():
-        ts.append(batch.t)
-        ids.append(identity.encode(_joined(batch, config)))
         n = len(batch)
+        records = np.empty(n, dtype=RECORD)
+        records["t"] = batch.t
+        records["identity"] = identity.encode(_joined(batch, config))
         method = batch.columns.get("method", pa.nulls(n, pa.string()))
         path = batch.columns.get("path", pa.nulls(n, pa.string()))
-        routes.append(route.encode(pc.binary_join_element_wise(pc.fill_null(method, "-"), pc.fill_null(path, "-"), " ")))
-        agents.append(agent.encode(batch.columns.get("agent", pa.nulls(n, pa.string()))))
+        records["route"] = route.encode(pc.binary_join_element_wise(pc.fill_null(method, "-"), pc.fill_null(path, "-"), " "))
+        records["agent"] = agent.encode(batch.columns.get("agent", pa.nulls(n, pa.string())))
+        raw.append(records)
+        seen.add(records["t"], records["route"])
     reader.check_bad()
     pa.default_memory_pool().release_unused()  # the read's blocks, kept by arrow's allocator for reuse
-    t = np.concatenate(ts) if ts else np.empty(0)
-    out_of_order = int(np.count_nonzero(t[1:] < np.maximum.accumulate(t)[:-1])) if len(t) > 1 else 0
-    order = np.argsort(t, kind="stable") if out_of_order else slice(None)
+    ordered = raw.sealed()
+    if seen.out_of_order:
+        ordered = sorted_by_time(raw, seen.t_min, seen.t_max)
+        raw.close()
     return LogTraffic(
-        path=reader.path, format=reader.name, t=t[order], identity=np.concatenate(ids)[order] if ids else np.empty(0, np.int32),
-        route=np.concatenate(routes)[order] if routes else np.empty(0, np.int32),
-        agent=np.concatenate(agents)[order] if agents else np.empty(0, np.int32),
+        path=reader.path, format=reader.name, records=ordered,
         identities=[tuple(None if p == "\x00" else p for p in v.split(_SEP)) for v in identity.values],
-        routes=route.values, agents=agent.values, lines=reader.lines, bad=reader.bad, out_of_order=out_of_order,
-        whole_second=reader.whole_second if reader.whole_second is not None else bool(np.all(t == np.floor(t))),
+        routes=route.values, agents=agent.values, route_counts=np.pad(seen.routes, (0, len(route.values) - len(seen.routes))),
+        first_t=seen.t_min if ordered.n else 0.0, last_t=seen.t_max if ordered.n else 0.0,
+        lines=reader.lines, bad=reader.bad, out_of_order=seen.out_of_order,
+        whole_second=reader.whole_second if reader.whole_second is not None else seen.whole,
         keys_config=config, summary=reader.summary(),
     )
 
@@ -220,9 +249,10 @@ class LogTrace(TrafficModel):
     def generate(self) -> Arrivals:
         tr = self.traffic
         config = tr.keys_config
-        keys = tr.keys("api_key", config.trusted_proxies, config.ipv6_prefix)[tr.identity]
-        t = tr.t - np.floor(tr.t[0] / DAY_S) * DAY_S if len(tr.t) else tr.t
-        routes = np.array(tr.routes, dtype=object)[tr.route]
+        columns = tr.columns()
+        keys = tr.keys("api_key", config.trusted_proxies, config.ipv6_prefix)[columns["identity"]]
+        t = columns["t"] - np.floor(tr.first_t / DAY_S) * DAY_S
+        routes = np.array(tr.routes, dtype=object)[columns["route"]]
         return Arrivals(t.tolist(), keys.tolist(), [LEGIT] * len(t), keys.tolist(), routes.tolist(), [1.0] * len(t))
 
     def expected_requests(self) -> float:

@@ -19,9 +19,9 @@ limit is the memory store's table without its lock, LRU order and sweeps, which 
 again as the decision and change nothing here (a state idle for the store's TTL starts afresh,
 as the store's lookup treats it). Keys are integer codes: a store only hashes them.
 
-Nothing request-sized is copied: the requests a limit decides on are chosen a block at a time
-from the log's shared columns (times, route codes, key codes), so a replay worker's own memory
-is its table of states and one block of Python lists.
+The log comes a block at a time (``harness/campaign/request_records.py``): the tables are made once
+per policy and carried from one block to the next, so the decisions are those of one pass over
+the whole log, and a replay's memory is its tables of states and one block.
 """
 
 from __future__ import annotations
@@ -67,16 +67,18 @@ class Keyed:
 
     codes: np.ndarray
     nodes: int = 1
+    first: int = 0
+    """The log position of ``codes[0]``: the round-robin deal runs over the whole log."""
 
     def at(self, positions: np.ndarray) -> list[int]:
         codes = self.codes[positions]
         if self.nodes > 1:
-            codes = codes.astype(np.int64) * self.nodes + positions % self.nodes
+            codes = codes.astype(np.int64) * self.nodes + (positions + self.first) % self.nodes
         return codes.tolist()
 
 
 @dataclass
-class _Table:
+class Table:
     """One limit's states, as one memory store keeps them."""
 
     transition: Any
@@ -85,7 +87,7 @@ class _Table:
     states: dict[int, tuple[Any, float]] = field(default_factory=dict)
 
     @classmethod
-    def of(cls, dep: Deployment) -> _Table:
+    def of(cls, dep: Deployment) -> Table:
         algorithm = get_algorithm(dep.algorithm)
         return cls(algorithm.decide, dep.params, algorithm.state_ttl(dep.params))
 
@@ -102,7 +104,7 @@ class _Table:
             self.states[key] = (state, now)
 
 
-def _allowed(table: _Table, keys: list[int], times: list[float], costs: list[float]) -> list[bool]:
+def _allowed(table: Table, keys: list[int], times: list[float], costs: list[float]) -> list[bool]:
     """One limit's decisions on a block of its requests: the memory store's ``decide`` inlined,
     the per-request path of every replay."""
     transition, params, ttl, states = table.transition, table.params, table.ttl, table.states
@@ -118,13 +120,12 @@ def _allowed(table: _Table, keys: list[int], times: list[float], costs: list[flo
     return out
 
 
-def in_turn(deps: list[Deployment], keys: list[Keyed], requests: Requests) -> np.ndarray:
+def in_turn(tables: list[Table], keys: list[Keyed], requests: Requests) -> np.ndarray:
     """Per request, the index of the limit that refused it (-1: admitted), the limits asked one
     after another on the requests still standing: Redis layers, or memory limits no request
     meets two of."""
     refused_by = np.full(len(requests.t), -1, dtype=np.int16)
-    for i, (dep, keyed) in enumerate(zip(deps, keys)):
-        table = _Table.of(dep)
+    for i, (table, keyed) in enumerate(zip(tables, keys)):
         for positions, route in requests.blocks(i):
             standing = refused_by[positions] < 0
             positions, route = positions[standing], route[standing]
@@ -134,10 +135,9 @@ def in_turn(deps: list[Deployment], keys: list[Keyed], requests: Requests) -> np
     return refused_by
 
 
-def together(deps: list[Deployment], keys: list[Keyed], requests: Requests) -> np.ndarray:
+def together(tables: list[Table], keys: list[Keyed], requests: Requests) -> np.ndarray:
     """Per request, the index of the limit that refused it (-1: admitted), every memory limit of
     a request peeked in order and committed only when all admit (``targets.layers.check``)."""
-    tables = [_Table.of(dep) for dep in deps]
     layers = [[(j, tables[j]) for j in np.flatnonzero(row).tolist()] for row in requests.covers]
     refused_by = np.full(len(requests.t), -1, dtype=np.int16)
     for positions, route in requests.blocks():
@@ -147,7 +147,7 @@ def together(deps: list[Deployment], keys: list[Keyed], requests: Requests) -> n
     return refused_by
 
 
-def _check(layers: list[tuple[int, _Table]], keys: tuple[int, ...], now: float, cost: float) -> int:
+def _check(layers: list[tuple[int, Table]], keys: tuple[int, ...], now: float, cost: float) -> int:
     """One request's layered check: a single layer decides (and keeps its state, refused or
     not); several are peeked, the first refusal decides and nothing is kept anywhere."""
     if len(layers) == 1:

@@ -10,6 +10,11 @@ a request refused by any limit spends nothing anywhere.
 A log with whole-second times cannot order the requests of one second: each policy is then
 judged twice, with each second's requests spread evenly over it and packed at its start, and
 the two answers are the bounds.
+
+The log comes a block at a time, in time order, from disk (``LogTraffic.blocks``): each replay
+carries its limits' states from block to block and sums what the report needs (``replay_sums``),
+and a second pass measures the worst bursts of the keys refused most. Nothing request-sized is
+held, so a log of any size is judged in the same memory.
 """
 
 from __future__ import annotations
@@ -22,18 +27,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from analysis.metrics import max_window_cost
 from contract.lifetime import die_with_parent
 from harness.campaign.key_classes import OTHER, KeyClass
 from harness.campaign.log_traffic import LogTraffic
 from harness.campaign.policy_file import Limit, PolicyFile
+from harness.campaign.request_records import spread
 
-from .layered_replay import Keyed, Requests, in_turn, together
+from .layered_replay import Keyed, Requests, Table, in_turn, together
+from .replay_sums import Bins, Sweep, Tally
 from .sim import deployment
 
 TOP_KEYS = 10
-TIME_BINS = (1, 10, 60, 300, 900, 3600, 21600, 86400)
-"""Chart bin widths (s): the smallest that gives at most ~120 bins over the log's span."""
 
 
 @dataclass(frozen=True)
@@ -100,12 +104,12 @@ class Outcome:
 
 
 class _Keys:
-    """The log's keys under one limit kind: a code per request and the key text per code."""
+    """The log's keys under one limit kind: the key text per code, and each identity's code."""
 
     def __init__(self, traffic: LogTraffic, policy: PolicyFile, limit: Limit) -> None:
         by_identity = traffic.keys(*_keyed_alike(policy, limit))
         self.names, codes = np.unique(by_identity.astype(str), return_inverse=True)
-        self.code = codes.astype(np.int32)[traffic.identity]
+        self.of_identity = codes.astype(np.int32)
 
 
 def _keyed_alike(policy: PolicyFile, limit: Limit) -> tuple[str, int, int]:
@@ -114,8 +118,7 @@ def _keyed_alike(policy: PolicyFile, limit: Limit) -> tuple[str, int, int]:
 
 
 def keys_by_limit(traffic: LogTraffic, policies: list[PolicyFile]) -> dict[str, list[_Keys]]:
-    """Each policy's keys, limit by limit; limits keyed alike share one (a code per request each:
-    20 MB for five million requests)."""
+    """Each policy's keys, limit by limit; limits keyed alike share one."""
     made: dict[tuple[str, int, int], _Keys] = {}
     for policy in policies:
         for limit in policy.limits:
@@ -130,129 +133,145 @@ def route_costs(traffic: LogTraffic, policy: PolicyFile) -> np.ndarray:
     return np.array([listed.get(r, 1.0) for r in traffic.routes], dtype=np.float64)
 
 
-def refusals(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, keys: list[_Keys]) -> np.ndarray:
-    """Per request: the index of the limit that refused it, -1 if admitted, as the target's
-    layered check decides (``layered_replay``: Redis limits in turn, memory limits together)."""
-    covers = np.array([[limit.covers(r) for limit in policy.limits] for r in traffic.routes], dtype=bool)
-    covers = covers.reshape(len(traffic.routes), len(policy.limits))
-    requests = Requests(t, traffic.route, route_costs(traffic, policy), covers)
-    deps = [deployment(policy, limit) for limit in policy.limits]
-    keyed = [Keyed(k.code, dep.nodes) for k, dep in zip(keys, deps)]
-    met = np.bincount(traffic.route, minlength=len(traffic.routes)) > 0
-    if policy.store.effective_mode == "local" and np.any(covers[met].sum(axis=1) > 1):
-        return together(deps, keyed, requests)
-    return in_turn(deps, keyed, requests)
+def _covered(traffic: LogTraffic, limit: Limit) -> np.ndarray:
+    """Per route code: the limit covers it."""
+    return np.array([limit.covers(r) for r in traffic.routes], dtype=bool)
 
 
-def timings(traffic: LogTraffic) -> list[tuple[str, np.ndarray]]:
-    if traffic.whole_second:
-        return [("spread", traffic.spread_t), ("packed", traffic.t)]
-    return [("exact", traffic.t)]
+class PolicyReplay:
+    """One policy's decisions on the log, block after block, as the target's layered check makes
+    them (``layered_replay``: Redis limits in turn, memory limits together); its limits' states
+    carried from one block to the next."""
+
+    def __init__(self, traffic: LogTraffic, policy: PolicyFile, keys: list[_Keys]) -> None:
+        covers = np.stack([_covered(traffic, limit) for limit in policy.limits], axis=1) if traffic.routes \
+            else np.zeros((0, len(policy.limits)), dtype=bool)
+        self.covers, self.cost, self.keys = covers, route_costs(traffic, policy), keys
+        deps = [deployment(policy, limit) for limit in policy.limits]
+        self.tables, self.nodes = [Table.of(dep) for dep in deps], [dep.nodes for dep in deps]
+        met = traffic.route_counts > 0
+        self.decide_together = policy.store.effective_mode == "local" and bool(np.any(covers[met].sum(axis=1) > 1))
+
+    def decide(self, first: int, t: np.ndarray, identity: np.ndarray, route: np.ndarray) -> np.ndarray:
+        """Per request of the block at log position ``first``: the index of the limit that refused it, -1 if admitted."""
+        keyed = [Keyed(k.of_identity[identity], nodes, first) for k, nodes in zip(self.keys, self.nodes)]
+        requests = Requests(t, route, self.cost, self.covers)
+        return (together if self.decide_together else in_turn)(self.tables, keyed, requests)
+
+
+def timings(traffic: LogTraffic) -> list[str]:
+    return ["spread", "packed"] if traffic.whole_second else ["exact"]
+
+
+def _times(block: np.ndarray, timing: str) -> np.ndarray:
+    return spread(block["t"]) if timing == "spread" else block["t"]
+
+
+def refusals(traffic: LogTraffic, policy: PolicyFile, timing: str = "exact") -> np.ndarray:
+    """Per request in time order: the index of the limit that refused it, -1 if admitted."""
+    replay = PolicyReplay(traffic, policy, [_Keys(traffic, policy, limit) for limit in policy.limits])
+    decided = [replay.decide(first, _times(block, timing), block["identity"], block["route"])
+               for first, block in traffic.blocks()]
+    return np.concatenate(decided) if decided else np.empty(0, dtype=np.int16)
 
 
 def judge(traffic: LogTraffic, policies: list[PolicyFile],
           classes: list[tuple[KeyClass, re.Pattern[str]]] | None = None) -> list[Outcome]:
-    """Every policy under every timing the log allows."""
+    """Every policy under every timing the log allows, in worker processes for a big log."""
+    global _SHARED
     keys = keys_by_limit(traffic, policies)
-    jobs = [(policy, timing, t) for policy in policies for timing, t in timings(traffic)]
-    refused = all_refusals(traffic, [(policy, t, keys[policy.name]) for policy, _, t in jobs])
-    klass = {policy.name: classify(traffic, keys[policy.name][0], classes or []) for policy in policies}
-    return [outcome(traffic, policy, timing, t, refused_by, keys[policy.name][0], klass[policy.name], classes or [])
-            for (policy, timing, t), refused_by in zip(jobs, refused)]
+    jobs = [(policy, timing, keys[policy.name], classes or []) for policy in policies for timing in timings(traffic)]
+    workers = min(len(jobs), os.cpu_count() or 1)
+    if workers < 2 or traffic.requests < PARALLEL_FROM or "fork" not in mp.get_all_start_methods():
+        return [judge_one(traffic, *job) for job in jobs]
+    _SHARED = (traffic, jobs)
+    try:
+        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),  # no orphan if we are killed
+                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
+            return list(pool.map(_judge_job, range(len(jobs))))
+    finally:
+        _SHARED = None
 
 
 PARALLEL_FROM = 200_000
 """Requests from which the replays run in worker processes, one per core (each replay is one
 Python loop: a core each is the only way to more than one core's decisions per second)."""
-_SHARED: tuple[LogTraffic, list[tuple[PolicyFile, np.ndarray, list[_Keys]]]] | None = None
-"""What forked workers read (inherited copy-on-write: the log's columns are not pickled)."""
+_Job = tuple[PolicyFile, str, list[_Keys], list[tuple[KeyClass, re.Pattern[str]]]]
+_SHARED: tuple[LogTraffic, list[_Job]] | None = None
+"""What forked workers read (inherited: the log's file is shared, read by position)."""
 
 
-def _replay_job(index: int) -> np.ndarray:
+def _judge_job(index: int) -> Outcome:
     assert _SHARED is not None
     traffic, jobs = _SHARED
-    return refusals(traffic, *jobs[index])
+    return judge_one(traffic, *jobs[index])
 
 
-def all_refusals(traffic: LogTraffic, jobs: list[tuple[PolicyFile, np.ndarray, list[_Keys]]]) -> list[np.ndarray]:
-    """``refusals`` of every (policy, times, keys), in worker processes for a big log."""
-    global _SHARED
-    workers = min(len(jobs), os.cpu_count() or 1)
-    if workers < 2 or len(traffic.t) < PARALLEL_FROM or "fork" not in mp.get_all_start_methods():
-        return [refusals(traffic, *job) for job in jobs]
-    _SHARED = (traffic, jobs)
-    try:
-        with ProcessPoolExecutor(workers, mp_context=mp.get_context("fork"),  # no orphan if we are killed
-                                 initializer=die_with_parent, initargs=(os.getpid(),)) as pool:
-            return list(pool.map(_replay_job, range(len(jobs))))
-    finally:
-        _SHARED = None
+def judge_one(traffic: LogTraffic, policy: PolicyFile, timing: str, keys: list[_Keys],
+              classes: list[tuple[KeyClass, re.Pattern[str]]]) -> Outcome:
+    """One policy under one timing: the replay and its sums in one pass over the log, the top
+    keys' worst bursts in a second."""
+    replay = PolicyReplay(traffic, policy, keys)
+    key_class, agent_class = class_lookups(traffic, keys[0], classes)
+    tally = Tally(len(keys[0].names), len(policy.limits), len(traffic.routes), len(classes) + 1,
+                  Bins(traffic.first_t, traffic.last_t + (1.0 if timing == "spread" else 0.0)))
+    for first, block in traffic.blocks():
+        t = _times(block, timing)
+        refused_by = replay.decide(first, t, block["identity"], block["route"])
+        code = keys[0].of_identity[block["identity"]]
+        tally.add(t, code, block["route"], np.minimum(key_class[code], agent_class[block["agent"]]), refused_by)
+    names = [c.name for c, _ in classes] + [OTHER]
+    limits = [c.max_refused for c, _ in classes] + [None]
+    class_rows = [ClassRow(n, int(r), int(x), m) for n, r, x, m in zip(names, tally.per_class, tally.refused_class, limits)
+                  if r]
+    by_route = sorted((RouteRow(r, int(n), int(x)) for r, n, x in zip(traffic.routes, tally.per_route, tally.refused_route)),
+                      key=lambda row: (-row.refused, -row.requests, row.route))
+    bin_s, start, requests_bins, refused_bins = tally.bins.result()
+    return Outcome(policy.name, timing, tally.requests, tally.refused, len(keys[0].names),
+                   int((tally.refused_per_key > 0).sum()), by_route, bin_s, start, requests_bins, refused_bins,
+                   top_keys(traffic, policy, timing, keys[0], tally), class_rows if classes else [])
 
 
-def classify(traffic: LogTraffic, keys: _Keys, classes: list[tuple[KeyClass, re.Pattern[str]]]) -> np.ndarray:
-    """Per request, the index of the first class whose regex its key (or user agent) matches;
-    len(classes) = ``other``."""
-    index = np.full(len(traffic.t), len(classes), dtype=np.int32)
+def class_lookups(traffic: LogTraffic, keys: _Keys, classes: list[tuple[KeyClass, re.Pattern[str]]]
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """Per key code and per agent code, the index of the first class whose regex the key (or the
+    user agent) matches, len(classes) (``other``) for none: a request's class is the lower of its
+    key's and its agent's."""
+    by_key = np.full(len(keys.names), len(classes), dtype=np.int32)
+    by_agent = np.full(len(traffic.agents), len(classes), dtype=np.int32)
     for i in reversed(range(len(classes))):
         spec, pattern = classes[i]
         if spec.key is not None:
-            hit = np.array([pattern.search(k) is not None for k in keys.names], dtype=bool)[keys.code]
+            by_key[np.array([pattern.search(k) is not None for k in keys.names], dtype=bool)] = i
         else:
-            hit = np.array([pattern.search(a) is not None for a in traffic.agents], dtype=bool)[traffic.agent]
-        index[hit] = i
-    return index
+            by_agent[np.array([pattern.search(a) is not None for a in traffic.agents], dtype=bool)] = i
+    return by_key, by_agent
 
 
-def outcome(traffic: LogTraffic, policy: PolicyFile, timing: str, t: np.ndarray, refused_by: np.ndarray,
-            keys: _Keys, klass: np.ndarray, classes: list[tuple[KeyClass, re.Pattern[str]]]) -> Outcome:
-    refused = refused_by >= 0
-    nkeys = len(keys.names)
-    per_key = np.bincount(keys.code, minlength=nkeys)
-    refused_per_key = np.bincount(keys.code[refused], minlength=nkeys)
-    per_route = np.bincount(traffic.route, minlength=len(traffic.routes))
-    refused_route = np.bincount(traffic.route[refused], minlength=len(traffic.routes))
-    by_route = sorted((RouteRow(r, int(n), int(x)) for r, n, x in zip(traffic.routes, per_route, refused_route)),
-                      key=lambda row: (-row.refused, -row.requests, row.route))
-    bin_s, start, requests_bins, refused_bins = over_time(t, refused)
-    names = [c.name for c, _ in classes] + [OTHER]
-    limits = [c.max_refused for c, _ in classes] + [None]
-    per_class = np.bincount(klass, minlength=len(names))
-    refused_class = np.bincount(klass[refused], minlength=len(names))
-    class_rows = [ClassRow(n, int(r), int(x), m) for n, r, x, m in zip(names, per_class, refused_class, limits) if r]
-    return Outcome(policy.name, timing, len(t), int(refused.sum()), nkeys, int((refused_per_key > 0).sum()),
-                   by_route, bin_s, start, requests_bins, refused_bins,
-                   top_keys(traffic, policy, t, refused_by, keys, per_key, refused_per_key), class_rows if classes else [])
-
-
-def over_time(t: np.ndarray, refused: np.ndarray) -> tuple[int, float, list[int], list[int]]:
-    if not len(t):
-        return 1, 0.0, [], []
-    span = float(t[-1] - t[0])
-    bin_s = next((b for b in TIME_BINS if span / b <= 120), TIME_BINS[-1])
-    start = float(np.floor(t[0] / bin_s) * bin_s)
-    index = ((t - start) // bin_s).astype(np.int64)
-    n = int(index[-1]) + 1
-    return bin_s, start, np.bincount(index, minlength=n).tolist(), np.bincount(index[refused], minlength=n).tolist()
-
-
-def top_keys(traffic: LogTraffic, policy: PolicyFile, t: np.ndarray, refused_by: np.ndarray, keys: _Keys,
-             per_key: np.ndarray, refused_per_key: np.ndarray) -> list[KeyRow]:
+def top_keys(traffic: LogTraffic, policy: PolicyFile, timing: str, keys: _Keys, tally: Tally) -> list[KeyRow]:
     """The keys with the most refused requests, each with its worst burst against the limit that
-    refused it most: why it was refused."""
+    refused it most (why it was refused), measured in one more pass over the log."""
+    order = np.lexsort((-tally.per_key, -tally.refused_per_key))
+    chosen = [int(code) for code in order[:TOP_KEYS] if tally.refused_per_key[code] > 0]
+    if not chosen:
+        return []
+    limits = [policy.limits[int(tally.refused_by_limit[:, code].argmax())] for code in chosen]
+    sweeps = [Sweep(burst_span(limit)[0]) for limit in limits]
+    covered = [_covered(traffic, limit) for limit in limits]
     cost = route_costs(traffic, policy)
-    order = np.lexsort((-per_key, -refused_per_key))
-    rows = []
-    for code in order[:TOP_KEYS]:
-        if refused_per_key[code] == 0:
-            break
-        mine = keys.code == code
-        limit = policy.limits[int(np.bincount(refused_by[mine & (refused_by >= 0)]).argmax())]
-        span, allowance = burst_span(limit)
-        covered = mine & np.array([limit.covers(r) for r in traffic.routes], dtype=bool)[traffic.route]
-        worst = max_window_cost(t[covered], cost[traffic.route[covered]], span)
-        rows.append(KeyRow(str(keys.names[code]), int(per_key[code]), int(refused_per_key[code]),
-                           float(worst), span, allowance, limit.name))
-    return rows
+    wanted = np.array(chosen)
+    for _, block in traffic.blocks():
+        code = keys.of_identity[block["identity"]]
+        hit = np.isin(code, wanted)
+        if not hit.any():
+            continue
+        t, code, route = _times(block, timing)[hit], code[hit], block["route"][hit]
+        for key, sweep, covers in zip(chosen, sweeps, covered):
+            mine = (code == key) & covers[route]
+            sweep.add(t[mine], cost[route[mine]])
+    return [KeyRow(str(keys.names[code]), int(tally.per_key[code]), int(tally.refused_per_key[code]),
+                   sweep.worst, sweep.span, burst_span(limit)[1], limit.name)
+            for code, sweep, limit in zip(chosen, sweeps, limits)]
 
 
 def burst_span(limit: Limit) -> tuple[float, float]:

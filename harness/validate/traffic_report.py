@@ -26,13 +26,12 @@ TIMING_NOTE = {
 
 
 def traffic_facts(traffic: LogTraffic) -> dict:
-    span = float(traffic.t[-1] - traffic.t[0]) if len(traffic.t) else 0.0
     return {
         "file": str(traffic.path), "format": traffic.format, "detected": traffic.detected, "lines": traffic.lines,
-        "requests": len(traffic.t), "unreadable": traffic.bad.count,
+        "requests": traffic.requests, "unreadable": traffic.bad.count,
         "unreadable_first": [{"line": n, "text": t} for n, t in traffic.bad.located(traffic.path)],
         "out_of_order": traffic.out_of_order, "whole_second": traffic.whole_second,
-        "start": _utc(float(traffic.t[0])) if len(traffic.t) else None, "span_s": span,
+        "start": _utc(traffic.first_t) if traffic.requests else None, "span_s": traffic.span_s,
         "read": traffic.summary.line(traffic.format) if traffic.summary is not None else None,
     }
 

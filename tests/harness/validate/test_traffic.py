@@ -16,14 +16,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from harness.campaign.log_traffic import LogOptions, LogTraffic, load_traffic
+from harness.campaign.log_traffic import LogOptions, load_traffic
 from harness.campaign.policy_file import parse_policy
+from harness.campaign.request_records import spread
 from harness.cli.main import main
 from harness.validate import traffic as traffic_module
 from harness.validate.sim import deployment, run
-from harness.validate.traffic import _Keys, judge, refusals
+from harness.validate.traffic import judge, refusals
 from scenarios.access_log.render import CUSTOM, JSON_FIELDS, PIPED, LoggedRequest, render
-from scenarios.access_log.source import BadLines
 from scenarios.trace_file import TraceFile
 
 T0 = 1_760_000_040.0  # a whole minute: one 60 s fixed window holds every request below
@@ -106,11 +106,10 @@ def test_a_whole_second_log_gives_both_bounds(tmp_path: Path) -> None:
 @given(st.lists(st.integers(0, 6), min_size=1, max_size=60))
 def test_spread_times_divide_each_second_evenly_in_log_order(seconds: list[int]) -> None:
     """The k-th of a second's n requests is spread to k/n past the second's start."""
-    t = np.array(sorted(T0 + s for s in seconds))
-    traffic = LogTraffic(Path("x"), "combined", t, *(np.zeros(len(t), np.int32),) * 3, [], [], [], len(t), BadLines(), 0, True)
+    t = np.array(sorted(T0 + s for s in seconds), dtype=np.float64)
     counts = Counter(t.tolist())
     expected = [s + k / counts[s] for s in sorted(counts) for k in range(counts[s])]
-    assert traffic.spread_t.tolist() == pytest.approx(expected, abs=1e-9)
+    assert spread(t).tolist() == pytest.approx(expected, abs=1e-9)
 
 
 def test_an_out_of_order_log_is_judged_as_the_sorted_one(tmp_path: Path) -> None:
@@ -142,7 +141,7 @@ def test_decisions_on_a_log_equal_those_on_the_equivalent_csv_trace(tmp_path: Pa
     pd.DataFrame({"t": [f"{r.t:.3f}" for r in logged], "key": [f"ip:{r.addr}" for r in logged]}).to_csv(csv, index=False)
     policy = parse_policy({**POLICY, "limits": [{"name": "api", "key": "ip", "algorithm": algorithm,
                                                  "limit": 5, "window_s": 10}]}, "p")
-    refused = refusals(traffic, policy, traffic.t, [_Keys(traffic, policy, policy.limits[0])]) >= 0
+    refused = refusals(traffic, policy) >= 0
     decided = run(deployment(policy, policy.limits[0]), TraceFile(csv).arrivals())
     assert refused.tolist() == (~decided["allowed"].to_numpy()).tolist()
 

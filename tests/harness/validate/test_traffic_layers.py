@@ -15,7 +15,7 @@ import pytest
 from harness.campaign.log_traffic import LogOptions, load_traffic
 from harness.campaign.policy_file import parse_policy
 from harness.processes.target import running_target
-from harness.validate.traffic import _Keys, judge, refusals
+from harness.validate.traffic import judge, refusals
 
 T0 = 1_760_000_040.0
 LOG_FORMAT = '$msec $remote_addr "$http_x_forwarded_for" "$http_x_api_key" "$request"'
@@ -47,7 +47,7 @@ def judged(tmp_path: Path, text: str, policy: dict) -> list:
     log.write_text(text)
     traffic = load_traffic(log, LogOptions(log_format=LOG_FORMAT))
     parsed = parse_policy(policy, "policy")
-    return refusals(traffic, parsed, traffic.t, [_Keys(traffic, parsed, lim) for lim in parsed.limits]).tolist()
+    return refusals(traffic, parsed).tolist()
 
 
 def test_memory_limits_refuse_without_spending_in_the_others(tmp_path: Path) -> None:
