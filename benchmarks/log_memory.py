@@ -6,13 +6,15 @@ high-water mark, so nothing between samples is missed), beside the peak after th
 
 1. stream: every block read through the bounded stream and parsed, nothing kept (what
    ``scenarios/access_log/stream.py`` promises to hold flat whatever the file's size);
-2. columns: the log read into the compact columns every policy is judged on (``load_traffic``:
-   a time, an identity, a route and an agent code a line, kept for the replays);
+2. columns: the log read into the records every policy is judged on (``load_traffic``: a time,
+   an identity, a route and an agent code a line, written to a temporary file in time order;
+   memory keeps the distinct identities, routes and agents);
 3. judged: the columns judged against ``bench traffic``'s 3 policies, as ``validate --traffic``
    does (replay workers, forked for 200,000 requests or more, counted by their own peak).
 
 The sizes are printed side by side with the growth per extra line between them: the stream's is
-near 0 bytes; the columns' is what the judge needs of every request and grows with the log.
+near 0 bytes, and so are the columns' and the judgement's: the requests stay on disk, read back a
+block at a time.
 """
 
 from __future__ import annotations

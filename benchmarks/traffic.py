@@ -9,7 +9,7 @@
    process and its replay workers) beside the goals (< 60 s, < 2 GiB). ``combined`` logs whole
    seconds, so every policy is replayed twice (both bounds). The tree's memory is its peak PSS,
    sampled: each page counted once, shared pages divided among the processes that share them
-   (forked workers share the log's columns with their parent), beside every process's own peak
+   (forked workers share their parent's pages), beside every process's own peak
    RSS from the kernel and their sum (shared pages counted in every process: an upper bound).
 """
 
