@@ -60,7 +60,6 @@ class RecordFile:
             yield self.read(first, min(size, self.n - first))
 
 
-
 def sorted_by_time(raw: RecordFile, t_min: float, t_max: float) -> RecordFile:
     """``raw``'s records in time order (ties in file order), sorted on disk bucket by bucket."""
     width = (t_max - t_min) / CELLS or 1.0
