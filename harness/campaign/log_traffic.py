@@ -148,7 +148,7 @@ class _Read:
 
     t_min: float = np.inf
     t_max: float = -np.inf
-    running_max: float = -np.inf
+    """The latest time so far: a line earlier than it is out of order."""
     out_of_order: int = 0
     whole: bool = True
     routes: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
@@ -156,10 +156,9 @@ class _Read:
     def add(self, t: np.ndarray, route: np.ndarray) -> None:
         if not len(t):
             return
-        ahead = np.maximum.accumulate(np.concatenate(([self.running_max], t)))
+        ahead = np.maximum.accumulate(np.concatenate(([self.t_max], t)))
         self.out_of_order += int(np.count_nonzero(t < ahead[:-1]))
-        self.running_max = float(ahead[-1])
-        self.t_min, self.t_max = min(self.t_min, float(t.min())), max(self.t_max, float(t.max()))
+        self.t_min, self.t_max = min(self.t_min, float(t.min())), float(ahead[-1])
         self.whole = self.whole and bool(np.all(t == np.floor(t)))
         counts = np.bincount(route)
         if len(counts) > len(self.routes):

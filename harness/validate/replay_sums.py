@@ -59,7 +59,6 @@ class Tally:
     def __init__(self, keys: int, limits: int, routes: int, classes: int, bins: Bins) -> None:
         self.requests = self.refused = 0
         self.per_key = np.zeros(keys, dtype=np.int64)
-        self.refused_per_key = np.zeros(keys, dtype=np.int64)
         self.refused_by_limit = np.zeros((limits, keys), dtype=np.int64)
         self.per_route = np.zeros(routes, dtype=np.int64)
         self.refused_route = np.zeros(routes, dtype=np.int64)
@@ -74,13 +73,17 @@ class Tally:
         self.refused += int(refused.sum())
         for total, codes in ((self.per_key, key), (self.per_route, route), (self.per_class, klass)):
             total += np.bincount(codes, minlength=len(total))
-        for total, codes in ((self.refused_per_key, key), (self.refused_route, route), (self.refused_class, klass)):
+        for total, codes in ((self.refused_route, route), (self.refused_class, klass)):
             total += np.bincount(codes[refused], minlength=len(total))
         for limit in range(len(self.refused_by_limit)):
             mine = refused_by == limit
             if mine.any():
                 self.refused_by_limit[limit] += np.bincount(key[mine], minlength=self.refused_by_limit.shape[1])
         self.bins.add(t, refused)
+
+    @property
+    def refused_per_key(self) -> np.ndarray:
+        return self.refused_by_limit.sum(axis=0)
 
 
 class Sweep:

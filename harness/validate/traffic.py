@@ -251,8 +251,9 @@ def class_lookups(traffic: LogTraffic, keys: _Keys, classes: list[tuple[KeyClass
 def top_keys(traffic: LogTraffic, policy: PolicyFile, timing: str, keys: _Keys, tally: Tally) -> list[KeyRow]:
     """The keys with the most refused requests, each with its worst burst against the limit that
     refused it most (why it was refused), measured in one more pass over the log."""
-    order = np.lexsort((-tally.per_key, -tally.refused_per_key))
-    chosen = [int(code) for code in order[:TOP_KEYS] if tally.refused_per_key[code] > 0]
+    refused = tally.refused_per_key
+    order = np.lexsort((-tally.per_key, -refused))
+    chosen = [int(code) for code in order[:TOP_KEYS] if refused[code] > 0]
     if not chosen:
         return []
     limits = [policy.limits[int(tally.refused_by_limit[:, code].argmax())] for code in chosen]
@@ -269,7 +270,7 @@ def top_keys(traffic: LogTraffic, policy: PolicyFile, timing: str, keys: _Keys, 
         for key, sweep, covers in zip(chosen, sweeps, covered):
             mine = (code == key) & covers[route]
             sweep.add(t[mine], cost[route[mine]])
-    return [KeyRow(str(keys.names[code]), int(tally.per_key[code]), int(tally.refused_per_key[code]),
+    return [KeyRow(str(keys.names[code]), int(tally.per_key[code]), int(refused[code]),
                    sweep.worst, sweep.span, burst_span(limit)[1], limit.name)
             for code, sweep, limit in zip(chosen, sweeps, limits)]
 
