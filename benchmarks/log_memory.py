@@ -29,7 +29,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.args import REQUESTS, bench_parser
+from benchmarks.args import LOG_LINES, bench_parser, check_log_disk
 
 STEPS = ("stream", "columns", "judged")
 
@@ -70,7 +70,7 @@ def _sizes(text: str) -> list[int]:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r}: expected line counts separated by commas (100000,1000000)") from None
     for size in sizes:
-        REQUESTS.check("--lines", size, argparse.ArgumentTypeError)  # type: ignore[arg-type]
+        LOG_LINES.check("--lines", size, argparse.ArgumentTypeError)  # type: ignore[arg-type]
     if len(sizes) < 2:
         raise argparse.ArgumentTypeError(f"{text!r}: give two sizes or more, to compare")
     return sorted(sizes)
@@ -83,6 +83,7 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--lines", type=_sizes, default=[100_000, 1_000_000], metavar="N,N[,...]",
                     help="log sizes in lines, compared side by side (default 100000,1000000)")
     args = ap.parse_args(argv)
+    check_log_disk(ap, args.lines[-1])
     figures: dict[int, dict[str, tuple[int, int, int, int]]] = {}
     mib: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-log-memory-") as tmp:

@@ -4,9 +4,10 @@
    in full (repeated, interleaved, median), lines/s beside the 250,000 lines/s goal for
    ``combined``; ``combined`` is read twice, by the CSV reader the suite uses and by the compiled
    regex it would use otherwise, so the choice is shown measured.
-2. Scale: a generated ``combined`` log of 5,000,000 lines judged against 3 policies in one
-   command: wall time (read + every replay) and the memory of the whole process tree (this
-   process and its replay workers) beside the goals (< 60 s, < 2 GiB). ``combined`` logs whole
+2. Scale: a generated ``combined`` log of 5,000,000 lines (``--lines``: 80,000,000 is a 10 GB log)
+   judged against 3 policies in one command: wall time (read + every replay) and the memory of
+   the whole process tree (this process and its replay workers) beside the goals (< 60 s for
+   5,000,000 lines and the same rate for more; < 1 GiB whatever the size). ``combined`` logs whole
    seconds, so every policy is replayed twice (both bounds). The tree's memory is its peak PSS,
    sampled: each page counted once, shared pages divided among the processes that share them
    (forked workers share their parent's pages), beside every process's own peak
@@ -31,7 +32,7 @@ import psutil
 from rich.console import Console
 from rich.table import Table
 
-from benchmarks.args import REQUESTS, ROUNDS, bench_parser
+from benchmarks.args import LOG_LINES, REQUESTS, ROUNDS, bench_parser, check_log_disk
 from harness.campaign.log_traffic import load_traffic
 from harness.campaign.policy_file import parse_policy
 from harness.validate.traffic import judge
@@ -40,7 +41,9 @@ from scenarios.access_log.nginx import COMBINED, RegexReader
 from scenarios.access_log.render import CUSTOM, JSON_FIELDS, PIPED, LoggedRequest, render
 from targets.cli_args import number
 
-PARSE_GOAL, WALL_GOAL_S, RSS_GOAL = 250_000, 60.0, 2 << 30
+PARSE_GOAL, WALL_GOAL_S, RSS_GOAL = 250_000, 60.0, 1 << 30
+GOAL_LINES = 5_000_000
+"""The wall-time goal is 60 s for 5,000,000 lines: a larger log is held to the same rate."""
 T0 = 1_760_000_000
 ROUTES = ["GET /api/items", "GET /api/search", "POST /api/reports", "POST /login", "GET /healthz"]
 AGENTS = ["Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36", "curl/8.5.0", "Googlebot/2.1 (+http://www.google.com/bot.html)"]
@@ -192,11 +195,12 @@ def _cpu() -> float:
 
 def main(argv: list[str]) -> int:
     ap = bench_parser("traffic", __doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--lines", type=number(int, REQUESTS), default=5_000_000,
-                    help="lines of the generated combined log (default 5,000,000)")
+    ap.add_argument("--lines", type=number(int, LOG_LINES), default=5_000_000,
+                    help="lines of the generated combined log (default 5,000,000; 80,000,000 is a 10 GB log)")
     ap.add_argument("--sample", type=number(int, REQUESTS), default=200_000, help="lines per format for the parse rates (default 200,000)")
     ap.add_argument("--repeat", type=number(int, ROUNDS), default=3, help="interleaved rounds of the parse rates (median)")
     args = ap.parse_args(argv)
+    check_log_disk(ap, args.lines)
     console = Console()
     with tempfile.TemporaryDirectory(prefix="bench-traffic-") as tmp:
         root = Path(tmp)
@@ -232,11 +236,13 @@ def scale_table(big: Scale, lines: int) -> Table:
                   title_justify="left")
     for col in ("figure", "measured", "goal", ""):
         table.add_column(col, justify="left" if col == "figure" else "right")
-    table.add_row("read + judge wall time", f"{big.wall_s:.1f} s", f"< {WALL_GOAL_S:.0f} s", _met(big.wall_s, WALL_GOAL_S))
+    goal_s = WALL_GOAL_S * max(1.0, lines / GOAL_LINES)
+    table.add_row("read + judge wall time", f"{big.wall_s:.1f} s ({lines / big.wall_s:,.0f} lines/s)", f"< {goal_s:,.0f} s",
+                  _met(big.wall_s, goal_s))
     cores = min(os.cpu_count() or 1, 2 * len(POLICIES))
     table.add_row("read + judge CPU time (with the workers')", f"{big.cpu_s:.1f} s", "", "")
     table.add_row(f"  / {cores} cores: the wall time on an idle machine, about", f"{big.cpu_s / cores:.1f} s",
-                  f"< {WALL_GOAL_S:.0f} s", _met(big.cpu_s / cores, WALL_GOAL_S))
+                  f"< {goal_s:,.0f} s", _met(big.cpu_s / cores, goal_s))
     table.add_row("peak PSS of the process tree (sampled every 50 ms)", f"{big.tree_pss / 2**30:.2f} GiB",
                   f"< {RSS_GOAL / 2**30:.0f} GiB", _met(big.tree_pss, RSS_GOAL))
     table.add_row("peak RSS: this process; the largest worker (kernel high-water marks)",

@@ -24,8 +24,10 @@ from collections.abc import Iterator
 import numpy as np
 
 RECORD = np.dtype([("t", "<f8"), ("identity", "<i4"), ("route", "<i4"), ("agent", "<i4")])
-BLOCK_RECORDS = 1 << 20
-"""Records read back at a time (20 MiB)."""
+BLOCK_RECORDS = 1 << 18
+"""Records read back at a time (5 MiB). A replay's work on a block takes ~100 bytes a record
+(times spread, codes, per-request lists, sums): 2^20 records added ~90 MiB to a worker's peak,
+2^18 nothing above the log's read, at the same CPU time (``bench log-memory``)."""
 SORT_RECORDS = 1 << 21
 """Records a sort bucket holds (about: one histogram cell is never split): the sort's memory."""
 CELLS = 1 << 20
