@@ -59,10 +59,13 @@ class DelimitedReader(LogReader):
         convert_options = csv.ConvertOptions(column_types={n: pa.string() for n in names},
                                              include_columns=[names[i] for i in wanted],
                                              strings_can_be_null=False, quoted_strings_can_be_null=False)
-        for block in self._blocks(skip_rows=shape.skip_rows):
+        # the first block on one thread: its unreadable rows then come in file order with their
+        # numbers (threads report them in any order, unnumbered), so a refusal quotes line 1 on
+        first_options = csv.ReadOptions(column_names=names, use_threads=False, block_size=read_options.block_size)
+        for i, block in enumerate(self._blocks(skip_rows=shape.skip_rows)):
             self._block = block
             try:
-                table = csv.read_csv(pa.BufferReader(block.data), read_options=read_options,
+                table = csv.read_csv(pa.BufferReader(block.data), read_options=read_options if i else first_options,
                                      parse_options=parse_options, convert_options=convert_options)
             except pa.ArrowInvalid as exc:
                 raise LogError(f"{self.path}: lines {block.first_line:,} on cannot be read as {self.name} "
