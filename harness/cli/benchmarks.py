@@ -31,6 +31,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "log-memory": ("benchmarks.log_memory", "peak RSS of reading and judging an access log at 100k and 1M lines, side by side"),
     "marginal-cpu": ("benchmarks.marginal_cpu", "a live run's marginal target CPU per request vs bench targets', per algorithm"),
     "judge": ("benchmarks.judge", "run_bench.py judge against every model in virtual time: seconds, requests, fit, worst case vs goals"),
+    "judge-products": ("benchmarks.judge_products", "run_bench.py judge against live Traefik, Envoy, NGINX, HAProxy: named or "
+                                                    "'no model fits', worst case vs the largest on the product's model"),
     "queue": ("benchmarks.queue", "the simulated downstream as M/M/8: its mean wait vs Erlang C at utilisation 0.5, 0.8, 0.95"),
     "validate": ("benchmarks.validate", "validate --config on each product file: seconds vs the 5 s goal; one-key run vs per request"),
     "adaptive": ("benchmarks.adaptive", "µs per request of each adaptive rule vs gradient2; a CPU reading's push at 1k-100k keys"),

@@ -16,11 +16,12 @@ learning never sent, on keys of their own, interleaved on one clock (``run_scrip
   return (two keys); a burst right after a run of refusals; and, once every model is fitted, the
   worst-case hunt below.
 
-The worst-case hunt is model-free: it repeats, over one window of the claimed length (the fitted
-one when none is claimed), a burst until refused and the idle gap that the explored key showed
-brings the most back per second (``best_gap``); the steady over-rate keys and the edge hunts are
-searched too. The worst case is the most admitted to one key in any window of that length, over
-every request of the session (``analysis.worst_case``).
+The worst-case hunt is model-free first: it repeats, over one window of the claimed length (the
+fitted one when none is claimed), a burst until refused and the idle gap that the explored key
+showed brings the most back per second (``best_gap``), unless the fitted model predicts that
+another burst, gap, start on the clock or span admits more (``aim.py``); the steady over-rate
+keys and the edge hunts are searched too. The worst case is the most admitted to one key in any
+window of that length, over every request of the session (``analysis.worst_case``).
 """
 
 from __future__ import annotations
@@ -139,12 +140,24 @@ def after_refusals(most: int, knocks: int, every: float) -> Script:
     yield from burst(most, last.done)
 
 
-def repeat(most: int, gap: float, window_s: float) -> Script:
-    """The worst-case hunt: a burst until refused, the idle ``gap``, again, over one window and a gap."""
-    first = yield from burst(most)
+def repeat(most: int, gap: float, window_s: float, at: float = 0.0, windows: int = 1) -> Script:
+    """The worst-case hunt: a burst until refused (from ``at``; 0: at once), the idle ``gap``,
+    again, over ``windows`` windows and a gap."""
+    first = yield from burst(most, at)
     start, last = first[0].sent, first[-1]
-    while last.done + gap < start + window_s + gap:
+    while last.done < start + windows * window_s:
         last = (yield from burst(most, last.done + gap))[-1]
+
+
+def paced(most: int, cycle: float, window_s: float, at: float = 0.0, windows: int = 1) -> Script:
+    """The worst-case hunt on the clock: a burst until refused every ``cycle`` s from the first
+    (``at``; 0: at once), over ``windows`` windows: each burst starts when it is due, however long
+    the last one took (a limiter keeping time in whole seconds is met at the same point of each)."""
+    first = yield from burst(most, at)
+    start, k = first[0].sent, 1
+    while k * cycle <= windows * window_s:
+        yield from burst(most, start + k * cycle)
+        k += 1
 
 
 def best_gap(sweep: Sweep, recovery_s: float) -> float:

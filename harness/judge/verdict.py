@@ -32,6 +32,7 @@ from harness.sim.fingerprint import (
 from targets.algorithms import Policy
 
 from . import check
+from .aim import Aim, aim, start_at
 from .endpoint import CapReached, Endpoint, JudgeError
 from .held import Held
 from .held import held as held_requests
@@ -78,7 +79,7 @@ SHAPES = {
     "explore-ramp": "a ramp, each request 5% sooner after the last, until refused",
     "check-steady": "steady at {rate}x the fitted rate", "check-gaps": "bursts until refused after idle gaps of {gaps}",
     "check-after-refusals": "a burst right after a run of refusals",
-    "hunt-gaps": "bursts until refused, each after {gap} s idle, over one window",
+    "hunt-gaps": "bursts until refused, each after {gap} s idle, over {span}",
 }
 """The traffic each role sent, in words: the worst case's evidence says which produced it."""
 
@@ -262,13 +263,26 @@ def checked(endpoint: Endpoint, first: Verdict, claim: Policy | None) -> Verdict
     within = claim.window_s if claim is not None else fits[0].policy.window_s
     if cut is None:
         best = Shape.of(fits[0])
-        gap = check.best_gap(sweep, best.back)
-        said[key := fresh()] = SHAPES["hunt-gaps"].format(gap=f"{gap:.3g}") + f" of {within:g} s"
-        cut = sent(endpoint, [(key, "hunt-gaps", check.repeat(best.most, gap, within))], said)
+        target = aim(fits[0], best.most, best.limit, check.best_gap(sweep, best.back), best.back, within, sweep.pace)
+        said[key := fresh()] = aimed_words(target, within)
+        cut = sent(endpoint, [(key, "hunt-gaps", target.script(within, start_at(endpoint.now(), target.phase,
+                                                                                 target.period_s)))], said)
     tried = "/".join(f"{g:.3g}" for g, _ in sweep.after) + " s"
     shapes = {s.answer.key: said.get(s.answer.key) or SHAPES.get(s.role, s.role).replace("{gaps}", tried)
               for s in endpoint.log}
     return compared(endpoint, start, fits, claim, cut, sweep, shapes)
+
+
+def aimed_words(target: Aim, within: float) -> str:
+    """The worst-case hunt's traffic in words (``SHAPES``, and what the fit aimed it at)."""
+    span = "one window" if target.windows == 1 else f"{target.windows} windows"
+    words = SHAPES["hunt-gaps"].format(gap=f"{target.gap:.3g}", span=span) + f" of {within:g} s"
+    if target.paced:
+        words = words.replace(f"each after {target.gap:.3g} s idle", f"one every {target.gap:.3g} s")
+    if target.phase is None:
+        return words
+    return words + (f", the first at {target.phase:g} of a {target.period_s:g} s period since the epoch, bursts of at "
+                    f"most {target.most} (the fit predicts {target.predicted})")
 
 
 def explored(endpoint: Endpoint, shape: Shape, sweep: check.Sweep,
