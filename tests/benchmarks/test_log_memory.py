@@ -3,6 +3,10 @@ in a fresh process; its sizes bounded as every benchmark's are."""
 
 from __future__ import annotations
 
+import shutil
+from importlib import import_module
+from types import SimpleNamespace
+
 import pytest
 
 from benchmarks.log_memory import STEPS, main, table
@@ -27,3 +31,17 @@ def test_bad_sizes_are_one_line_exit_2(lines: str, message: str, capsys: pytest.
         main(["--lines", lines])
     err = capsys.readouterr().err
     assert exited.value.code == 2 and message in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("bench", ["log_memory", "traffic"])
+def test_a_log_the_free_disk_cannot_hold_is_refused_before_it_is_written(bench: str, monkeypatch: pytest.MonkeyPatch,
+                                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    """The log is on disk, not in memory: its bound is the free disk of TMPDIR (150 bytes a line)."""
+    monkeypatch.setattr(shutil, "disk_usage", lambda _where: SimpleNamespace(free=100 << 20))
+    with pytest.raises(SystemExit) as exited:
+        import_module(f"benchmarks.{bench}").main(["--lines", "1000000,2000000" if bench == "log_memory" else "1000000"])
+    err = capsys.readouterr().err
+    assert exited.value.code == 2 and err.count("\n") == 1
+    assert "--lines 2,000,000" in err if bench == "log_memory" else "--lines 1,000,000" in err
+    assert "about 0.3 GiB of disk" in err if bench == "log_memory" else "about 0.1 GiB of disk" in err
+    assert "0.1 GiB are free (TMPDIR says where)" in err
