@@ -94,7 +94,7 @@ def judged(product: str, policy: Policy, folder: Path, max_wait_s: float) -> tup
 
 
 def right(algorithm: str, policy: Policy, verdict: dict) -> bool:
-    """The product's model named (or one deciding alike) with L and W (a bucket: rate and burst) within 5%."""
+    """The product's own model named, with L and W (a bucket: its rate and burst) within 5%."""
     def near(got: float, want: float) -> bool:
         return abs(got - want) <= GOAL_SHARE * want
 
