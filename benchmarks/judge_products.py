@@ -30,7 +30,9 @@ import numpy as np
 from rich.console import Console
 from rich.table import Table
 
+from analysis.metrics import max_window_cost
 from benchmarks.args import SECONDS, bench_parser
+from benchmarks.judge import GOAL_SHARE, within
 from harness.campaign.peers import model_policy
 from harness.live.peers.standalone import model_decisions, peer_before_none
 from harness.sim.fingerprint import BUCKETED
@@ -40,7 +42,7 @@ from targets.cli_args import number
 PRODUCTS = ("traefik", "envoy", "nginx", "haproxy")
 POLICY = Policy(20, 10.0, 20)
 """20 per 10 s, burst 20: the configuration whose Traefik the judge once called a sliding log at 1.00x."""
-GOAL_S, GOAL_REQUESTS, GOAL_SHARE, GOAL_WORST = 120.0, 600, 0.05, 0.9
+GOAL_S, GOAL_REQUESTS, GOAL_WORST = 120.0, 600, 0.9
 T0 = 1_760_000_000.0
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -61,20 +63,13 @@ def shapes(policy: Policy) -> list[np.ndarray]:
     return out
 
 
-def most_in_window(times: np.ndarray, window_s: float) -> int:
-    """The most of ``times`` (sorted) in any half-open window of ``window_s``."""
-    if not len(times):
-        return 0
-    return int((np.searchsorted(times, times + window_s, side="left") - np.arange(len(times))).max())
-
-
 def largest(algorithm: str, policy: Policy) -> int:
     """The most one key of ``algorithm`` under ``policy`` admits in any W over ``shapes``."""
     decide, params = get_algorithm(algorithm).decide, build_params(algorithm, policy)
     best = 0
     for times in shapes(policy):
         allowed = np.array(model_decisions(decide, params, times.tolist(), ["k"] * len(times)))
-        best = max(best, most_in_window(times[allowed], policy.window_s))
+        best = max(best, round(max_window_cost(times[allowed], np.ones(int(allowed.sum())), policy.window_s)))
     return best
 
 
@@ -95,15 +90,12 @@ def judged(product: str, policy: Policy, folder: Path, max_wait_s: float) -> tup
 
 def right(algorithm: str, policy: Policy, verdict: dict) -> bool:
     """The product's own model named, with L and W (a bucket: its rate and burst) within 5%."""
-    def near(got: float, want: float) -> bool:
-        return abs(got - want) <= GOAL_SHARE * want
-
     if verdict["model"] != algorithm:
         return False
     if algorithm in BUCKETED:
-        return near(verdict["limit"] / verdict["window_s"], policy.limit / policy.window_s) and near(
+        return within(verdict["limit"] / verdict["window_s"], policy.limit / policy.window_s) and within(
             verdict["burst"], policy.effective_burst)
-    return near(verdict["limit"], policy.limit) and near(verdict["window_s"], policy.window_s)
+    return within(verdict["limit"], policy.limit) and within(verdict["window_s"], policy.window_s)
 
 
 def row(product: str, policy: Policy, doc: dict, seconds: float) -> list[str]:

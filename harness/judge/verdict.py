@@ -79,7 +79,7 @@ SHAPES = {
     "explore-ramp": "a ramp, each request 5% sooner after the last, until refused",
     "check-steady": "steady at {rate}x the fitted rate", "check-gaps": "bursts until refused after idle gaps of {gaps}",
     "check-after-refusals": "a burst right after a run of refusals",
-    "hunt-gaps": "bursts until refused, each after {gap} s idle, over {span}",
+    "hunt-gaps": "bursts until refused, {spacing}, over {span}",
 }
 """The traffic each role sent, in words: the worst case's evidence says which produced it."""
 
@@ -276,9 +276,8 @@ def checked(endpoint: Endpoint, first: Verdict, claim: Policy | None) -> Verdict
 def aimed_words(target: Aim, within: float) -> str:
     """The worst-case hunt's traffic in words (``SHAPES``, and what the fit aimed it at)."""
     span = "one window" if target.windows == 1 else f"{target.windows} windows"
-    words = SHAPES["hunt-gaps"].format(gap=f"{target.gap:.3g}", span=span) + f" of {within:g} s"
-    if target.paced:
-        words = words.replace(f"each after {target.gap:.3g} s idle", f"one every {target.gap:.3g} s")
+    spacing = f"one every {target.gap:.3g} s" if target.paced else f"each after {target.gap:.3g} s idle"
+    words = SHAPES["hunt-gaps"].format(spacing=spacing, span=span) + f" of {within:g} s"
     if target.phase is None:
         return words
     return words + (f", the first at {target.phase:g} of a {target.period_s:g} s period since the epoch, bursts of at "

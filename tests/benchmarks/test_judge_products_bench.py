@@ -6,14 +6,17 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.judge_products import POLICY, largest, most_in_window, row
+from analysis.metrics import max_window_cost
+from benchmarks.judge_products import POLICY, largest, row
 from targets.algorithms import Policy
 
 
 def test_the_most_in_any_half_open_window():
+    """What ``largest`` counts admitted requests with (``max_window_cost`` at cost 1)."""
     times = np.array([0.0, 0.5, 9.99, 10.0, 10.4, 15.0])
-    assert most_in_window(times, 10.0) == 4  # [0.5, 10.5): 0.5, 9.99, 10, 10.4; [0, 10) holds 3
-    assert most_in_window(times, 0.01) == 1 and most_in_window(np.array([]), 1.0) == 0
+    ones = np.ones(len(times))
+    assert max_window_cost(times, ones, 10.0) == 4  # [0.5, 10.5): 0.5, 9.99, 10, 10.4; [0, 10) holds 3
+    assert max_window_cost(times, ones, 0.01) == 1 and max_window_cost(np.array([]), np.array([]), 1.0) == 0
 
 
 def test_the_grid_reaches_each_models_bound():
