@@ -7,14 +7,15 @@ learning never sent, on keys of their own, interleaved on one clock (``run_scrip
   gaps of 1/8, 1/4, 1/2 and 3/4 of the quota's full return and burst after each (how much came back
   after how long idle); when a gap shorter than the full return brought a whole burst back, the
   shortest such gap is bisected to 10% (the idle time or the block a stateful limiter has); and a
-  key sent a ramp, from twice the longest a key took to be admitted again over L apart, each
+  key sent a ramp, from 1.5x the longest a key took to be admitted again over L apart, each
   request 5% sooner than the last, until refused (what W is when a burst never tells: a block or
   counted refusals hold a key's return back past its window);
 - **held back** (never fitted on: predicted, then compared request by request; shaped by the
-  learning's fit and sent beside the explored keys): steady at 1.1x, 2x and 3x the fitted rate for
-  2, 2 and 1.5 windows; bursts separated by idle gaps of 3/16, 3/8, 3/4, 1.25 and 1.5 of the full
-  return (two keys); a burst right after a run of refusals; and, once every model is fitted, the
-  worst-case hunt below.
+  learning's fit and sent beside the explored keys): steady at 1.5x the fitted rate for 2
+  windows; bursts separated by idle gaps of 3/16, 5/8 and 1.5 of the full return; a burst right
+  after a run of refusals; and, once every model is fitted, the worst-case hunt below. One key
+  each: a session stays within 600 requests at L = 20 (a live Traefik session with a second
+  steady key and a second gap key sent 686), and each key more costs a burst of L or more.
 
 The worst-case hunt is model-free first: it repeats, over one window of the claimed length (the
 fitted one when none is claimed), a burst until refused and the idle gap that the explored key
@@ -41,12 +42,18 @@ burst it is in goes on), receives the answer."""
 
 EXPLORE_GAPS = (1 / 8, 1 / 4, 1 / 2, 3 / 4)
 """Idle gaps of the explored key, as shares of the quota's full return."""
-HELD_GAPS = ((3 / 16, 3 / 4, 1.5), (3 / 8, 1.25))
-"""Idle gaps of the two held-back keys, as shares of the full return: none an explored one."""
-STEADY = ((1.1, 2.0), (2.0, 2.0), (3.0, 1.5))
-"""Held-back steady keys: (multiple of the fitted rate, windows)."""
+HELD_GAPS = ((3 / 16, 5 / 8, 1.5),)
+"""Idle gaps of the held-back gap keys, as shares of the full return: none an explored one, the
+last past the return (a bucket a ttl forgets comes back full)."""
+STEADY = ((1.5, 2.0),)
+"""Held-back steady keys: (multiple of the fitted rate, windows): over the rate for two windows,
+where a sliding log admits 2/3, a bucket its rate, and a counter of refusals less."""
 RAMP_STEP, RAMP_MAX = 0.05, 150
 """The explored ramp: each request 5% sooner after the last, 150 requests at most."""
+RAMP_FROM = 1.5
+"""The ramp starts this many times the longest readmission (or the full return) over L apart: no
+W is longer than a key's return, so the first refusal lies 8 steps ahead at least (at 2x, 14: a
+live HAProxy session's ramp was its longest phase, 37 s)."""
 BISECT_TO = 0.1
 """The shortest gap that brings a whole burst back is bisected until it is known within 10% (3%
 cost a live session at W = 2 s two more seconds)."""

@@ -9,7 +9,8 @@ changed identity at once (a fresh key has its whole quota); one keyed by anythin
 it as it refuses the identity. The identity is asked again after each change: admitted again, its
 quota came back meanwhile (a window ended, a token refilled) and the round proves nothing, so it
 is refused again and the round made anew. A key is found when every round admitted its change
-(a token refilled just before a change could admit one round by chance, not two). No change
+(a token refilled just before a change could admit one round by chance, not two); a later round
+changes only what every earlier one admitted (what one refused cannot be the key). No change
 admitted: one counter for everyone, or a key made of something the judge does not vary. A fresh
 connection admitted means a counter per connection (Envoy's
 ``local_rate_limit_per_downstream_connection``): a client that reconnects, or opens several, has a
@@ -119,18 +120,18 @@ def _rounds(endpoint: HttpEndpoint, tried: tuple[str, ...]) -> Found:
             break
         if n and _until_refused(endpoint, tried) is None:
             break
-        passed = _round(endpoint, tried, n + 1)
+        passed = _round(endpoint, tried, tuple(c for c in tried if c in kept) or tried, n + 1)
         if passed is not None:
             kept &= passed
             rounds += 1
     return Found(tuple(c for c in tried if c in kept) if rounds else (), tried, admitted, True, rounds)
 
 
-def _round(endpoint: HttpEndpoint, tried: tuple[str, ...], n: int) -> set[str] | None:
-    """The candidates whose change the refused identity's limiter admitted; None when the
-    identity itself was admitted again between two changes (the round proves nothing)."""
+def _round(endpoint: HttpEndpoint, tried: tuple[str, ...], changes: tuple[str, ...], n: int) -> set[str] | None:
+    """The ``changes`` (of the identity's ``tried``) the refused identity's limiter admitted; None
+    when the identity itself was admitted again between two changes (the round proves nothing)."""
     passed = set()
-    for c in tried:
+    for c in changes:
         if _send(endpoint, tried, changed=c, n=n):
             passed.add(c)
         if _send(endpoint, tried):
