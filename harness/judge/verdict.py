@@ -34,6 +34,7 @@ from targets.algorithms import Policy
 from . import check
 from .aim import Aim, aim, start_at
 from .endpoint import CapReached, Endpoint, JudgeError
+from .fresh import FirstBursts, first_bursts
 from .held import Held
 from .held import held as held_requests
 from .hunt import EDGES, Hunt, NoLimit, fingerprint_of, seen
@@ -132,6 +133,8 @@ class Verdict:
     """Each key's traffic in words (``SHAPES``), for the worst case's evidence."""
     held: Held | None = None
     """The admitted requests the limiter held instead of refusing (``held.py``); None: none shown."""
+    fresh: FirstBursts = field(default_factory=lambda: FirstBursts(()))
+    """What fresh keys' first bursts were admitted (``fresh.py``): uneven, no model explains the limiter."""
 
     @property
     def best(self) -> Fit:
@@ -139,8 +142,19 @@ class Verdict:
 
     @property
     def explained(self) -> bool:
-        """Whether the best model predicted the held-back traffic (and repeats what it was fitted on)."""
-        return bool(self.checked) and self.checked[0].share >= 1 - TOLERANCE and self.best.agreement >= 1 - TOLERANCE
+        """Whether the best model predicted the held-back traffic (and repeats what it was fitted on),
+        and fresh keys got the same quota (``fresh.py``)."""
+        return (bool(self.checked) and self.checked[0].share >= 1 - TOLERANCE and self.best.agreement >= 1 - TOLERANCE
+                and not self.fresh.uneven)
+
+    def unexplained(self) -> str:
+        """Why no model explains the limiter, in words (when ``explained`` is False)."""
+        m = self.missed
+        if self.fresh.uneven:
+            return self.fresh.sentence()
+        if m is not None:
+            return f"it admitted {m.admitted} in {m.span_s:.1f} s where the best fit predicts {m.predicted}"
+        return "the best fit repeats too few decisions"
 
     @property
     def against(self) -> Policy:
@@ -375,7 +389,8 @@ def compared(endpoint: Endpoint, start: float, fits: list[Fit], claim: Policy | 
     results.sort(key=lambda c: (-c.agreed, -c.fit.agreed, shaped is not None and c.fit.model not in HOLDING_MODELS))
     chosen = claim.window_s if claim is not None else results[0].fit.policy.window_s if held else fits[0].policy.window_s
     v = Verdict(fits, worst_case(answers, chosen), header_truth(answers), Counter(s.role for s in endpoint.log),
-                endpoint.now() - start, cut, results if held else [], claim, sweep=sweep, shapes=shapes, held=shaped)
+                endpoint.now() - start, cut, results if held else [], claim, sweep=sweep, shapes=shapes, held=shaped,
+                fresh=first_bursts(endpoint.log))
     if held:
         v.missed = missed(results[0].fit, held, {s.answer.key: s.role for s in endpoint.log if s.role in HELD_ROLES})
     return v
@@ -420,10 +435,7 @@ def render(v: Verdict, url: str, log_path: str) -> list[str]:
              f"({', '.join(f'{role} {n}' for role, n in v.roles.most_common())}), each probe on a key of its own"]
     held = v.checked[0] if v.checked else None
     if held is not None and not v.explained:
-        m = v.missed
-        lines.append("no model in the suite explains this limiter: " + (
-            f"it admitted {m.admitted} in {m.span_s:.1f} s where the best fit predicts {m.predicted}"
-            if m is not None else "the best fit repeats too few decisions"))
+        lines.append(f"no model in the suite explains this limiter: {v.unexplained()}")
         lines.append(f"  the best fit, {best.what()}, predicted {held.agreed} of {held.decisions} held-back "
                      f"decisions (at least {1 - TOLERANCE:.0%} needed); fitted on {best.decisions}: {best.agreed}")
         lines += [f"  measured: {line}" for line in measured(v)]
@@ -517,7 +529,7 @@ def measurement(endpoint: Endpoint, v: Verdict | None, error: str | None = None)
                           "worst_admitted": v.worst.admitted, "worst_span_s": v.worst.span_s, "worst_key": v.worst.key,
                           "worst_window_s": v.against.window_s, "worst_against": "claim" if v.claim else "fit",
                           "worst_ratio": v.ratio, "worst_traffic": v.shapes.get(v.worst.key),
-                          "held": None if v.held is None else v.held.doc(),
+                          "held": None if v.held is None else v.held.doc(), "first_bursts": list(v.fresh.admitted),
                           "seconds": round(v.seconds, 3), "cut_short_by": None if v.cut is None else v.cut.bound}
     return doc
 

@@ -107,7 +107,11 @@ def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> lis
     and a refusal dated a few ms late read as a token the claim would have had."""
     lim, best = policy.limits[0], v.best
     claim, got = claimed(lim), best.policy
-    said = f"claimed {described(lim.algorithm, claim)}; measured: {best.sentence()}"
+    held = v.checked[0] if v.checked else None
+    measured_as = best.sentence() if v.explained or held is None else (
+        f"no model in the suite explains this limiter: {v.unexplained()} (the nearest, {best.what()}, predicted "
+        f"{held.agreed} of {held.decisions} held-back decisions)")
+    said = f"claimed {described(lim.algorithm, claim)}; measured: {measured_as}"
     if len(policy.limits) > 1:
         said += f" (the first of {len(policy.limits)} limits is compared)"
     decisions = seen(answers)
