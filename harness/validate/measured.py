@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 
 from analysis.header_truth import Answer
 from analysis.theory import over_admission_bound
+from analysis.worst_case import worst_case
 from contract.run_info import RunPolicy
 from harness.campaign.policy_file import Limit, PolicyFile
 from harness.judge.endpoint import MAX_RATE, MAX_REQUESTS, MAX_TIME_S, MAX_WAIT_S, TIMEOUT_S, HttpEndpoint, JudgeError, KeySpec, Sent
@@ -46,17 +47,18 @@ class Caps:
     max_time_s: float = MAX_TIME_S
 
 
-def measure(url: str, key: KeySpec, caps: Caps = Caps(),
-            on_sent: Callable[[Sent], None] | None = None) -> tuple[Verdict, HttpEndpoint]:
+def measure(url: str, key: KeySpec, caps: Caps = Caps(), on_sent: Callable[[Sent], None] | None = None,
+            claim: Policy | None = None) -> tuple[Verdict, HttpEndpoint]:
     """One judging session: a ``reach`` request on a key of its own (key 0: the hunt's keys start
-    at 1), then the fingerprint and the hunt. A JudgeError (unreachable, stalled, not a limiter's
-    answer, no limit within the caps) propagates, its partial measurement kept: one line, exit 2.
-    ``on_sent``: told each request once answered (a progress display)."""
+    at 1), then the fingerprint and the hunt (over the ``claim``'s window when one is given, as
+    ``judge --claim``). A JudgeError (unreachable, stalled, not a limiter's answer, no limit within
+    the caps) propagates, its partial measurement kept: one line, exit 2. ``on_sent``: told each
+    request once answered (a progress display)."""
     endpoint = HttpEndpoint(url, key, caps.max_requests, caps.max_rate, caps.timeout_s, caps.max_time_s,
                             on_sent=on_sent)
     try:
         endpoint.send(0, "reach")
-        return judge(endpoint, caps.max_wait_s), endpoint
+        return judge(endpoint, caps.max_wait_s, claim), endpoint
     except JudgeError as exc:
         exc.measured = measurement(endpoint, None, str(exc))
         raise
@@ -88,7 +90,7 @@ def url_verdicts(policy: PolicyFile, url: str, key: KeySpec, caps: Caps = Caps()
     """The live rows for ``--url``: the refusal's shape and the claim against the measurement;
     and the session's client log (CSV, every request with its role, key and address)."""
     with signals_interrupt():
-        v, endpoint = measure(url, key, caps, on_sent)
+        v, endpoint = measure(url, key, caps, on_sent, claimed(policy.limits[0]))
     rows = shape_verdicts(refusal_of(endpoint, v), frozenset({429}), GENERIC_FIX)
     return [*rows, *claim_verdicts(policy, v, [s.answer for s in endpoint.log])], client_log(endpoint)
 
@@ -134,7 +136,7 @@ def claim_verdicts(policy: PolicyFile, v: Verdict, answers: list[Answer]) -> lis
                      fits(got.limit, claim.limit, replace(got, limit=claim.limit)), said),
                 _row("live_measured_window", lim, f"{got.window_s:g} s", f"{claim.window_s:g} s ±5%",
                      fits(got.window_s, claim.window_s, replace(got, window_s=claim.window_s)), said)]
-    return [*rows, _replayed(lim, claim, decisions, said), _worst(lim, claim, v)]
+    return [*rows, _replayed(lim, claim, decisions, said), _worst(lim, claim, answers)]
 
 
 def _replayed(lim: Limit, claim: Policy, decisions: list[Seen], said: str) -> CheckVerdict:
@@ -144,9 +146,11 @@ def _replayed(lim: Limit, claim: Policy, decisions: list[Seen], said: str) -> Ch
                 f"(each at any time in its round trip); {said}")
 
 
-def _worst(lim: Limit, claim: Policy, v: Verdict) -> CheckVerdict:
+def _worst(lim: Limit, claim: Policy, answers: list[Answer]) -> CheckVerdict:
+    """The most admitted to one key in any window of the claim's length (never the fitted one:
+    a claim of L per minute is a promise about any minute, whatever window the limiter keeps)."""
     bound = over_admission_bound(lim.algorithm, RunPolicy(claim.limit, claim.window_s, claim.effective_burst), {})
-    w, most = v.worst, (bound or 1.0) * claim.limit * (1 + TOLERANCE)
+    w, most = worst_case(answers, claim.window_s), (bound or 1.0) * claim.limit * (1 + TOLERANCE)
     return _row("live_measured_worst_case", lim, f"{w.admitted}", f"<= {most:g}", w.admitted <= most,
                 f"at most {w.admitted} admitted to one key within {w.span_s:.3f} s (key {w.key}); the claim "
                 f"allows {bound or 1.0:g}x L = {(bound or 1.0) * claim.limit:g} in any {claim.window_s:g} s")
