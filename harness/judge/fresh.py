@@ -13,11 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import pairwise
-from statistics import median
 
-from harness.sim.fingerprint import ROUND_TRIPS
+from harness.sim.fingerprint import ROUND_TRIPS, median_round_trip
 
 from .endpoint import Sent
+from .hunt import seen
 
 BURST_ROLES = ("learn", "check-fields", "explore-gaps", "check-gaps", "check-after-refusals", "hunt-gaps")
 """The roles whose keys begin with a burst until refused (``hunt.py``, ``check.py``)."""
@@ -29,7 +29,7 @@ MIN_KEYS = 3
 class FirstBursts:
     """What each key that began with a burst until refused was admitted before that refusal."""
 
-    admitted: tuple[int, ...]
+    admitted: tuple[int, ...] = ()
 
     @property
     def uneven(self) -> bool:
@@ -46,9 +46,7 @@ def first_bursts(log: Sequence[Sent]) -> FirstBursts:
     refusal, each sent within ``ROUND_TRIPS`` median round trips of the last one's answer (a key
     whose first refusal came after an idle gap, or that was never refused, is left out); and a
     burst of 0 for a key of any role refused at its first request (a fresh key with nothing)."""
-    if not log:
-        return FirstBursts(())
-    gap = ROUND_TRIPS * median(s.answer.done - s.answer.sent for s in log)
+    gap = ROUND_TRIPS * median_round_trip(seen([s.answer for s in log]))
     keys: dict[str, list[Sent]] = {}
     for s in log:
         keys.setdefault(s.answer.key, []).append(s)

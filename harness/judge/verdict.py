@@ -133,7 +133,7 @@ class Verdict:
     """Each key's traffic in words (``SHAPES``), for the worst case's evidence."""
     held: Held | None = None
     """The admitted requests the limiter held instead of refusing (``held.py``); None: none shown."""
-    fresh: FirstBursts = field(default_factory=lambda: FirstBursts(()))
+    fresh: FirstBursts = field(default_factory=FirstBursts)
     """What fresh keys' first bursts were admitted (``fresh.py``): uneven, no model explains the limiter."""
 
     @property
