@@ -64,12 +64,21 @@ WHOLE = 0.9
 @dataclass
 class Sweep:
     """What the explored key showed: (gap, admitted after it), the first burst, the shortest gap
-    found bringing a whole burst back (None: none shorter than the full return), a burst's pace."""
+    found bringing a whole burst back (None: none shorter than the full return) and the longest
+    shorter one that did not (``low``), a burst's pace."""
 
     first: int = 0
     after: list[tuple[float, int]] = field(default_factory=list)
     whole_gap: float | None = None
     pace: float = 0.0
+    low: float = 0.0
+
+    @property
+    def whole_from(self) -> float | None:
+        """Where between ``low`` and ``whole_gap`` a whole burst starts coming back: their middle,
+        within half the bisection's last step of the truth (the shortest gap would overstate an
+        idle time by up to the whole step: 0.75 s for a ttl of 0.703 s)."""
+        return None if self.whole_gap is None else (self.low + self.whole_gap) / 2 if self.low else self.whole_gap
 
 
 def burst(most: int, at: float = 0.0) -> Generator[float, Answer, list[Answer]]:
@@ -82,16 +91,17 @@ def burst(most: int, at: float = 0.0) -> Generator[float, Answer, list[Answer]]:
     return answers
 
 
-def explore_gaps(recovery_s: float, most: int, sweep: Sweep) -> Script:
-    """The explored key: emptied, then bursts after each gap of ``EXPLORE_GAPS``; the shortest gap
-    that brought a whole burst back bisected to ``BISECT_TO`` (from the last gap that did not)."""
+def explore_gaps(recovery_s: float, most: int, sweep: Sweep, shares: tuple[float, ...] = EXPLORE_GAPS) -> Script:
+    """The explored key: emptied, then bursts after each gap of ``shares`` (``EXPLORE_GAPS``); the
+    shortest gap that brought a whole burst back bisected to ``BISECT_TO`` (from the last gap that
+    did not)."""
     first = yield from burst(most)
     sweep.first = sum(a.allowed for a in first)
     sweep.pace = (first[-1].done - first[0].sent) / len(first)
     if first[-1].allowed:
         return
     last, low = first[-1], 0.0
-    for share in EXPLORE_GAPS:
+    for share in shares:
         gap = share * recovery_s
         got = yield from burst(most, last.done + gap)
         sweep.after.append((gap, sum(a.allowed for a in got)))
@@ -99,7 +109,7 @@ def explore_gaps(recovery_s: float, most: int, sweep: Sweep) -> Script:
         if sum(a.allowed for a in got) >= WHOLE * sweep.first:
             sweep.whole_gap = gap
             break
-        low = gap
+        low = sweep.low = gap
     while sweep.whole_gap is not None and sweep.whole_gap - low > BISECT_TO * sweep.whole_gap:
         gap = (low + sweep.whole_gap) / 2
         got = yield from burst(most, last.done + gap)
@@ -108,7 +118,7 @@ def explore_gaps(recovery_s: float, most: int, sweep: Sweep) -> Script:
         if sum(a.allowed for a in got) >= WHOLE * sweep.first:
             sweep.whole_gap = gap
         else:
-            low = gap
+            low = sweep.low = gap
 
 
 def steady(start: float, rate: float, seconds: float) -> Script:
@@ -147,12 +157,20 @@ def after_refusals(most: int, knocks: int, every: float) -> Script:
     yield from burst(most, last.done)
 
 
-def repeat(most: int, gap: float, window_s: float, at: float = 0.0, windows: int = 1) -> Script:
+def repeat(most: int, gap: float, window_s: float, at: float = 0.0, windows: int = 1,
+           every: float | None = None) -> Script:
     """The worst-case hunt: a burst until refused (from ``at``; 0: at once), the idle ``gap``,
-    again, over ``windows`` windows and a gap."""
+    again, over ``windows`` windows and a gap; with ``every``, where the next burst would start
+    past the windows, one request every ``every`` s until they end instead (a bucket's refill
+    after the last burst a gap lets in)."""
     first = yield from burst(most, at)
     start, last = first[0].sent, first[-1]
-    while last.done < start + windows * window_s:
+    end = start + windows * window_s
+    while last.done < end:
+        if every is not None and last.done + gap >= end:
+            while last.done + every < end:
+                last = yield last.done + every
+            return
         last = (yield from burst(most, last.done + gap))[-1]
 
 

@@ -22,6 +22,7 @@ from harness.judge.verdict import judge, render
 from harness.judge.virtual import VirtualEndpoint
 from harness.validate.measured import claim_verdicts
 from targets.algorithms import Policy
+from tests.harness.judge.virtual_sessions import most_in_window
 
 pytestmark = pytest.mark.slow  # whole judge sessions in virtual time
 
@@ -69,11 +70,6 @@ def random_share(limit: int, window_s: float, share: float, rng: random.Random,
         mine.append(now)
         return True
     return decide
-
-
-def most_in_window(decided: dict[int, list[float]], window_s: float) -> int:
-    """The most one key was admitted in any ``window_s`` on the limiter's own times (brute force)."""
-    return max((sum(0 <= u - t < window_s for u in times) for times in decided.values() for t in times), default=0)
 
 
 @pytest.mark.parametrize("kind", ["doubling", "random share"])

@@ -1,5 +1,7 @@
-"""What the judging sessions in virtual time share: the policy they stand behind and the hunt's
-roles and time (``test_judge_virtual.py``, ``test_judge_virtual_hunts.py``)."""
+"""What the judging sessions in virtual time share: the policy they stand behind, the hunt's
+roles and time, and the most a limiter's own log shows one key admitted in a window
+(``test_judge_virtual.py``, ``test_judge_virtual_hunts.py``, ``test_judge_no_model.py``,
+``test_judge_stateful.py``)."""
 
 from __future__ import annotations
 
@@ -20,3 +22,8 @@ PHASE_KEYS = Counter({"explore-gaps": 1, "explore-ramp": 1, "check-steady": len(
 def hunt_s(endpoint: VirtualEndpoint) -> float:
     """How long the learning and the edge hunts took, from the session's start."""
     return max(s.answer.done for s in endpoint.log if s.role in HUNT_ROLES) - endpoint.start
+
+
+def most_in_window(decided: dict[int, list[float]], window_s: float) -> int:
+    """The most one key was admitted in any ``window_s`` on the limiter's own times (brute force)."""
+    return max((sum(0 <= u - t < window_s for u in times) for times in decided.values() for t in times), default=0)

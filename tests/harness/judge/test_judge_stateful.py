@@ -1,0 +1,86 @@
+"""Each stateful behaviour a product has (``harness/sim/stateful.py``), judged whole in virtual
+time with its parameters drawn at random (so no constant can pass; the seed is in every message,
+a failure replays with ``random.Random(seed)``): the judge names the behaviour, its L, W and idle
+time or block within 5%, and finds at least 90% of the most that bursts and gaps of any length
+get through one window, within 600 requests and 120 s.
+
+The draws stay where the judge's traffic can tell the behaviour from a plain one: a bucket's idle
+time up to 0.7 W and a window's up to 0.6 W (past them the plain model predicts every decision
+the judge sends; a forgotten window whose idle time is 0.7 W was named a window opened by each
+key's first request, its worst case 12 of 18: docs/peers.md says so)."""
+
+from __future__ import annotations
+
+import random
+from collections import defaultdict
+
+import pytest
+
+from analysis.header_truth import Answer
+from analysis.worst_case import worst_case
+from harness.judge.verdict import judge
+from harness.judge.virtual import VirtualEndpoint
+from targets.algorithms import Policy
+from tests.harness.judge.virtual_sessions import most_in_window
+
+pytestmark = pytest.mark.slow  # whole judge sessions in virtual time
+
+EXTRA = {"forgetful_token_bucket": (0.3, 0.7), "forgetful_window": (0.3, 0.6), "fixed_block": (1.2, 3.0),
+         "extended_block": (1.2, 3.0), "counting_log": None}
+"""Each behaviour's third parameter (idle time or block) as a share of W, drawn between these."""
+
+
+def sent_as(model: str, policy: Policy, extra: float | None, gap: float, whole: bool, bursts: int,
+            trickle: bool) -> int:
+    """The most one key gets through a window of W from ``bursts`` bursts ``gap`` apart (each of L,
+    or until refused when not ``whole``), then, with ``trickle``, one request per L-th of W for W."""
+    e = VirtualEndpoint(model, policy, extra=extra, headers=False, max_requests=10 ** 6)
+    answers: list[Answer] = []
+    for b in range(bursts):
+        e.sleep_until(e.now() + gap * (b > 0))
+        admitted = 0
+        while True:
+            answers.append(e.send(1, "oracle"))
+            admitted += answers[-1].allowed
+            if not answers[-1].allowed or (whole and admitted == policy.limit):
+                break
+    end = e.now() + policy.window_s
+    while trickle and e.now() < end:
+        e.sleep_until(e.now() + policy.window_s / policy.limit)
+        answers.append(e.send(1, "oracle"))
+    return worst_case(answers, policy.window_s).admitted
+
+
+def largest(model: str, policy: Policy, extra: float | None) -> int:
+    """The most any burst-and-gap traffic gets through one window (gaps in steps of W/100 up to
+    1.5 W, 1 to 6 bursts, with or without a trickle after them): written here, apart from the
+    judge's own hunt, on the limiter itself."""
+    return max(sent_as(model, policy, extra, i * policy.window_s / 100, whole, bursts, trickle)
+               for i in range(1, 151) for whole in (True, False) for bursts in (1, 2, 3, 4, 6)
+               for trickle in (False, True))
+
+
+@pytest.mark.parametrize("model", list(EXTRA))
+def test_each_stateful_behaviour_is_named_with_its_parameters_and_nine_tenths_of_its_worst_case(model):
+    seed = random.randrange(2 ** 32)
+    rng = random.Random(seed)
+    limit, window_s = rng.randint(5, 12), rng.choice([1.0, 2.0])
+    shares = EXTRA[model]
+    extra = rng.uniform(*shares) * window_s if shares else None
+    policy = Policy(limit, window_s, limit if model == "forgetful_token_bucket" else None)
+    endpoint = VirtualEndpoint(model, policy, extra=extra, headers=False, max_requests=600)
+    v = judge(endpoint, max_wait_s=45, claim=Policy(limit, window_s))  # a knock-extended block of 6 s needs 0.15 of it
+    said = f"seed {seed}: {model} L = {limit}, W = {window_s:g} s, extra = {extra}: {v.best.what()}"
+    assert v.cut is None and v.explained and v.best.model == model, said
+    assert abs(v.best.policy.limit - limit) <= 0.05 * limit and abs(v.best.policy.window_s - window_s) <= 0.05 * window_s, said
+    assert extra is None or abs(v.best.extra - extra) <= 0.05 * extra, said
+    # the worst case against the limiter's own log: it decides each request at the middle of its round trip
+    decided: dict[int, list[float]] = defaultdict(list)
+    for s in endpoint.log:
+        if s.answer.allowed:
+            decided[s.answer.key].append(s.answer.sent + endpoint.service_s / 2)
+    span = window_s - endpoint.service_s
+    assert most_in_window(decided, span - 1e-9) <= v.worst.admitted <= most_in_window(decided, span + 1e-9), said
+    most = largest(model, policy, extra)
+    assert v.worst.admitted >= 0.9 * most, f"{said}: {v.worst.admitted} of {most}"
+    assert endpoint.now() - endpoint.start <= 120, f"{said}: {endpoint.now() - endpoint.start:.0f} s"
