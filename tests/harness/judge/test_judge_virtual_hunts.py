@@ -112,16 +112,3 @@ def test_a_limiter_that_counts_refusals_is_learned_without_its_probes_holding_it
     assert 10.0 * 1.05 <= probes[0].sent - second[0].sent < 11.0 and probes[0].allowed
     assert hunt_s(endpoint) < 60
 
-
-def test_a_bucket_forgotten_after_an_idle_time_is_named_and_its_burst_after_each_pause_found():
-    """The reverse proxy of issue 40: a bucket of 20 per 10 s dropped after 2 s idle and recreated
-    full. No plain model predicts the held-back bursts after gaps, so the stateful behaviours are
-    fitted too: the forgetful bucket is named with its idle time, and the hunt sends a burst after
-    each such pause over one window: 5x the limit, where a fit on gapped probes alone said 1.00x."""
-    endpoint = VirtualEndpoint("forgetful_token_bucket", Policy(20, 10.0, 20), extra=2.0, headers=False)
-    v = judge(endpoint, max_wait_s=30)
-    best = v.checked[0]
-    assert best.fit.model == "forgetful_token_bucket" and best.agreed == best.decisions
-    assert (round(best.fit.policy.limit), best.fit.policy.window_s) == (20, 10.0) and math.isclose(best.fit.extra, 2.0, rel_tol=0.05)
-    assert all(c.agreed < c.decisions for c in v.checked[1:])  # every plain model mispredicts something held back
-    assert v.worst.admitted >= 5 * 20 and v.worst.span_s < 10.0
