@@ -199,7 +199,7 @@ class Hunt:
         if self.left_alone is not None:  # knocks held the first key back: the second is left alone as long
             second = self.learn_key(quiet=self.left_alone)[2]
         elif late:
-            second = self.learn_key(quiet=window * GROWTH, expect=back)[2]
+            second = self.learn_key(quiet=max(window * GROWTH, KNOCKED * (back[1] - back[0])), expect=back)[2]
         else:
             half = start + 0.5 * back[1]
             self.wait_until(half + math.ceil((e.now() - half) / back[1]) * back[1])

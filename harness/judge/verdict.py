@@ -239,7 +239,7 @@ def learn_and_hunt(endpoint: Endpoint, max_wait_s: float) -> Verdict:
         hunt.first_hit_edge(max(1, round(first.policy.limit)), window, pace, meanwhile=window)
         short_tried, retried = False, set()
         for _ in range(AIMED_TRIES):
-            verdict = verdict_of(endpoint, start, knocked=hunt.left_alone)
+            verdict = verdict_of(endpoint, start, left_alone=hunt.left_alone)
             short = set() if short_tried else verdict.short
             missed = [edge for edge in EDGES if edge not in hunt.landed | retried] if verdict.windowed else []
             if not short and not missed:
@@ -252,16 +252,16 @@ def learn_and_hunt(endpoint: Endpoint, max_wait_s: float) -> Verdict:
             short_tried = short_tried or (bool(short) and hit)
     except CapReached as cut:
         return verdict_of(endpoint, start, cut, hunt.left_alone)
-    return verdict_of(endpoint, start, knocked=hunt.left_alone)
+    return verdict_of(endpoint, start, left_alone=hunt.left_alone)
 
 
 def verdict_of(endpoint: Endpoint, start: float, cut: CapReached | None = None,
-               knocked: float | None = None) -> Verdict:
+               left_alone: float | None = None) -> Verdict:
     answers = [s.answer for s in endpoint.log]
-    fits = fingerprint_of(answers, knocked is not None)
+    fits = fingerprint_of(answers, left_alone is not None)
     return Verdict(fits, worst_case(answers, fits[0].policy.window_s), header_truth(answers),
                    Counter(s.role for s in endpoint.log), endpoint.now() - start, cut, held=held_requests(answers),
-                   left_alone=knocked)
+                   left_alone=left_alone)
 
 
 def recovery_s(fit: Fit) -> float:
@@ -426,9 +426,14 @@ def fitted(endpoint: Endpoint, sweep: check.Sweep) -> tuple[list[Fit], bool]:
                        slack=SLACK, extra_hints=hints, wide=True), False
 
 
+def held_decisions(endpoint: Endpoint) -> list[Seen]:
+    """The held-back decisions sent so far (``HELD_ROLES``), as the fingerprint sees them."""
+    return [d for d, s in zip(seen([s.answer for s in endpoint.log]), endpoint.log, strict=True) if s.role in HELD_ROLES]
+
+
 def predicts_held(endpoint: Endpoint, fit: Fit) -> bool:
     """Whether ``fit`` predicts every held-back decision sent so far."""
-    held = [d for d, s in zip(seen([s.answer for s in endpoint.log]), endpoint.log, strict=True) if s.role in HELD_ROLES]
+    held = held_decisions(endpoint)
     return agreement(fit.model, fit.policy, held, within_round_trip=True, extra=fit.extra) == len(held)
 
 
@@ -437,7 +442,7 @@ def compared(endpoint: Endpoint, start: float, fits: list[Fit], claim: Policy | 
     """Each fit's prediction of the held-back decisions, best first; the verdict with the worst case
     in the claimed window (else the best predictor's) and the held-back key mispredicted most."""
     answers = [s.answer for s in endpoint.log]
-    held = [d for d, s in zip(seen(answers), endpoint.log, strict=True) if s.role in HELD_ROLES]
+    held = held_decisions(endpoint)
     results = [Checked(f, max(0, agreement(f.model, f.policy, held, within_round_trip=True, extra=f.extra)), len(held))
                for f in fits]
     shaped = held_requests(answers)
