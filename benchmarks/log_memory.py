@@ -10,20 +10,25 @@ high-water mark, so nothing between samples is missed), beside the peak after th
    an identity, a route and an agent code a line, written to a temporary file in time order;
    memory keeps the distinct identities, routes and agents);
 3. judged: the columns judged against ``bench traffic``'s 3 policies, as ``validate --traffic``
-   does (replay workers, forked for 200,000 requests or more, counted by their own peak).
+   does (replay workers, forked for 200,000 requests or more, counted by their own peak);
+4. replayed: ``simulate --trace LOG --algorithm token_bucket`` whole (the requests held in memory
+   and replayed, logs, report), or its refusal, before anything is replayed, of a log past
+   ``scenarios.trace_file.REPLAY_BYTES`` (1 GiB).
 
 The sizes are printed side by side with the growth per extra line between them: the stream's is
 near 0 bytes, and so are the columns' and the judgement's: the requests stay on disk, read back a
-block at a time.
+block at a time. The replay's is ~400 bytes a request, up to the bound.
 """
 
 from __future__ import annotations
 
 import argparse
+import io
 import multiprocessing
 import resource
 import tempfile
 from concurrent.futures import ProcessPoolExecutor
+from contextlib import redirect_stderr, redirect_stdout
 from pathlib import Path
 
 from rich.console import Console
@@ -31,34 +36,52 @@ from rich.table import Table
 
 from benchmarks.args import LOG_LINES, bench_parser, check_log_disk
 
-STEPS = ("stream", "columns", "judged")
+STEPS = ("stream", "columns", "judged", "replayed")
+REFUSED = -1
+"""The replayed step's rows where the log is past the replay's bound (refused, exit 2; else 0:
+the step reports memory only)."""
 
 
 def _peak_kib() -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 
 
-def _measure(path: str, step: str) -> tuple[int, int, int, int]:
-    """In a fresh process: (rows, peak KiB after the imports, peak KiB after the step, the
-    largest forked worker's peak KiB)."""
-    from benchmarks.traffic import POLICIES
+Figures = tuple[int, int, int, int, int]
+"""(rows, peak KiB after the imports, peak KiB after the step, the largest forked worker's peak
+KiB, the peak KiB of the process and its workers summed (PSS; the replayed step only))."""
+
+
+def _measure(path: str, step: str) -> Figures:
+    """``Figures`` of one step, in a fresh process."""
+    from benchmarks.traffic import POLICIES, TreePeak
     from harness.campaign.log_traffic import load_traffic
     from harness.campaign.policy_file import parse_policy
     from harness.validate.traffic import judge
     from scenarios.access_log import open_log
 
-    base = _peak_kib()
+    base, tree_kib = _peak_kib(), 0
     if step == "stream":
         rows = sum(len(b) for b in open_log(Path(path), "combined").batches())
+    elif step == "replayed":
+        from harness.cli.main import main
+
+        base, said = _peak_kib(), io.StringIO()
+        with tempfile.TemporaryDirectory(prefix="bench-log-memory-out-") as out, redirect_stdout(said), \
+                redirect_stderr(said), TreePeak() as tree:
+            code = main(["simulate", "--trace", path, "--algorithm", "token_bucket", "--out", f"{out}/res"])
+        tree_kib = tree.pss // 1024
+        if code not in (0, 2):
+            raise RuntimeError(f"simulate --trace {path} exited {code}: {said.getvalue()[-2000:]}")
+        rows = REFUSED if code == 2 else 0
     else:
         traffic = load_traffic(Path(path))
         rows = traffic.requests
         if step == "judged":
             judge(traffic, [parse_policy(p, p["name"]) for p in POLICIES])
-    return rows, base, _peak_kib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return rows, base, _peak_kib(), resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, tree_kib
 
 
-def measure(path: Path, step: str) -> tuple[int, int, int, int]:
+def measure(path: Path, step: str) -> Figures:
     """``_measure`` in a process of its own (spawned: no pages of this one's)."""
     with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
         return pool.submit(_measure, str(path), step).result()
@@ -84,7 +107,7 @@ def main(argv: list[str]) -> int:
                     help="log sizes in lines, compared side by side (default 100000,1000000)")
     args = ap.parse_args(argv)
     check_log_disk(ap, args.lines[-1])
-    figures: dict[int, dict[str, tuple[int, int, int, int]]] = {}
+    figures: dict[int, dict[str, Figures]] = {}
     mib: dict[int, float] = {}
     with tempfile.TemporaryDirectory(prefix="bench-log-memory-") as tmp:
         for lines in args.lines:
@@ -97,7 +120,7 @@ def main(argv: list[str]) -> int:
     return 0
 
 
-def table(sizes: list[int], figures: dict[int, dict[str, tuple[int, int, int, int]]], mib: dict[int, float]) -> Table:
+def table(sizes: list[int], figures: dict[int, dict[str, Figures]], mib: dict[int, float]) -> Table:
     out = Table(title="peak RSS (kernel high-water mark) by log size, each step in a fresh process", title_justify="left")
     out.add_column("step", justify="left")
     for lines in sizes:
@@ -106,9 +129,12 @@ def table(sizes: list[int], figures: dict[int, dict[str, tuple[int, int, int, in
     for step in STEPS:
         cells = []
         for lines in sizes:
-            _, base, peak, worker = figures[lines][step]
+            rows, base, peak, worker, tree = figures[lines][step]
             extra = f"; worker {worker / 2**10:,.0f}" if worker else ""
+            extra += f"; with its workers {tree / 2**10:,.0f} PSS" if tree else ""
+            extra += "; refused: past the bound" if rows == REFUSED else ""
             cells.append(f"{peak / 2**10:,.0f} MiB (+{(peak - base) / 2**10:,.0f} over imports{extra})")
-        first, last = figures[sizes[0]][step][2], figures[sizes[-1]][step][2]
-        out.add_row(step, *cells, f"{(last - first) * 1024 / (sizes[-1] - sizes[0]):,.0f}")
+        first, last = figures[sizes[0]][step], figures[sizes[-1]][step]
+        growth = "-" if REFUSED in (first[0], last[0]) else f"{(last[2] - first[2]) * 1024 / (sizes[-1] - sizes[0]):,.0f}"
+        out.add_row(step, *cells, growth)
     return out

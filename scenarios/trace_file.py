@@ -35,9 +35,28 @@ def trace_run_name(path: str | Path, scenarios: Collection[str] = ()) -> str:
     return f"trace-{stem}" if any(stem.startswith(name) for name in scenarios) else stem
 
 
-MAX_ROWS = 10_000_000
-"""Rows a trace may hold: a simulated run's requests (harness/campaign/system.py), checked as the
-file is read (CSV) or from its footer (Parquet), before the rows are held."""
+REPLAY_BYTES = 1 << 30
+"""The most a trace's replay may take, the process, its imports and its forked analysis workers
+summed (PSS): an input file of any size is replayed in 1 GiB or refused before it is held (#41)."""
+BASE_BYTES = 560 << 20
+"""The replay's tree before its first request: the imports, the reader, the analysis workers."""
+REQUEST_BYTES = 460
+"""A replayed request at the tree's peak: its arrival, the store's decision, the ideal
+reference's, the decision log's part, the analysis's columns in a worker. Measured with
+`run_bench.py bench log-memory --lines 1000000,1750000` (the replayed step) on 2026-12-07: 964 MiB
+at 1,000,000 requests of 20,000 keys, 1,290 MiB at 1,750,000 (~456 bytes a request, ~530 MiB at
+none); 996 MiB at 1,000,000 in a second run, so the base is taken 30 MiB higher."""
+KEY_BYTES = 700
+"""A distinct key's state in the store and its string (1,500,000 requests, each a key of its own:
+~640 bytes a key more than 1,500,000 requests of 5,000 keys, the process alone)."""
+MAX_ROWS = (REPLAY_BYTES - BASE_BYTES) // REQUEST_BYTES
+"""Rows a trace may hold (~1.05 million), checked as a CSV is read or from a Parquet file's
+footer, before the rows are held: past it no replay fits ``REPLAY_BYTES``."""
+
+
+def replay_bytes(requests: int, keys: int) -> int:
+    """A trace's replay peak, estimated before anything is replayed (the constants above)."""
+    return BASE_BYTES + REQUEST_BYTES * requests + KEY_BYTES * keys
 
 
 def read_table(path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> pd.DataFrame:
@@ -65,8 +84,9 @@ def read_table(path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> pd.DataFrame:
 
 def _check_rows(path: Path, rows: int) -> None:
     if rows > MAX_ROWS:
-        raise ScenarioError(f"--trace {path}: {rows:,} rows or more is beyond a simulated run's bound of {MAX_ROWS:,} "
-                            "requests; replay it in parts")
+        raise ScenarioError(f"--trace {path}: {rows:,} rows or more is beyond a replay's bound of {MAX_ROWS:,} requests "
+                            f"({REPLAY_BYTES / 2**30:.0f} GiB at ~{REQUEST_BYTES} bytes each); judge a log of any size with "
+                            "`validate --traffic` (streamed), or replay it in parts")
 
 
 def _check_names(path: Path, names: list[str]) -> None:

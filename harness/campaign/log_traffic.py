@@ -5,7 +5,8 @@ Compact records on disk, not Python objects (``request_records``): a time, an id
 distinct (API key, user, address, X-Forwarded-For) tuples), a route code and a user-agent code
 per request, in time order (lines out of order sorted exactly, on disk), read back a block at a
 time; memory holds the distinct identities, routes and agents, not the requests, so a log of
-any size is judged in the same memory. ``simulate --trace`` loads them whole (``columns``).
+any size is judged in the same memory. ``simulate --trace`` loads them whole (``columns``), where
+they fit what a replay may hold (``check_replay``).
 
 The key a limit counts a request by is derived with the targets' own key code
 (``targets.ip_keys``: trusted hops from the right of X-Forwarded-For, IPv6 by prefix), once per
@@ -22,12 +23,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from contract.memory import bound_of
 from scenarios import SCENARIOS, Arrivals, TrafficModel
 from scenarios.access_log import LogBatch, LogReader, ReadBounds, ReadSummary, open_log
 from scenarios.access_log.source import BadLines
 from scenarios.access_log.stream import DEFAULT_BOUNDS
-from scenarios.base import LEGIT
-from scenarios.trace_file import TraceFile, trace_run_name
+from scenarios.base import LEGIT, ScenarioError
+from scenarios.trace_file import KEY_BYTES, REPLAY_BYTES, REQUEST_BYTES, TraceFile, replay_bytes, trace_run_name
 from targets.config import KeyConfig
 from targets.ip_keys import client_key, forwarded_ip, ip_key_function
 
@@ -243,6 +245,7 @@ class LogTrace(TrafficModel):
     def __init__(self, traffic: LogTraffic) -> None:
         self.traffic = traffic
         self.name = trace_run_name(traffic.path)
+        check_replay(traffic.path, traffic.requests, len(traffic.identities))  # identities: at least as many as keys
         self._arrivals = self.generate()
 
     def generate(self) -> Arrivals:
@@ -261,9 +264,30 @@ class LogTrace(TrafficModel):
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
+def check_replay(path: Path, requests: int, keys: int) -> None:
+    """Refuse a trace whose replay would pass ``REPLAY_BYTES`` (or half this machine's memory),
+    naming its requests, its keys and what they would take (``scenarios.trace_file``: how much a
+    request and a key cost replayed): a larger log is judged whole by `validate --traffic`,
+    which streams it."""
+    bound = bound_of(REPLAY_BYTES, 1)
+    need = replay_bytes(requests, keys)
+    if need > bound:
+        raise ScenarioError(
+            f"--trace {path}: {requests:,} requests of {keys:,} keys would take about {need / 2**30:.1f} GiB replayed "
+            f"(~{REQUEST_BYTES} bytes a request, ~{KEY_BYTES} a key), beyond the bound of {bound / 2**30:.1f} GiB; "
+            "judge a log of any size with `validate --traffic` (streamed), or replay it in parts")
+
+
 def trace_model(path: str | Path, options: LogOptions = LogOptions()) -> TrafficModel:
-    """``--trace FILE``: a CSV or Parquet trace (t, key columns) by its suffix, else an access log."""
+    """``--trace FILE``: a CSV or Parquet trace (t, key columns) by its suffix, else an access log;
+    either refused past what a replay holds (``check_replay``: a table once read, before any
+    request is replayed; a log before its requests are held)."""
     path = Path(path)
-    model = TraceFile(path) if path.suffix.lower() in TABLE_SUFFIXES else LogTrace(load_traffic(path, options))
+    if path.suffix.lower() in TABLE_SUFFIXES:
+        model: TrafficModel = TraceFile(path)
+        keys = model.arrivals().key
+        check_replay(path, len(keys), len(set(keys)))
+    else:
+        model = LogTrace(load_traffic(path, options))
     model.name = trace_run_name(path, SCENARIOS)  # never read as a scenario of the suite's
     return model

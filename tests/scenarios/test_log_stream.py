@@ -191,7 +191,7 @@ def test_a_csv_trace_reads_through_the_same_bounds(tmp_path: Path, monkeypatch: 
     with pytest.raises(ScenarioError, match="hold no line within 65,536 bytes"):
         trace_file.TraceFile(binary)
     monkeypatch.setattr(trace_file, "MAX_ROWS", 2)
-    with pytest.raises(ScenarioError, match=r"t.csv: 3 rows or more is beyond a simulated run's bound of 2 requests"):
+    with pytest.raises(ScenarioError, match=r"t.csv: 3 rows or more is beyond a replay's bound of 2 requests"):
         trace_file.TraceFile(good)
 
 
@@ -252,3 +252,31 @@ def test_a_failing_read_listener_is_dropped_and_the_read_goes_on(tmp_path: Path)
         if broken in ON_READ.listeners:  # never left for the other tests of this process
             ON_READ.listeners.remove(broken)
     assert dropped and used == summary.lines == 100
+
+
+def test_a_trace_past_what_a_replay_holds_is_refused_before_it_is_replayed(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``simulate --trace`` holds every request: a trace whose requests and keys would take more
+    than the bound is refused naming them, exit 2, no results folder. The bound lowered to what
+    300 requests of 50 keys take: the log of 300 (from 50 addresses) is replayed, one of 301 is
+    not; a CSV trace's distinct keys count as the log's do."""
+    from harness.campaign import log_traffic
+    from scenarios.base import ScenarioError
+    from scenarios.trace_file import replay_bytes
+
+    path, out = tmp_path / "access.log", tmp_path / "out"
+    monkeypatch.setattr(log_traffic, "REPLAY_BYTES", replay_bytes(300, 50))
+    path.write_bytes(log(301))
+    assert main(["simulate", "--trace", str(path), "--algorithm", "fixed_window", "--out", str(out)]) == 2
+    said = " ".join(capsys.readouterr().err.split())
+    assert f"--trace {path}: 301 requests of 50 keys would take about 0.5 GiB replayed" in said, said
+    assert "judge a log of any size with `validate --traffic` (streamed)" in said
+    assert not out.exists() and not list(tmp_path.glob(".*partial"))
+    path.write_bytes(log(300))
+    assert main(["simulate", "--trace", str(path), "--algorithm", "fixed_window", "--out", str(out)]) == 0
+    assert (out / "runs" / "access__fixed_window__memory").is_dir()
+    table = tmp_path / "t.csv"
+    table.write_text("t,key\n0.1,a\n0.2,b\n0.3,c\n")
+    monkeypatch.setattr(log_traffic, "REPLAY_BYTES", replay_bytes(3, 2))
+    with pytest.raises(ScenarioError, match=r"t.csv: 3 requests of 3 keys would take about"):
+        log_traffic.trace_model(table)
