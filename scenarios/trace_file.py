@@ -36,8 +36,9 @@ def trace_run_name(path: str | Path, scenarios: Collection[str] = ()) -> str:
 
 
 REPLAY_BYTES = 1 << 30
-"""The most a trace's replay may take, the process, its imports and its forked analysis workers
-summed (PSS): an input file of any size is replayed in 1 GiB or refused before it is held (#41)."""
+"""The most a trace's replay may take by default (``simulate --replay-memory``), the process, its
+imports and its forked analysis workers summed (PSS): an input file of any size is replayed in
+1 GiB or refused before it is held, unless the user gives it more (#41)."""
 BASE_BYTES = 560 << 20
 """The replay's tree before its first request: the imports, the reader, the analysis workers."""
 REQUEST_BYTES = 460
@@ -49,9 +50,9 @@ none); 996 MiB at 1,000,000 in a second run, so the base is taken 30 MiB higher.
 KEY_BYTES = 700
 """A distinct key's state in the store and its string (1,500,000 requests, each a key of its own:
 ~640 bytes a key more than 1,500,000 requests of 5,000 keys, the process alone)."""
-MAX_ROWS = (REPLAY_BYTES - BASE_BYTES) // REQUEST_BYTES
-"""Rows a trace may hold (~1.05 million), checked as a CSV is read or from a Parquet file's
-footer, before the rows are held: past it no replay fits ``REPLAY_BYTES``."""
+MAX_ROWS = 10_000_000
+"""Rows a trace may hold whatever memory it is given: a simulated run's requests
+(harness/campaign/system.py)."""
 
 
 def replay_bytes(requests: int, keys: int) -> int:
@@ -59,9 +60,17 @@ def replay_bytes(requests: int, keys: int) -> int:
     return BASE_BYTES + REQUEST_BYTES * requests + KEY_BYTES * keys
 
 
-def read_table(path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> pd.DataFrame:
-    """The trace's rows, its columns each named once: pandas would read a second ``t`` as ``t.1``
-    (CSV) and replay the first without a word, so a repeated name is refused, naming it."""
+def rows_within(most_bytes: int) -> int:
+    """The rows a replay of ``most_bytes`` holds (~1.05 million in the default 1 GiB), at most
+    ``MAX_ROWS``: a table trace's rows are checked against it as a CSV is read or from a Parquet
+    file's footer, before they are held."""
+    return max(0, min(MAX_ROWS, (most_bytes - BASE_BYTES) // REQUEST_BYTES))
+
+
+def read_table(path: Path, max_rows: int, bounds: ReadBounds = DEFAULT_BOUNDS) -> pd.DataFrame:
+    """The trace's rows (at most ``max_rows``), its columns each named once: pandas would read a
+    second ``t`` as ``t.1`` (CSV) and replay the first without a word, so a repeated name is
+    refused, naming it."""
     if not path.is_file():
         raise ScenarioError(f"--trace {path}: no such file")
     suffix = path.suffix.lower()
@@ -70,23 +79,23 @@ def read_table(path: Path, bounds: ReadBounds = DEFAULT_BOUNDS) -> pd.DataFrame:
     try:
         if suffix in (".parquet", ".pq"):
             meta = pq.read_metadata(path)
-            _check_rows(path, meta.num_rows)
+            _check_rows(path, meta.num_rows, max_rows)
             _check_names(path, meta.schema.to_arrow_schema().names)
             import pandas as pd
 
             return pd.read_parquet(path)
-        return _read_csv(path, bounds)
+        return _read_csv(path, max_rows, bounds)
     except ScenarioError:
         raise
     except Exception as exc:  # pandas/pyarrow raise many types for a corrupt file
         raise ScenarioError(f"--trace {path}: cannot be read ({exc.__class__.__name__}: {exc})") from None
 
 
-def _check_rows(path: Path, rows: int) -> None:
-    if rows > MAX_ROWS:
-        raise ScenarioError(f"--trace {path}: {rows:,} rows or more is beyond a replay's bound of {MAX_ROWS:,} requests "
-                            f"({REPLAY_BYTES / 2**30:.0f} GiB at ~{REQUEST_BYTES} bytes each); judge a log of any size with "
-                            "`validate --traffic` (streamed), or replay it in parts")
+def _check_rows(path: Path, rows: int, max_rows: int) -> None:
+    if rows > max_rows:
+        raise ScenarioError(f"--trace {path}: {rows:,} rows or more is beyond a replay's bound of {max_rows:,} requests "
+                            f"(~{REQUEST_BYTES} bytes each replayed: --replay-memory gives it more); judge a log of any "
+                            "size with `validate --traffic` (streamed), or replay it in parts")
 
 
 def _check_names(path: Path, names: list[str]) -> None:
@@ -95,10 +104,10 @@ def _check_names(path: Path, names: list[str]) -> None:
         raise ScenarioError(f"--trace {path}: column {repeated} appears more than once (each column once)")
 
 
-def _read_csv(path: Path, bounds: ReadBounds) -> pd.DataFrame:
+def _read_csv(path: Path, max_rows: int, bounds: ReadBounds) -> pd.DataFrame:
     """A CSV trace through the bounded line stream (stream.py: line length, UTF-8, the first
     block), a block at a time, every column as text (the checks below convert them), its rows
-    counted against ``MAX_ROWS`` as they come."""
+    counted against ``max_rows`` as they come."""
     stream = LineStream(path, bounds)
     names: list[str] | None = None
     tables: list[pa.Table] = []
@@ -117,7 +126,7 @@ def _read_csv(path: Path, bounds: ReadBounds) -> pd.DataFrame:
         except pa.ArrowInvalid as exc:
             raise ScenarioError(f"--trace {path}: lines {block.first_line:,} on: {str(exc).splitlines()[0]}") from None
         rows += table.num_rows
-        _check_rows(path, rows)
+        _check_rows(path, rows, max_rows)
         tables.append(table)
     if stream.counts.long:
         raise ScenarioError(f"--trace {path}: {stream.counts.long:,} lines longer than {bounds.max_line_bytes:,} bytes "
@@ -132,14 +141,15 @@ class TraceFile(TrafficModel):
     name = "trace"
     summary = "a recorded trace (--trace FILE: CSV or Parquet with t, key[, cost, client_class, route])"
 
-    def __init__(self, path: str | Path) -> None:
+    def __init__(self, path: str | Path, max_rows: int | None = None) -> None:
         self.path = Path(path)
         self.name = trace_run_name(self.path)
+        self.max_rows = rows_within(REPLAY_BYTES) if max_rows is None else max_rows
         self._arrivals = self.generate()  # read now, so a bad file fails before any run
 
     def generate(self) -> Arrivals:
         path = self.path
-        df = read_table(path)
+        df = read_table(path, self.max_rows)
         missing = [c for c in ("t", "key") if c not in df.columns]
         if missing:
             raise ScenarioError(f"--trace {path}: missing column(s) {', '.join(missing)}; have {', '.join(map(str, df.columns))}")

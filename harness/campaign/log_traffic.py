@@ -29,7 +29,7 @@ from scenarios.access_log import LogBatch, LogReader, ReadBounds, ReadSummary, o
 from scenarios.access_log.source import BadLines
 from scenarios.access_log.stream import DEFAULT_BOUNDS
 from scenarios.base import LEGIT, ScenarioError
-from scenarios.trace_file import KEY_BYTES, REPLAY_BYTES, REQUEST_BYTES, TraceFile, replay_bytes, trace_run_name
+from scenarios.trace_file import KEY_BYTES, REPLAY_BYTES, REQUEST_BYTES, TraceFile, replay_bytes, rows_within, trace_run_name
 from targets.config import KeyConfig
 from targets.ip_keys import client_key, forwarded_ip, ip_key_function
 
@@ -217,6 +217,8 @@ class LogOptions:
     fields: tuple[str, ...] = ()
     bounds: ReadBounds = DEFAULT_BOUNDS
     """``--max-line-bytes``, ``--max-bad-share``, ``--accept-truncated``."""
+    replay_bytes: int = REPLAY_BYTES
+    """``simulate --replay-memory``: the most a trace's replay may hold (``check_replay``)."""
 
     @property
     def given(self) -> bool:
@@ -242,10 +244,10 @@ class LogTrace(TrafficModel):
 
     summary = "an access log (--trace LOG: NGINX/Apache, JSON lines, ALB, CloudFront; plain or gzipped)"
 
-    def __init__(self, traffic: LogTraffic) -> None:
+    def __init__(self, traffic: LogTraffic, replay_bytes: int = REPLAY_BYTES) -> None:
         self.traffic = traffic
         self.name = trace_run_name(traffic.path)
-        check_replay(traffic.path, traffic.requests, len(traffic.identities))  # identities: at least as many as keys
+        check_replay(traffic.path, traffic.requests, len(traffic.identities), replay_bytes)  # identities >= keys
         self._arrivals = self.generate()
 
     def generate(self) -> Arrivals:
@@ -264,30 +266,32 @@ class LogTrace(TrafficModel):
 TABLE_SUFFIXES = (".csv", ".parquet", ".pq")
 
 
-def check_replay(path: Path, requests: int, keys: int) -> None:
-    """Refuse a trace whose replay would pass ``REPLAY_BYTES`` (or half this machine's memory),
-    naming its requests, its keys and what they would take (``scenarios.trace_file``: how much a
-    request and a key cost replayed): a larger log is judged whole by `validate --traffic`,
-    which streams it."""
-    bound = bound_of(REPLAY_BYTES, 1)
+def check_replay(path: Path, requests: int, keys: int, most_bytes: int) -> None:
+    """Refuse a trace whose replay would pass ``most_bytes`` (``--replay-memory``; never more than
+    half this machine's memory), naming its requests, its keys and what they would take
+    (``scenarios.trace_file``: a request's and a key's bytes replayed): a larger log is judged
+    whole by `validate --traffic`, which streams it."""
+    bound = bound_of(most_bytes, 1)
     need = replay_bytes(requests, keys)
     if need > bound:
+        given = "the default" if most_bytes == REPLAY_BYTES else "given"
         raise ScenarioError(
             f"--trace {path}: {requests:,} requests of {keys:,} keys would take about {need / 2**30:.1f} GiB replayed "
-            f"(~{REQUEST_BYTES} bytes a request, ~{KEY_BYTES} a key), beyond the bound of {bound / 2**30:.1f} GiB; "
-            "judge a log of any size with `validate --traffic` (streamed), or replay it in parts")
+            f"(~{REQUEST_BYTES} bytes a request, ~{KEY_BYTES} a key), beyond --replay-memory {bound / 2**30:.1f} GiB "
+            f"({given}; at most {bound_of(float('inf'), 1) / 2**30:.1f}, half this machine's memory); judge a log of "
+            "any size with `validate --traffic` (streamed), or replay it in parts")
 
 
 def trace_model(path: str | Path, options: LogOptions = LogOptions()) -> TrafficModel:
     """``--trace FILE``: a CSV or Parquet trace (t, key columns) by its suffix, else an access log;
-    either refused past what a replay holds (``check_replay``: a table once read, before any
-    request is replayed; a log before its requests are held)."""
+    either refused past what a replay may hold (``check_replay``: a table's rows as they are read
+    and its keys once read, a log's before its requests are held)."""
     path = Path(path)
     if path.suffix.lower() in TABLE_SUFFIXES:
-        model: TrafficModel = TraceFile(path)
+        model: TrafficModel = TraceFile(path, rows_within(options.replay_bytes))
         keys = model.arrivals().key
-        check_replay(path, len(keys), len(set(keys)))
+        check_replay(path, len(keys), len(set(keys)), options.replay_bytes)
     else:
-        model = LogTrace(load_traffic(path, options))
+        model = LogTrace(load_traffic(path, options), options.replay_bytes)
     model.name = trace_run_name(path, SCENARIOS)  # never read as a scenario of the suite's
     return model

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from rich.console import Console
@@ -18,6 +19,8 @@ from analysis.spread import group, with_spread
 from contract.atomic import write_text
 from contract.errors import BadInput
 from contract.folder import partial_path, utc_stamp
+from contract.memory import MEMORY_SHARE, machine_bytes
+from contract.params import Bounds
 from contract.paths import check_output
 from contract.schema import KEYS_FILE, REPORT_HTML
 from contract.summary import summary_json
@@ -31,7 +34,7 @@ from harness.campaign.system import settings_from_pairs
 from harness.events import RunnerEvents
 from harness.sim.runner import SimPlan, SimRun, execute, make_plan, plan_from_campaign
 from scenarios import SCENARIOS
-from scenarios.trace_file import TraceFile, trace_run_name
+from scenarios.trace_file import REPLAY_BYTES, REQUEST_BYTES, TraceFile, trace_run_name
 from targets.algorithms import ALGORITHMS, Policy
 from targets.cli_args import EXIT_BAD_INPUT, SEED_BOUNDS, Parser, key_value, number
 from targets.stores import STORES
@@ -46,6 +49,10 @@ from .sim_progress import SimProgress
 from .summary import show_summary
 from .term_table import Column, fit_table
 
+REPLAY_GIB = Bounds(0.75, round(MEMORY_SHARE * machine_bytes() / 2**30, 1))
+"""``simulate --replay-memory``: above what a replay holds before its first request (~0.55 GiB:
+``scenarios.trace_file.BASE_BYTES``), up to half this machine's memory (``contract.memory``)."""
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="run_bench.py", description="ratelimit-bench: measure rate limiters.")
@@ -59,7 +66,12 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--trace", action="append", default=[], metavar="FILE",
                      help="CSV or Parquet with columns t, key[, cost, client_class, route], or an access log "
                           "(NGINX/Apache, JSON lines, ALB, CloudFront; format detected; .gz too)")
-    add_log_options(sim.add_argument_group("--trace LOG: how the access log is read (docs/validate.md)"), "--trace LOG")
+    traced = sim.add_argument_group("--trace LOG: how the access log is read (docs/validate.md)")
+    add_log_options(traced, "--trace LOG")
+    traced.add_argument("--replay-memory", type=number(float, REPLAY_GIB), default=None, metavar="GIB",
+                        help=f"--trace: the most the replay may hold, its analysis workers included (default "
+                             f"{REPLAY_BYTES / 2**30:g} GiB; ~{REQUEST_BYTES} bytes a request): a larger trace is refused "
+                             "before it is replayed")
     sim.add_argument("--algorithm", action="append", default=[], metavar="NAME", help="repeatable; 'all' (default)")
     sim.add_argument("--limit", type=number(float), default=100.0, help="L: cost units per window (default 100)")
     sim.add_argument("--window", type=number(float), default=60.0, help="W: window in seconds (default 60)")
@@ -113,6 +125,10 @@ def cmd_simulate(args: argparse.Namespace) -> int:
         check_output(Path(args.json), "--json", folder=False)
     check_repeats(args.repeats)
     log = log_options(args, bool(args.trace), "--trace LOG")
+    if args.replay_memory is not None:
+        if not args.trace:
+            raise CampaignError("--replay-memory: only with --trace")
+        log = replace(log, replay_bytes=int(args.replay_memory * 2**30))
     if args.campaign is not None:
         if args.scenario or args.trace or args.algorithm or args.param or args.scenario_param or args.system:
             raise CampaignError("--campaign cannot be combined with --scenario/--trace/--algorithm/--param/--system")

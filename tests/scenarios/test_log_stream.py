@@ -257,26 +257,31 @@ def test_a_failing_read_listener_is_dropped_and_the_read_goes_on(tmp_path: Path)
 def test_a_trace_past_what_a_replay_holds_is_refused_before_it_is_replayed(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     """``simulate --trace`` holds every request: a trace whose requests and keys would take more
-    than the bound is refused naming them, exit 2, no results folder. The bound lowered to what
-    300 requests of 50 keys take: the log of 300 (from 50 addresses) is replayed, one of 301 is
-    not; a CSV trace's distinct keys count as the log's do."""
-    from harness.campaign import log_traffic
+    than ``--replay-memory`` (1 GiB by default) is refused naming them, exit 2, no results folder.
+    The replay's base raised so that 300 requests of 50 keys take exactly 1 GiB: the log of 300
+    (from 50 addresses) is replayed, one of 301 is not, unless given 1.5 GiB; a CSV trace's
+    distinct keys count as the log's do."""
+    from harness.campaign.log_traffic import trace_model
+    from scenarios import trace_file
     from scenarios.base import ScenarioError
-    from scenarios.trace_file import replay_bytes
 
     path, out = tmp_path / "access.log", tmp_path / "out"
-    monkeypatch.setattr(log_traffic, "REPLAY_BYTES", replay_bytes(300, 50))
+    monkeypatch.setattr(trace_file, "BASE_BYTES", (1 << 30) - 300 * trace_file.REQUEST_BYTES - 50 * trace_file.KEY_BYTES)
     path.write_bytes(log(301))
-    assert main(["simulate", "--trace", str(path), "--algorithm", "fixed_window", "--out", str(out)]) == 2
+    simulate = ["simulate", "--trace", str(path), "--algorithm", "fixed_window", "--out", str(out)]
+    assert main(simulate) == 2
     said = " ".join(capsys.readouterr().err.split())
-    assert f"--trace {path}: 301 requests of 50 keys would take about 0.5 GiB replayed" in said, said
+    assert f"--trace {path}: 301 requests of 50 keys would take about 1.0 GiB replayed" in said, said
+    assert "beyond --replay-memory 1.0 GiB (the default; at most" in said
     assert "judge a log of any size with `validate --traffic` (streamed)" in said
     assert not out.exists() and not list(tmp_path.glob(".*partial"))
+    assert main([*simulate, "--replay-memory", "1.5"]) == 0 and (out / "runs" / "access__fixed_window__memory").is_dir()
     path.write_bytes(log(300))
-    assert main(["simulate", "--trace", str(path), "--algorithm", "fixed_window", "--out", str(out)]) == 0
-    assert (out / "runs" / "access__fixed_window__memory").is_dir()
+    assert main([*simulate[:-1], str(tmp_path / "again")]) == 0
+    assert main(["simulate", "--scenario", "boundary_burst", "--replay-memory", "2"]) == 2
+    assert "--replay-memory: only with --trace" in capsys.readouterr().err
     table = tmp_path / "t.csv"
     table.write_text("t,key\n0.1,a\n0.2,b\n0.3,c\n")
-    monkeypatch.setattr(log_traffic, "REPLAY_BYTES", replay_bytes(3, 2))
+    monkeypatch.setattr(trace_file, "BASE_BYTES", (1 << 30) - 3 * trace_file.REQUEST_BYTES - 2 * trace_file.KEY_BYTES)
     with pytest.raises(ScenarioError, match=r"t.csv: 3 requests of 3 keys would take about"):
-        log_traffic.trace_model(table)
+        trace_model(table)
