@@ -39,14 +39,14 @@ REPLAY_BYTES = 1 << 30
 """The most a trace's replay may take by default (``simulate --replay-memory``), the process, its
 imports and its forked analysis workers summed (PSS): an input file of any size is replayed in
 1 GiB or refused before it is held, unless the user gives it more (#41)."""
-BASE_BYTES = 560 << 20
+BASE_BYTES = 400 << 20
 """The replay's tree before its first request: the imports, the reader, the analysis workers."""
-REQUEST_BYTES = 460
+REQUEST_BYTES = 420
 """A replayed request at the tree's peak: its arrival, the store's decision, the ideal
-reference's, the decision log's part, the analysis's columns in a worker. Measured with
-`run_bench.py bench log-memory --lines 1000000,1750000` (the replayed step) on 2026-12-07: 964 MiB
-at 1,000,000 requests of 20,000 keys, 1,290 MiB at 1,750,000 (~456 bytes a request, ~530 MiB at
-none); 996 MiB at 1,000,000 in a second run, so the base is taken 30 MiB higher."""
+reference's, the decision log's part, the analysis's columns in a worker (the parent's freed
+memory given back before the workers fork: ``analysis.pool``). Measured on 2026-12-07 (the
+process and its workers, PSS summed every 30 ms): 765 MiB at 1,000,000 requests of 5,000 keys,
+1,151 MiB at 2,000,000 (~405 bytes a request, ~380 MiB at none)."""
 KEY_BYTES = 700
 """A distinct key's state in the store and its string (1,500,000 requests, each a key of its own:
 ~640 bytes a key more than 1,500,000 requests of 5,000 keys, the process alone)."""
@@ -61,7 +61,7 @@ def replay_bytes(requests: int, keys: int) -> int:
 
 
 def rows_within(most_bytes: int) -> int:
-    """The rows a replay of ``most_bytes`` holds (~1.05 million in the default 1 GiB), at most
+    """The rows a replay of ``most_bytes`` holds (~1.55 million in the default 1 GiB), at most
     ``MAX_ROWS``: a table trace's rows are checked against it as a CSV is read or from a Parquet
     file's footer, before they are held."""
     return max(0, min(MAX_ROWS, (most_bytes - BASE_BYTES) // REQUEST_BYTES))

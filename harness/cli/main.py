@@ -49,8 +49,8 @@ from .sim_progress import SimProgress
 from .summary import show_summary
 from .term_table import Column, fit_table
 
-REPLAY_GIB = Bounds(0.75, round(MEMORY_SHARE * machine_bytes() / 2**30, 1))
-"""``simulate --replay-memory``: above what a replay holds before its first request (~0.55 GiB:
+REPLAY_GIB = Bounds(0.5, round(MEMORY_SHARE * machine_bytes() / 2**30, 1))
+"""``simulate --replay-memory``: above what a replay holds before its first request (~0.4 GiB:
 ``scenarios.trace_file.BASE_BYTES``), up to half this machine's memory (``contract.memory``)."""
 
 
