@@ -35,6 +35,8 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
                                                     "'no model fits', worst case vs the largest on the product's model"),
     "queue": ("benchmarks.queue", "the simulated downstream as M/M/8: its mean wait vs Erlang C at utilisation 0.5, 0.8, 0.95"),
     "validate": ("benchmarks.validate", "validate --config on each product file: seconds vs the 5 s goal; one-key run vs per request"),
+    "orphans": ("benchmarks.orphans", "a live run SIGKILLed at 20 random moments: seconds until no process or port it started "
+                                      "is left, vs the 2 s goal"),
     "adaptive": ("benchmarks.adaptive", "µs per request of each adaptive rule vs gradient2; a CPU reading's push at 1k-100k keys"),
 }
 """NAME -> (module, what it measures)."""

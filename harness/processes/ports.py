@@ -1,13 +1,38 @@
-"""Free ports on 127.0.0.1 for the processes the suite starts (targets, our own redis-servers)."""
+"""Free ports on 127.0.0.1 for the processes the suite starts (targets, our own redis-servers).
+
+A port is chosen below the kernel's ephemeral range (``ip_local_port_range``), never by binding
+port 0: a port the kernel hands out as 0 is an ephemeral one, and between this choice and the
+child's listen() any outgoing connection of the machine may take it as its local port; the
+child's bind (SO_REUSEADDR) then succeeds and its listen() fails, "Address already in use" (CI: a
+module's ten targets, every one refused, while the suite's other workers sent thousands of
+requests). No outgoing connection takes a port below that range. Chosen at random from the
+system's entropy (a test that seeds ``random`` must not make two workers draw the same ports),
+and tried by a bind: what another process listens on is passed over."""
 
 from __future__ import annotations
 
+import random
 import socket
 from contextlib import ExitStack
+from pathlib import Path
 
 from targets.cli_args import HOST
 
 __all__ = ["HOST", "bindable", "free_port", "free_ports"]
+
+LOWEST = 10_000
+"""Below it: the registered ports of common services (a Redis on 6379, a Postgres on 5432)."""
+CLUSTER_BUS = 10_000
+"""A Redis cluster node's bus port: its port + 10000 (redis.io/docs: cluster tutorial)."""
+_DRAW = random.SystemRandom()
+
+
+def ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
+    """The first port of the kernel's ephemeral range (Linux's default 32768 where it cannot be read)."""
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768
 
 
 def bindable(port: int) -> bool:
@@ -19,26 +44,41 @@ def bindable(port: int) -> bool:
     return True
 
 
+def _candidates(cluster_bus: bool = False) -> range:
+    """Where a listening port is drawn: from ``LOWEST`` up to the ephemeral range (a cluster node's
+    bus port below it too)."""
+    return range(LOWEST, ephemeral_low() - (CLUSTER_BUS if cluster_bus else 0))
+
+
 def free_port(*, cluster_bus: bool = False) -> int:
     """A port free now (and, for a Redis cluster node, its bus port + 10000 too)."""
+    candidates = _candidates(cluster_bus)
     for _ in range(200):
-        with socket.socket() as s:
-            s.bind((HOST, 0))
-            port = s.getsockname()[1]
-        if not cluster_bus or (port + 10000 < 65536 and bindable(port + 10000)):
+        port = _DRAW.choice(candidates)
+        if bindable(port) and (not cluster_bus or bindable(port + CLUSTER_BUS)):
             return port
-    raise OSError("no free port found")
+    raise OSError(f"no free port found in {candidates.start}-{candidates.stop - 1}")
 
 
 def free_ports(n: int, avoid: frozenset[int] = frozenset()) -> list[int]:
     """``n`` distinct ports free now (held open together while chosen, so none comes twice), none
     of ``avoid``: a port another process binds later (a remote run's Locust master, started after
     the side's ports are chosen) is free now and must not be chosen."""
+    candidates = _candidates()
     with ExitStack() as stack:
         ports: list[int] = []
-        while len(ports) < n:
+        for _ in range(200 + 10 * n):
+            if len(ports) == n:
+                return ports
+            port = _DRAW.choice(candidates)
+            if port in avoid or port in ports:
+                continue
             sock = stack.enter_context(socket.socket())
-            sock.bind((HOST, 0))
-            if sock.getsockname()[1] not in avoid:
-                ports.append(sock.getsockname()[1])
-        return ports
+            try:
+                sock.bind((HOST, port))
+            except OSError:
+                continue
+            ports.append(port)
+        if len(ports) == n:
+            return ports
+    raise OSError(f"no {n} free ports found in {candidates.start}-{candidates.stop - 1}")

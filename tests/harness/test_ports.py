@@ -1,45 +1,54 @@
-"""Free ports chosen for the processes the suite starts: distinct, and never one it was told to
-avoid (a remote run's master port: free while the side's ports are chosen, bound right after)."""
+"""Free ports chosen for the processes the suite starts: below the kernel's ephemeral range (an
+outgoing connection could take an ephemeral one between the choice and the child's listen()),
+distinct, free, and never one it was told to avoid (a remote run's master port: free while the
+side's ports are chosen, bound right after)."""
 
 from __future__ import annotations
+
+import random
+import socket
 
 from harness.processes import ports
 
 
-class _Sockets:
-    """Stands in for ``socket.socket``: each bind to port 0 gets the next port of a sequence, as
-    the kernel would hand them out (the real order is the kernel's and cannot be arranged)."""
+class _Draws:
+    """Stands in for the ports' random draw: the ports of a sequence, in turn."""
 
     def __init__(self, sequence: list[int]) -> None:
         self.next = iter(sequence)
 
-    def __call__(self) -> _Socket:
-        return _Socket(self.next)
+    def choice(self, _candidates: range) -> int:
+        return next(self.next)
 
 
-class _Socket:
-    def __init__(self, sequence) -> None:
-        self.sequence, self.port = sequence, None
-
-    def bind(self, address) -> None:
-        self.port = next(self.sequence)
-
-    def getsockname(self):
-        return ("127.0.0.1", self.port)
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        pass
+def test_an_avoided_a_repeated_and_a_taken_port_are_passed_over(monkeypatch):
+    with socket.socket() as taken:
+        taken.bind((ports.HOST, 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        free = [p for p in range(20_000, 20_100) if ports.bindable(p)][:3]
+        monkeypatch.setattr(ports, "_DRAW", _Draws([free[0], busy, free[1], free[1], free[0], free[2]]))
+        assert ports.free_ports(2, avoid=frozenset([free[0]])) == [free[1], free[2]]
+        monkeypatch.setattr(ports, "_DRAW", _Draws([busy, free[2]]))
+        assert ports.free_port() == free[2]
 
 
-def test_an_avoided_port_is_passed_over(monkeypatch):
-    monkeypatch.setattr(ports.socket, "socket", _Sockets([47599, 47600, 47599, 47601]))
-    assert ports.free_ports(2, avoid=frozenset([47599])) == [47600, 47601]
-
-
-def test_real_ports_are_distinct_and_bindable():
+def test_real_ports_are_below_the_ephemeral_range_distinct_bindable_and_not_seeded():
+    low = ports.ephemeral_low()
+    random.seed(1)
     chosen = ports.free_ports(8)
-    assert len(set(chosen)) == 8 and all(ports.bindable(p) for p in chosen)
+    random.seed(1)
+    again = ports.free_ports(8)
+    assert len(set(chosen)) == 8 and all(ports.bindable(p) for p in chosen) and chosen != again
+    assert all(ports.LOWEST <= p < low for p in chosen + again)
+    node = ports.free_port(cluster_bus=True)
+    assert ports.LOWEST <= node < node + ports.CLUSTER_BUS < low
 
+
+def test_the_ephemeral_range_is_read_from_the_kernel_or_linuxs_default(tmp_path):
+    path = tmp_path / "ip_local_port_range"
+    path.write_text("40000\t60999\n")
+    assert ports.ephemeral_low(path) == 40000
+    path.write_text("garbage")
+    assert ports.ephemeral_low(path) == 32768
+    assert ports.ephemeral_low(tmp_path / "absent") == 32768
