@@ -17,7 +17,7 @@ high-water mark, so nothing between samples is missed), beside the peak after th
 
 The sizes are printed side by side with the growth per extra line between them: the stream's is
 near 0 bytes, and so are the columns' and the judgement's: the requests stay on disk, read back a
-block at a time. The replay's is ~400 bytes a request, up to the bound.
+block at a time. The replay's is several hundred bytes a request (it holds them), up to its bound.
 """
 
 from __future__ import annotations

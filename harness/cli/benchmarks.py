@@ -28,7 +28,7 @@ BENCHMARKS: dict[str, tuple[str, str]] = {
     "store-deadline": ("benchmarks.store_deadline", "a target on Redis slowed or hung: P99 against the store budget, fallback share"),
     "twin-scale": ("benchmarks.twin_scale", "a live ramp campaign from another machine (16 cores) vs virtual time: sustained, P99 by rate"),
     "traffic": ("benchmarks.traffic", "access log parse rate per format; 5M combined lines x 3 policies: wall time, peak RSS"),
-    "log-memory": ("benchmarks.log_memory", "peak RSS of reading and judging an access log at 100k and 1M lines, side by side"),
+    "log-memory": ("benchmarks.log_memory", "peak RSS of reading, judging and replaying an access log at 100k and 1M lines, side by side"),
     "marginal-cpu": ("benchmarks.marginal_cpu", "a live run's marginal target CPU per request vs bench targets', per algorithm"),
     "judge": ("benchmarks.judge", "run_bench.py judge against every model in virtual time: seconds, requests, fit, worst case vs goals"),
     "judge-products": ("benchmarks.judge_products", "run_bench.py judge against live Traefik, Envoy, NGINX, HAProxy: named or "
