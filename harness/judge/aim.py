@@ -22,6 +22,7 @@ import numpy as np
 
 from analysis.worst_case import worst_case
 from harness.sim.fingerprint import Fit
+from harness.sim.stateful import STATEFUL
 
 from . import check
 from .virtual import VirtualEndpoint
@@ -127,7 +128,8 @@ def aim(fit: Fit, most: int, limit: int, measured_gap: float, back_s: float, win
 
 
 def forgets(fit: Fit) -> bool:
-    return fit.extra is not None and fit.model.startswith("forgetful")
+    """Whether the fit's state is forgotten after an idle time (its model's third parameter is one)."""
+    return fit.extra is not None and fit.model in STATEFUL and STATEFUL[fit.model].extra == "idle_s"
 
 
 def start_at(now: float, phase: float | None, period_s: float = 1.0) -> float:

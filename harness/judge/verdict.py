@@ -356,9 +356,10 @@ def explored(endpoint: Endpoint, shape: Shape, sweep: check.Sweep, fresh: Callab
     the longest a key took to be admitted again (or the full return), over L apart."""
     slowest = max((b - a for a, b in readmissions(seen([s.answer for s in endpoint.log]))), default=shape.window)
     shares = check.EXPLORE_GAPS
-    if knocked:  # the learning's knocks held its keys back: their return says nothing of W, and the
-        slowest = shape.back  # block lies anywhere under the silence that ended them (the last gap tried)
-        shares = (*shares, 1.0)
+    if knocked:
+        # the learning's knocks held its keys back: their return says nothing of W, and the block
+        # lies anywhere under the silence that ended them (so that silence is the last gap tried)
+        slowest, shares = shape.back, (*shares, 1.0)
     return [(fresh(), "explore-gaps", check.explore_gaps(shape.back, shape.most, sweep, shares)),
             (fresh(), "explore-ramp", check.ramp(endpoint.now(), check.RAMP_FROM * max(slowest, shape.back) / shape.limit,
                                                  shape.limit))]
@@ -418,7 +419,7 @@ def fitted(endpoint: Endpoint, sweep: check.Sweep) -> tuple[list[Fit], bool]:
     windows = [a.fields.window_s for a in answers if a.fields.window_s]
     hints = [sweep.whole_from] if sweep.whole_from else ()
     plain = fingerprint(trained, limits[-1] if limits else None, windows[-1:], MODELS, slack=SLACK, extra_hints=hints)
-    if plain and held and predicts_held(endpoint, plain[0]) \
+    if plain and held and predicts(plain[0], held) \
             and not (plain[0].agreed < plain[0].decisions and sweep.whole_gap is not None
                      and sweep.whole_gap < WHOLE_SOONER * recovery_s(plain[0])):
         return plain, True
@@ -433,8 +434,12 @@ def held_decisions(endpoint: Endpoint) -> list[Seen]:
 
 def predicts_held(endpoint: Endpoint, fit: Fit) -> bool:
     """Whether ``fit`` predicts every held-back decision sent so far."""
-    held = held_decisions(endpoint)
-    return agreement(fit.model, fit.policy, held, within_round_trip=True, extra=fit.extra) == len(held)
+    return predicts(fit, held_decisions(endpoint))
+
+
+def predicts(fit: Fit, decisions: list[Seen]) -> bool:
+    """Whether ``fit`` repeats every one of ``decisions`` (each anywhere in its round trip)."""
+    return agreement(fit.model, fit.policy, decisions, within_round_trip=True, extra=fit.extra) == len(decisions)
 
 
 def compared(endpoint: Endpoint, start: float, fits: list[Fit], claim: Policy | None, cut: CapReached | None,
