@@ -112,7 +112,10 @@ def _shared(col: Any, order: np.ndarray) -> list:
     their plan types and never builds a column (0.4 s of CPU each, a live run starts several)."""
     import pandas as pd
 
-    codes, uniques = pd.factorize(np.asarray(col)[order], sort=False)
+    if isinstance(col, pd.Categorical):  # coded by its generator: nothing to factorize
+        codes, uniques = col.codes[order], col.categories
+    else:
+        codes, uniques = pd.factorize(np.asarray(col)[order], sort=False)
     return np.asarray(uniques, dtype=object)[codes].tolist()
 
 

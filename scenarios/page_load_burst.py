@@ -65,12 +65,13 @@ class PageLoadBurst(TrafficModel):
         return p.users * pages * (p.page_size + p.followups) + p.abusers * p.abuse_factor * self.limit / self.window_s * duration
 
     def generate(self) -> Arrivals:
+        import pandas as pd  # the columns go over coded (scenarios.base._shared), as pandas is imported there
+
         p = self.p
         rng = np.random.default_rng(self.seed)
         duration = p.duration_s or 5 * self.window_s
         times: list[np.ndarray] = []
         ids: list[np.ndarray] = []
-        classes: list[np.ndarray] = []
         page_span = p.followups * p.followup_gap_s
         for user in range(p.users):
             start = rng.uniform(0.0, p.think_s)  # users do not arrive in lockstep
@@ -83,16 +84,16 @@ class PageLoadBurst(TrafficModel):
             t = np.concatenate(user_times) if user_times else np.empty(0)
             t = t[t < duration]
             times.append(t)
-            ids.append(np.full(len(t), f"user-{user}", dtype=object))
-            classes.append(np.full(len(t), LEGIT, dtype=object))
+            ids.append(np.full(len(t), user, dtype=np.int32))
         abuse_rate = p.abuse_factor * self.limit / self.window_s
         for abuser in range(p.abusers):
             t = poisson_times(rng, abuse_rate, 0.0, duration)
             times.append(t)
-            ids.append(np.full(len(t), f"abuser-{abuser}", dtype=object))
-            classes.append(np.full(len(t), ABUSIVE, dtype=object))
-        all_t = np.concatenate(times)
-        n = len(all_t)
+            ids.append(np.full(len(t), p.users + abuser, dtype=np.int32))
+        all_t, codes = np.concatenate(times), np.concatenate(ids)
+        names = [f"user-{u}" for u in range(p.users)] + [f"abuser-{a}" for a in range(p.abusers)]
         return Arrivals.from_columns(
-            all_t, np.concatenate(ids), np.concatenate(classes), np.full(n, ROUTE, dtype=object), np.ones(n)
+            all_t, pd.Categorical.from_codes(codes, names),
+            pd.Categorical.from_codes((codes >= p.users).astype(np.int8), [LEGIT, ABUSIVE]),
+            pd.Categorical.from_codes(np.zeros(len(all_t), dtype=np.int8), [ROUTE]), np.ones(len(all_t)),
         )

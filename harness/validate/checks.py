@@ -2,7 +2,8 @@
 
 Each metric is measured for one limit in one situation (validate_sim). A failure is answered by
 trying corrected policies in order of how small the change is, re-measuring the same metric on
-each, and quoting the first one that passes: the suggestion's numbers are measured, not guessed.
+each, and quoting the first one that passes: the suggestion's numbers are measured, not guessed
+(or, for a ratio against L, bounded by the corrected algorithm's construction: ``sim.bounded``).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from harness.campaign.policy_file import Limit, PolicyFile, params_of
 from harness.campaign.thresholds import FALLBACK, SIM_METRICS, Threshold, effective
 from targets.algorithms import PolicyError, get_algorithm
 
-from .sim import PageTraffic, attack_result, deployment, page_metric, page_result
+from .sim import PageTraffic, attack_result, bounded, deployment, page_metric, page_result
 
 RATIO_METRICS = ("over_admission", "abusive_admission")
 BURSTY = ("token_bucket", "gcra", "leaky_bucket", "traefik_rate")
@@ -136,10 +137,13 @@ def suggest_fix(policy: PolicyFile, limit: Limit, metric: str, threshold: Thresh
     for diagnosis, change, fixed in _fixes(policy, limit, metric, threshold):
         new_limit = next(lim for lim in fixed.limits if lim.name == limit.name)
         try:
-            new_value = measure(fixed, new_limit, metric)
+            at_most = split(metric)[1] in RATIO_METRICS and bounded(deployment(fixed, new_limit, split(metric)[0]))
+            new_value = 1.0 if at_most else measure(fixed, new_limit, metric)
         except PolicyError:  # a change the limit's model cannot express (Traefik: a fraction of a request)
             continue
-        gives = f"{change} gives {display(metric, new_value)}"
+        # a bound by construction is not replayed: the abusive client's share of a shared sliding
+        # log of 1,000 a second was a second replay of 1.6 million requests to read 1.00x
+        gives = f"{change} gives {'at most ' if at_most else ''}{display(metric, new_value)}"
         if threshold.holds(new_value):
             return f"{diagnosis}: {phrase(policy, metric, value)}; {gives}", f"{diagnosis}: {gives}"
         tried.append(gives)

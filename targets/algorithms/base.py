@@ -125,6 +125,10 @@ class Algorithm:
     reads: Callable[[Any], bool] | None = None
     """Load-driven algorithms: ``reads(params)``, whether these params need the readings at all
     (the live target samples its CPU only then; None: never)."""
+    window_bound: Callable[[Any], tuple[float, float]] | None = None
+    """Algorithms exact by construction: ``window_bound(params)`` is (L, W) such that one state
+    never admits more than cost L in any half-open window of W seconds (the sliding log), so a
+    worst case over L per W needs no replay to be known; None: only a replay says."""
 
     def needs_readings(self, params: Any) -> bool:
         """Whether ``params`` make this algorithm read CPU/load (its ``reads`` hook)."""

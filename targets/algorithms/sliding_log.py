@@ -67,4 +67,5 @@ ALGORITHM = Algorithm(
     decide=decide,
     state_ttl=lambda p: p.window_s,
     max_cost=lambda p: p.limit,
+    window_bound=lambda p: (p.limit, p.window_s),
 )

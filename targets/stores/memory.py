@@ -72,6 +72,10 @@ class MemoryStore:
         self._reading: Any = None
         """The latest CPU/load reading (``observe_reading`` algorithms), one for the whole store."""
         self._transition = self._reading_transition() if algorithm.observe_reading is not None else algorithm.decide
+        self.decide_many: Callable[[Sequence[str], Sequence[float], Sequence[float]], list[Decision]] = (
+            self._make_decide_many())
+        """``decide_many(keys, times, costs)``: the decisions for a batch of requests in time order
+        (the simulator's loop), as ``decide`` one by one would give them."""
         self.decide: Callable[[str, float, float], Decision] = self._make_decide()
         """``decide(key, now, cost=1.0)``: one decision for ``key`` at ``now`` (the caller's
         clock, wall or virtual)."""
@@ -79,13 +83,16 @@ class MemoryStore:
     def __len__(self) -> int:
         return len(self._entries)
 
+    def _hot_names(self) -> tuple[Any, ...]:
+        """What both hot paths close over, as local names."""
+        entries = self._entries
+        return (entries, entries.get, entries.move_to_end, self._evict, self._expire, self._transition, self.params,
+                self.idle_ttl_s, self.max_keys, self.idle_ttl_s > 0)
+
     def _make_decide(self) -> Callable[..., Decision]:
         """The per-request path as a closure over local names: on this hot path, attribute
         lookups on ``self`` would cost as much as a whole fixed-window decision."""
-        entries = self._entries
-        get, to_end, evict = entries.get, entries.move_to_end, self._evict
-        transition, params = self._transition, self.params
-        ttl, max_keys, keep = self.idle_ttl_s, self.max_keys, self.idle_ttl_s > 0
+        entries, get, to_end, evict, expire, transition, params, ttl, max_keys, keep = self._hot_names()
         acquire, release = self._lock.acquire, self._lock.release
         calls = 0
 
@@ -106,17 +113,47 @@ class MemoryStore:
                             evict(now, key)
                 calls += 1
                 if not calls & (SWEEP_EVERY - 1):
-                    self._expire(now)
+                    expire(now)
                 return decision
             finally:
                 release()
 
         return decide
 
-    def decide_many(self, keys: Sequence[str], times: Sequence[float], costs: Sequence[float]) -> list[Decision]:
-        """The decisions for a batch of requests in time order (the simulator's loop)."""
-        decide = self.decide
-        return [decide(k, t, c) for k, t, c in zip(keys, times, costs)]
+    def _make_decide_many(self) -> Callable[..., list[Decision]]:
+        """``decide``'s steps over a batch under one lock, with a sweep cadence of its own (a
+        sweep only frees memory: expiring a key never changes a decision)."""
+        entries, get, to_end, evict, expire, transition, params, ttl, max_keys, keep = self._hot_names()
+        lock = self._lock
+        calls = 0
+
+        def decide_many(keys: Sequence[str], times: Sequence[float], costs: Sequence[float]) -> list[Decision]:
+            # decide's steps written out again, not called: a call and a lock per request were a
+            # fifth of a replay's time (1.8 s -> 1.4 s for 1.6 million decisions on one key);
+            # tests/targets/stores/test_memory_store.py holds the two to the same decisions
+            nonlocal calls
+            out: list[Decision] = []
+            append = out.append
+            with lock:
+                for key, now, cost in zip(keys, times, costs):
+                    entry = get(key)
+                    if entry is not None:
+                        decision, entry[0] = transition(entry[0] if now - entry[1] < ttl else None, now, cost, params)
+                        entry[1] = now
+                        to_end(key)
+                    else:
+                        decision, state = transition(None, now, cost, params)
+                        if keep:
+                            entries[key] = [state, now]
+                            if len(entries) > max_keys:
+                                evict(now, key)
+                    calls += 1
+                    if not calls & (SWEEP_EVERY - 1):
+                        expire(now)
+                    append(decision)
+            return out
+
+        return decide_many
 
     def release(self, key: str, now: float, cost: float = 1.0) -> None:
         """Give back in-flight capacity (concurrency algorithms); unknown keys are ignored."""

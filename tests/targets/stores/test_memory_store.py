@@ -115,6 +115,30 @@ def test_batch_decisions_equal_single_decisions():
         assert many.decide_many(keys, times, costs) == expected, name
 
 
+@given(st.sampled_from(RESTING), policies, st.lists(st.tuples(st.sampled_from("abcdef"), st.sampled_from([0, 1, 16, 256]),
+                                                            st.integers(1, 3), st.booleans()), min_size=SWEEP_EVERY + 1,
+                                                  max_size=4 * SWEEP_EVERY),
+       st.sampled_from([1, 3, 1_000]))
+def test_batches_decide_as_one_by_one_with_evictions_and_expiry(name, policy, events, max_keys):
+    """``decide_many`` writes ``decide``'s steps out again (a call per request cost a fifth of a
+    replay): split anywhere, full tables evicting and idle keys swept (gaps of 4 s pass every
+    state's TTL here; a sweep every SWEEP_EVERY decisions), the batches decide, evict and forget as the single calls do."""
+    params = build_params(name, policy)
+    one, many = (MemoryStore(ALGORITHMS[name], params, max_keys=max_keys) for _ in range(2))
+    t, batch, expected, got = 0.0, ([], [], []), [], []
+    for key, gap, cost, cut in events:
+        t += gap * TICK
+        expected.append(one.decide(key, t, cost))
+        for column, value in zip(batch, (key, t, cost)):
+            column.append(value)
+        if cut:
+            got += many.decide_many(*batch)
+            batch = ([], [], [])
+    got += many.decide_many(*batch)
+    assert got == expected
+    assert (many.evictions, many.forgiven, list(many._entries)) == (one.evictions, one.forgiven, list(one._entries))
+
+
 def test_threads_never_over_admit():
     s = store(name="fixed_window", limit=1000, window=60.0)
     admitted = []
