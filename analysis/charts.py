@@ -12,15 +12,9 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import Executor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
-
-import matplotlib
-
-matplotlib.use("Agg")
+from typing import TYPE_CHECKING
 
 import numpy as np
-from matplotlib.axes import Axes
-from matplotlib.figure import Figure
-from matplotlib.ticker import FixedLocator, LogLocator, NullFormatter, NullLocator, ScalarFormatter
 
 from contract.atomic import atomic_write
 from contract.schema import ALGORITHM_NAMES, CHARTS_DIR, split_repeat
@@ -29,11 +23,16 @@ from . import ramp
 from .adaptive import break_window
 from .analyze import CALLS_BIN_S, LATENCY_SCENARIO, RunAnalysis
 from .answers import backoff
+from .figure import new_figure
 from .labels import policy_text
 from .loader import ResultsError
 from .palette import colour
 from .spread import group_name
 from .theory import envelope_bound, over_admission_bound
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 FIXED_WINDOW_LINE = 2.0
 """The fixed window's bound (2L in any W): drawn only in a panel holding an algorithm it bounds."""
@@ -73,7 +72,7 @@ def _facets(n: int, title: str, cols: int, height: float, share: bool = False) -
     """``n`` panels, ``cols`` to a row, the figure WIDTH_IN wide (narrower when fewer panels)."""
     used = max(1, min(cols, n))
     rows = -(-n // used)
-    fig = Figure(figsize=(max(0.5, used / cols) * WIDTH_IN, height * rows + 0.5), layout="constrained")
+    fig = new_figure(figsize=(max(0.5, used / cols) * WIDTH_IN, height * rows + 0.5), layout="constrained")
     axes = list(np.atleast_1d(fig.subplots(rows, used, squeeze=False, sharex=share, sharey=share)).ravel())
     for ax in axes[n:]:
         ax.set_visible(False)
@@ -120,6 +119,8 @@ def _times(v: float) -> str:
 
 def _log_ticks(ax: Axes, lo: float, hi: float) -> None:
     """Ticks at powers of two, labelled as multiples of L."""
+    from matplotlib.ticker import FixedLocator, NullLocator
+
     ticks = [2.0 ** k for k in range(int(np.floor(np.log2(lo))), int(np.ceil(np.log2(hi))) + 1)]
     ax.yaxis.set_major_locator(FixedLocator(ticks))
     ax.yaxis.set_minor_locator(NullLocator())
@@ -128,6 +129,8 @@ def _log_ticks(ax: Axes, lo: float, hi: float) -> None:
 
 def _plain_log_y(ax: Axes) -> None:
     """Log ticks at 1, 2, 5 x 10^k written as plain numbers: a narrow range still gets several."""
+    from matplotlib.ticker import LogLocator, NullFormatter, ScalarFormatter
+
     ax.yaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
     ax.yaxis.set_major_formatter(ScalarFormatter())
     ax.yaxis.set_minor_formatter(NullFormatter())
@@ -328,7 +331,7 @@ def _below_resolution(ax: Axes, x: float, color: str) -> None:
 def comparison(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     """One row per measure, full width; scenarios side by side, one bar per run in its algorithm's colour."""
     groups = _by_scenario(runs)
-    fig = Figure(figsize=(WIDTH_IN, 2.4 * len(COMPARISON) + 0.9), layout="constrained")
+    fig = new_figure(figsize=(WIDTH_IN, 2.4 * len(COMPARISON) + 0.9), layout="constrained")
     axes = list(fig.subplots(len(COMPARISON), 1, sharex=True))
     fig.suptitle(fig_title, fontsize=12, fontweight="bold")
     width = 0.8 / max(len(rs) for rs in groups.values())
@@ -431,7 +434,7 @@ def adaptive_limit(runs: Sequence[RunAnalysis], fig_title: str) -> Figure:
     the downstream's slots (its concurrency capacity), the break shaded."""
     kinds = list(dict.fromkeys(a.row["break_kind"] for a in runs))
     rules = list(dict.fromkeys(a.row["adaptive_rule"] for a in runs))
-    fig = Figure(figsize=(WIDTH_IN, 1.5 * len(kinds) + 0.9), layout="constrained")
+    fig = new_figure(figsize=(WIDTH_IN, 1.5 * len(kinds) + 0.9), layout="constrained")
     grid = np.atleast_2d(fig.subplots(len(kinds), len(rules), squeeze=False, sharex=True, sharey=True))
     fig.suptitle(fig_title, fontsize=12, fontweight="bold")
     cells = {(a.row["break_kind"], a.row["adaptive_rule"]): a for a in runs}

@@ -8,15 +8,14 @@ import io
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 
-from matplotlib.figure import Figure
-
+from .figure import new_figure
 from .palette import TAB10
 
 
 def refused_over_time_svg(series: Mapping[str, tuple[float, int, Sequence[int]]], requests: Sequence[int]) -> str:
     """``series``: label -> (first bin's epoch start, bin width s, refused per bin); ``requests``:
     all requests per bin (drawn grey behind, so a refusal peak reads against the load)."""
-    fig = Figure(figsize=(9, 3.2), layout="constrained")
+    fig = new_figure(figsize=(9, 3.2), layout="constrained")
     ax = fig.add_subplot()
     start, bin_s = next(iter(series.values()))[:2] if series else (0.0, 1)
     first = datetime.fromtimestamp(start, tz=UTC)

@@ -18,6 +18,7 @@ from .analysed import Report
 from .analyze import RunAnalysis, analyze
 from .charts import check_panels, draw_all
 from .document import document
+from .figure import load as load_matplotlib
 from .keys import KEY_COLUMNS
 from .loader import load_results
 from .page import render
@@ -47,6 +48,7 @@ def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = No
     Raises ResultsError when ``root`` is not a results folder; runs that are not whole are left
     out and named in the report's warnings."""
     root = Path(root)
+    load_matplotlib()  # before the workers fork: each inherits it (the charts are drawn there)
     with worker_pool() as pool:
         analysis = analyze(load_results(root), on_run, pool)
         check_panels(analysis.runs)

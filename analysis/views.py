@@ -9,22 +9,25 @@ from __future__ import annotations
 import io
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from contract.schema import RUNS_DIR
 
 from .analyze import FolderAnalysis, RunAnalysis
 from .charts import WIDTH_IN
 from .compare import MEASURES
+from .figure import new_figure
 from .keys import per_key
 from .labels import policy_text
 from .loader import ResultsError
 from .palette import colour
 from .spread import apart, exact, interval, with_spread
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 Row = dict[str, Any]
 REFUSED_COLOUR = "#d62728"
@@ -93,7 +96,7 @@ def key_view(runs: Sequence[RunAnalysis], top: int = 15) -> tuple[pd.DataFrame, 
     for label in frames:
         table[f"{label} refused / requests"] = [f"{int(refused.at[k, label]):,} / {int(requests.at[k, label]):,}" for k in keys]
     share = (refused.loc[keys] / requests.loc[keys].where(requests.loc[keys] > 0)).fillna(0).to_numpy()
-    fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.32 * len(keys)), layout="constrained")
+    fig = new_figure(figsize=(WIDTH_IN, 0.9 + 0.32 * len(keys)), layout="constrained")
     ax = fig.subplots()
     image = ax.imshow(share, aspect="auto", cmap="Reds", vmin=0, vmax=1)
     ax.set_xticks(range(len(frames)), list(frames), rotation=30, ha="right", fontsize=8)
@@ -126,7 +129,7 @@ def most_refused_key(runs: Sequence[RunAnalysis]) -> str:
 def timeline(runs: Sequence[RunAnalysis], key: str) -> Figure:
     """One key's decisions over time, one row per run: admitted ticks in the algorithm's colour
     above, refused ticks in red below; time from the run's start."""
-    fig = Figure(figsize=(WIDTH_IN, 0.9 + 0.55 * len(runs)), layout="constrained")
+    fig = new_figure(figsize=(WIDTH_IN, 0.9 + 0.55 * len(runs)), layout="constrained")
     ax = fig.subplots()
     labels = []
     for i, a in enumerate(runs):
@@ -170,7 +173,7 @@ def ab_table(a: Row, b: Row) -> pd.DataFrame:
 def ab_figure(a: Row, b: Row, names: tuple[str, str] = ("A", "B")) -> Figure:
     """One panel per measure both runs have: each run's figure with its interval as a whisker."""
     fields = [(f, label) for f, label, _ in MEASURES if a.get(f) is not None and b.get(f) is not None]
-    fig = Figure(figsize=(WIDTH_IN, 2.6), layout="constrained")
+    fig = new_figure(figsize=(WIDTH_IN, 2.6), layout="constrained")
     axes = np.atleast_1d(fig.subplots(1, max(1, len(fields))))
     for ax, (field, label) in zip(axes, fields):
         for x, row in enumerate((a, b)):
