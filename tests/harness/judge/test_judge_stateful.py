@@ -10,10 +10,11 @@ wrong that way on 2026-12-07 (#40) and right since: a forgotten window's idle ti
 off (seeds 12, 16 and 18: 0.937 s for 0.994 and 0.888 s; a probe of the bisection came back
 whole because the window it started in had ended, not because the key was forgotten: such a
 probe is now sent again), a forgotten bucket's 0.627 s read as 0.594 s (seed 33: bisected to
-10%, whose middle can be 5.6% off; now 9%). Still wrong: a fixed block of 10 per 2 s blocking
-2.52 s, about its own full return, is named a sliding log of 10 in any 2.533 s, which repeated
-54 of the 55 held-back decisions (seed 1070955821). Seeds 7, 8 and 41 judge
-every behaviour right.
+10%, whose middle can be 5.6% off; now 9%), a fixed block of 10 per 2 s blocking 2.52 s named
+a sliding log of 10 in any 2.533 s (seed 1070955821: it predicted 54 of the 55 held-back
+decisions and 269 of the 276 fitted on, the block 53 and 276: the verdict now names the model
+that mispredicts fewest of all). Seeds 7, 8, 12, 16, 18, 33, 41 and 1070955821 judge every
+behaviour right.
 
 The draws stay where the judge's traffic can tell the behaviour from a plain one: a bucket's idle
 time up to 0.7 W and a window's up to 0.6 W (past them the plain model predicts every decision
