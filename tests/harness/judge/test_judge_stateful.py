@@ -18,8 +18,8 @@ behaviour right.
 
 The draws stay where the judge's traffic can tell the behaviour from a plain one: a bucket's idle
 time up to 0.7 W and a window's up to 0.6 W (past them the plain model predicts every decision
-the judge sends; a forgotten window whose idle time is 0.7 W was named a window opened by each
-key's first request, its worst case 12 of 18: docs/peers.md says so)."""
+the judge sends, or the window's own end hides the idle time: at 0.87 W it read 18% short, its
+worst case 12 of 18; docs/peers.md gives the draws)."""
 
 from __future__ import annotations
 
