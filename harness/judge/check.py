@@ -98,19 +98,43 @@ def explore_gaps(recovery_s: float, most: int, sweep: Sweep, shares: tuple[float
     did not). Only the bisection asks ``probe`` to send a whole burst again when it came a full
     return after the key was last whole: among the shares, such a burst is what tells a block
     held from its trip (a fixed block of 4.77 s came back whole after gaps of 0.6-3.6 s summing
-    past it) from a plain limit with the same full return."""
+    past it) from a plain limit with the same full return. When that burst was the only whole one,
+    its gap is tried again from a key started afresh and, not whole then, the gaps up to the full
+    return are bisected (an idle time past 3/4 of it)."""
     first = yield from burst(most)
     sweep.first = sum(a.allowed for a in first)
     sweep.pace = (first[-1].done - first[0].sent) / len(first)
     if first[-1].allowed:
         return
-    last, opened, low = first[-1], first[0].sent, 0.0
+    last, opened, low, ended = first[-1], first[0].sent, 0.0, False
     for share in shares:
+        ended = last.done + share * recovery_s - opened >= recovery_s
         whole, last, opened = yield from probe(most, share * recovery_s, last, opened, math.inf, sweep)
         if whole:
             sweep.whole_gap = share * recovery_s
             break
         low = sweep.low = share * recovery_s
+    found = sweep.whole_gap
+    last, opened, low = yield from bisect(most, recovery_s, sweep, last, opened, low)
+    if found is None or not ended or sweep.whole_gap != found:
+        return
+    # the one whole burst came a full return after the key was last whole (a window that ended,
+    # or a key forgotten?): the gap tried again from a key started afresh, and where it is not
+    # whole then, the gaps up to the full return bisected (a window of 2 s forgotten after 1.757 s
+    # came back whole after 1.5 s because it had ended, and its idle time read 1.44 s)
+    found_low = sweep.low
+    whole, last, opened = yield from probe(most, found, last, opened, recovery_s, sweep)
+    if whole:
+        return
+    sweep.whole_gap, sweep.low = recovery_s, found
+    yield from bisect(most, recovery_s, sweep, last, opened, found)
+    if sweep.whole_gap >= recovery_s:  # none came back whole short of the full return: as the shares said
+        sweep.whole_gap, sweep.low = found, found_low
+
+
+def bisect(most: int, recovery_s: float, sweep: Sweep, last: Answer, opened: float,
+           low: float) -> Generator[float, Answer, tuple[Answer, float, float]]:
+    """The gap between ``low`` (not whole) and ``sweep.whole_gap`` (whole) bisected to ``BISECT_TO``."""
     while sweep.whole_gap is not None and sweep.whole_gap - low > BISECT_TO * sweep.whole_gap:
         gap = (low + sweep.whole_gap) / 2
         whole, last, opened = yield from probe(most, gap, last, opened, recovery_s, sweep)
@@ -118,6 +142,7 @@ def explore_gaps(recovery_s: float, most: int, sweep: Sweep, shares: tuple[float
             sweep.whole_gap = gap
         else:
             low = sweep.low = gap
+    return last, opened, low
 
 
 def probe(most: int, gap: float, last: Answer, opened: float, recovery_s: float,
@@ -126,15 +151,20 @@ def probe(most: int, gap: float, last: Answer, opened: float, recovery_s: float,
     key was last seen whole (``opened``). A whole burst ``recovery_s`` or more after ``opened``
     (inf: never) says nothing of the gap (the window the whole burst opened has ended, or a bucket refilled
     over the refused probes: a forgotten window of 0.994 s came back whole after 0.938 s, its
-    2 s window over); it starts the key afresh, and the gap is tried once more from it."""
+    2 s window over); it starts the key afresh, and the gap is tried once more from it. Whole again
+    that long after, the gap and the burst before it outlast the window: not whole (not to be told
+    from the window's end)."""
     retried = False
     while True:
         got = yield from burst(most, last.done + gap)
         admitted, start, last = sum(a.allowed for a in got), got[0].sent, got[-1]
         whole = admitted >= WHOLE * sweep.first
-        if whole and not retried and start - opened >= recovery_s and gap < recovery_s:
-            opened, retried = start, True
-            continue
+        if whole and start - opened >= recovery_s and gap < recovery_s:
+            if retried:  # ``probe``: the gap and the burst before it outlast the window
+                whole = False
+            else:
+                opened, retried = start, True
+                continue
         sweep.after.append((gap, admitted))
         return whole, last, start if whole else opened
 
