@@ -98,16 +98,20 @@ def explore_gaps(recovery_s: float, most: int, sweep: Sweep, shares: tuple[float
     did not). Only the bisection asks ``probe`` to send a whole burst again when it came a full
     return after the key was last whole: among the shares, such a burst is what tells a block
     held from its trip (a fixed block of 4.77 s came back whole after gaps of 0.6-3.6 s summing
-    past it) from a plain limit with the same full return. When that burst was the only whole one,
-    its gap is tried again from a key started afresh and, not whole then, the gaps up to the full
-    return are bisected (an idle time past 3/4 of it)."""
+    past it) from a plain limit with the same full return. When that burst was the only whole one
+    and came a full return after the key was last whole, and the burst before it got less than
+    half back (a window, not a bucket), a burst after the longest gap short of the full return is
+    sent from a key started afresh and, whole, the gaps below it are bisected (an idle time past
+    3/4 of it)."""
     first = yield from burst(most)
     sweep.first = sum(a.allowed for a in first)
     sweep.pace = (first[-1].done - first[0].sent) / len(first)
     if first[-1].allowed:
         return
     last, opened, low, ended = first[-1], first[0].sent, 0.0, False
+    partial = False
     for share in shares:
+        partial = bool(sweep.after) and sweep.first / 2 < sweep.after[-1][1]
         ended = last.done + share * recovery_s - opened >= recovery_s
         whole, last, opened = yield from probe(most, share * recovery_s, last, opened, math.inf, sweep)
         if whole:
@@ -116,20 +120,18 @@ def explore_gaps(recovery_s: float, most: int, sweep: Sweep, shares: tuple[float
         low = sweep.low = share * recovery_s
     found = sweep.whole_gap
     last, opened, low = yield from bisect(most, recovery_s, sweep, last, opened, low)
-    if found is None or not ended or sweep.whole_gap != found:
+    latest = recovery_s * (1 - BISECT_TO / 2) - sweep.pace * (sweep.first + 1)
+    if found is None or not ended or partial or sweep.whole_gap != found or latest <= found:
         return
-    # the one whole burst came a full return after the key was last whole (a window that ended,
-    # or a key forgotten?): the gap tried again from a key started afresh, and where it is not
-    # whole then, the gaps up to the full return bisected (a window of 2 s forgotten after 1.757 s
-    # came back whole after 1.5 s because it had ended, and its idle time read 1.44 s)
-    found_low = sweep.low
-    whole, last, opened = yield from probe(most, found, last, opened, recovery_s, sweep)
+    # the one whole burst came a full return after the key was last whole, and the burst before
+    # it got less than half back (a window: a bucket's 95% is whole by ``WHOLE``): the window had
+    # ended, or the key was forgotten (a window of 2 s forgotten after 1.757 s came back whole
+    # after 1.5 s as it ended, and its idle time read 1.44 s). A burst after the longest gap that
+    # still ends inside a window opened afresh tells them apart; whole, the gaps below it bisected
+    whole, last, opened = yield from probe(most, latest, last, opened, recovery_s, sweep)
     if whole:
-        return
-    sweep.whole_gap, sweep.low = recovery_s, found
-    yield from bisect(most, recovery_s, sweep, last, opened, found)
-    if sweep.whole_gap >= recovery_s:  # none came back whole short of the full return: as the shares said
-        sweep.whole_gap, sweep.low = found, found_low
+        sweep.whole_gap = latest
+        yield from bisect(most, recovery_s, sweep, last, opened, low)
 
 
 def bisect(most: int, recovery_s: float, sweep: Sweep, last: Answer, opened: float,

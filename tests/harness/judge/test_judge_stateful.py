@@ -17,9 +17,9 @@ that mispredicts fewest of all). Seeds 7, 8, 12, 16, 18, 33, 41 and 1070955821 j
 behaviour right.
 
 The draws stay where the judge's traffic can tell the behaviour from a plain one: a bucket's idle
-time up to 0.7 W (past it a plain bucket predicts every decision the judge sends: docs/peers.md
-gives the draws), a window's up to 0.95 W (up to 0.6 W until a whole burst that came only because
-the window had ended was confirmed from a fresh start: at 0.87 W the idle time read 18% short)."""
+time up to 0.7 W (past 3/4 of its return no explored gap is that long: docs/peers.md gives the
+draws), a window's up to 0.95 W (0.6 W until a whole burst that only seemed to show the idle time,
+the window having ended, was followed by one after the longest gap inside a fresh window)."""
 
 from __future__ import annotations
 
