@@ -108,8 +108,7 @@ def explore_gaps(recovery_s: float, most: int, sweep: Sweep, shares: tuple[float
     sweep.pace = (first[-1].done - first[0].sent) / len(first)
     if first[-1].allowed:
         return
-    last, opened, low, ended = first[-1], first[0].sent, 0.0, False
-    partial = False
+    last, opened, low, ended, partial = first[-1], first[0].sent, 0.0, False, False
     for share in shares:
         partial = bool(sweep.after) and sweep.first / 2 < sweep.after[-1][1]
         ended = last.done + share * recovery_s - opened >= recovery_s
@@ -162,7 +161,7 @@ def probe(most: int, gap: float, last: Answer, opened: float, recovery_s: float,
         admitted, start, last = sum(a.allowed for a in got), got[0].sent, got[-1]
         whole = admitted >= WHOLE * sweep.first
         if whole and start - opened >= recovery_s and gap < recovery_s:
-            if retried:  # ``probe``: the gap and the burst before it outlast the window
+            if retried:  # the gap and the burst before it outlast the window (the docstring)
                 whole = False
             else:
                 opened, retried = start, True
