@@ -22,7 +22,7 @@ from harness.judge.endpoint import MAX_REQUESTS
 from harness.judge.verdict import EDGE_MODELS, judge
 from harness.judge.virtual import VirtualEndpoint
 from harness.sim.fingerprint import BUCKETED, IN_FLIGHT, MODELS
-from targets.algorithms import Policy
+from targets.algorithms import Policy, PolicyError
 
 GOAL_S, GOAL_SHARE, EDGE_WORTH = 60.0, 0.05, 1.9
 """The goals: seconds, L and W within this share, and at least 1.9x found on EDGE_MODELS (windows
@@ -71,6 +71,10 @@ def main(argv: list[str]) -> int:
         table.add_column(column, justify="right" if column in ("seconds", "requests") else "left")
     for model in (m for m in MODELS if m not in IN_FLIGHT and m != "none"):
         for limit in args.limits:
-            table.add_row(*session(model, limit, args.window_s, args.service_ms / 1000, args.max_wait))
+            try:
+                row = session(model, limit, args.window_s, args.service_ms / 1000, args.max_wait)
+            except PolicyError as e:  # a model this W (or its missing third parameter) cannot build
+                row = [model, f"{limit} / {args.window_s:g} s", "-", "-", f"not built: {e}", "-", "-", "-"]
+            table.add_row(*row)
     Console(width=200).print(table)
     return 0
