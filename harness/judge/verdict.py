@@ -111,6 +111,11 @@ class Checked:
     def share(self) -> float:
         return self.agreed / self.decisions if self.decisions else 0.0
 
+    @property
+    def explains(self) -> bool:
+        """Whether it repeats ``TOLERANCE`` of both the decisions it was fitted on and the held-back ones."""
+        return min(self.share, self.fit.agreement) >= 1 - TOLERANCE
+
 
 @dataclass(frozen=True)
 class Missed:
@@ -157,8 +162,7 @@ class Verdict:
     def explained(self) -> bool:
         """Whether the best model predicted the held-back traffic (and repeats what it was fitted on),
         and fresh keys got the same quota (``fresh.py``)."""
-        return (bool(self.checked) and self.checked[0].share >= 1 - TOLERANCE and self.best.agreement >= 1 - TOLERANCE
-                and not self.fresh.uneven)
+        return bool(self.checked) and self.checked[0].explains and not self.fresh.uneven
 
     def unexplained(self) -> str:
         """Why no model explains the limiter, in words (when ``explained`` is False)."""
@@ -451,12 +455,12 @@ def compared(endpoint: Endpoint, start: float, fits: list[Fit], claim: Policy | 
     results = [Checked(f, max(0, agreement(f.model, f.policy, held, within_round_trip=True, extra=f.extra)), len(held))
                for f in fits]
     shaped = held_requests(answers)
-    # the models that explain both parts first (``TOLERANCE``), then the fewest of all the session's
+    # the models that explain both parts first (``Checked.explains``), then the fewest of all the session's
     # decisions mispredicted (held-back and fitted on alike: a sliding log that missed 7 of the 276
     # fitted on and 1 of 55 held back ranked above the fixed block that missed 0 and 2, its W at the
     # short end of those that explain them); among models that tie, held requests name the one
     # that holds them
-    results.sort(key=lambda c: (min(c.share, c.fit.agreement) < 1 - TOLERANCE, -(c.agreed + c.fit.agreed), -c.agreed,
+    results.sort(key=lambda c: (not c.explains, -(c.agreed + c.fit.agreed), -c.agreed,
                                 shaped is not None and c.fit.model not in HOLDING_MODELS))
     chosen = claim.window_s if claim is not None else results[0].fit.policy.window_s if held else fits[0].policy.window_s
     v = Verdict(fits, worst_case(answers, chosen), header_truth(answers), Counter(s.role for s in endpoint.log),
