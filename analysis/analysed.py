@@ -19,6 +19,8 @@ class Report:
     charts: list[Chart]  # the charts drawn: a chart without data is not drawn, and not mentioned
     rows: list[dict[str, Any]]
     """One per run (each repeat its own), as summary.json holds them."""
+    charts_skipped: bool = False
+    """No chart was drawn, as asked (``--no-charts``): said first among the warnings."""
 
     @property
     def groups(self) -> list[dict[str, Any]]:
@@ -29,6 +31,8 @@ class Report:
         """Everything a reader must know before trusting the numbers."""
         progress = self.analysis.results.progress
         first = [line] if progress is not None and (line := progress.line()) else []
+        if self.charts_skipped:
+            first.append(f"no charts drawn (--no-charts): run_bench.py report {self.root} draws them")
         return first + [f"run left out: {x.name}: {x.reason}" for x in self.analysis.left_out] + self.analysis.warnings
 
     def answers(self) -> list[Answer]:

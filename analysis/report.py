@@ -41,20 +41,24 @@ def render_md(report: Report) -> str:
 
 
 def build_report(root: Path, on_run: Callable[[int, int, str], None] | None = None,
-                 on_chart: Callable[[int, int, str], None] | None = None) -> Report:
+                 on_chart: Callable[[int, int, str], None] | None = None, charts: bool = True) -> Report:
     """Analyse the folder and write summary.json/csv, charts/, report.html and report.md;
-    ``on_run`` and ``on_chart`` as each run is analysed and each chart drawn.
+    ``on_run`` and ``on_chart`` as each run is analysed and each chart drawn. Without ``charts``
+    none is drawn (matplotlib's layout is most of a small report's time: a pipeline that reads only
+    the summary skips it) and the report says so first.
 
     Raises ResultsError when ``root`` is not a results folder; runs that are not whole are left
     out and named in the report's warnings."""
     root = Path(root)
-    load_matplotlib()  # before the workers fork: each inherits it (the charts are drawn there)
+    if charts:
+        load_matplotlib()  # before the workers fork: each inherits it (the charts are drawn there)
     with worker_pool() as pool:
         analysis = analyze(load_results(root), on_run, pool)
         check_panels(analysis.runs)
         rows = write_summary(root, analysis.rows)
         write_keys(root, analysis.runs)
-        report = Report(root, analysis, draw_all(analysis.runs, root, pool=pool, on_chart=on_chart), rows)
+        drawn = draw_all(analysis.runs, root, pool=pool, on_chart=on_chart) if charts else []
+        report = Report(root, analysis, drawn, rows, charts_skipped=not charts)
     write_text(root / REPORT_HTML, render_html(report))
     write_text(root / REPORT_MD, render_md(report))
     return report

@@ -95,16 +95,26 @@ REMOTE: WorkerSide | None = None
 """This worker's half of the remote protocol, when it runs on another machine than the master."""
 
 
-LOCUST_PID = os.getpid()
-"""The process that imported this file: Locust reads it before ``--processes`` forks the workers."""
+_forker = os.getpid()
+"""The process forking now, as its child reads it: set just before each fork (Locust imports this
+file before ``--processes`` forks the workers)."""
 
 
-@events.init.add_listener
-def _die_with_master(runner, **_kwargs) -> None:
+def _note_forker() -> None:
+    global _forker
+    _forker = os.getpid()
+
+
+def _die_with_forker() -> None:
     """A worker Locust forked (``--processes``) is SIGKILLed when its master dies by a signal (the
-    master reaps it on every other exit; the harness binds the master itself: ``spawn``)."""
-    if isinstance(runner, WorkerRunner) and os.getpid() != LOCUST_PID:
-        die_with_parent(LOCUST_PID, signal.SIGKILL)
+    master reaps it on every other exit; the harness binds the master itself: ``spawn``), from the
+    fork on. Bound at Locust's init instead, a worker forked just before its master was killed
+    retried its connection to the gone master for Locust's 5 minutes (CI: the orphan test's kill
+    at 12.9 s left one)."""
+    die_with_parent(_forker, signal.SIGKILL)
+
+
+os.register_at_fork(before=_note_forker, after_in_child=_die_with_forker)
 
 
 @events.init.add_listener

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 PROCESS = "process"
+SLOW = "slow"
 PROCESS_FIXTURES = frozenset({"start", "module_start", "redis_server", "redis_cluster"})
 """The shared fixtures that start processes: targets (tests/targets/conftest.py) and redis-servers
 (tests/targets/stores/redis/conftest.py)."""
@@ -44,6 +45,7 @@ def _refusing(execute_child: Callable[..., Any]) -> Callable[..., Any]:
 
 def pytest_configure(config: pytest.Config) -> None:
     platform.uname().processor  # noqa: B018  # cached now: its one `uname -p` is no test's
+    import matplotlib.font_manager  # noqa: F401  # on a new machine it runs `fc-list` once to build its font cache: not a test's process
     subprocess.Popen._execute_child = _refusing(subprocess.Popen._execute_child)  # type: ignore[attr-defined]
 
 
@@ -51,6 +53,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if PROCESS_FIXTURES.intersection(item.fixturenames):
             item.add_marker(PROCESS)
+    # the files with a test that starts processes or is slow first, each file kept whole: `make test`
+    # hands whole files to four workers in this order (--no-loadscope-reorder), so the long ones
+    # start at once and the short ones fill in at the end, instead of one long file starting last
+    heavy = {item.path for item in items if item.get_closest_marker(PROCESS) or item.get_closest_marker(SLOW)}
+    items.sort(key=lambda item: item.path not in heavy)
 
 
 @pytest.hookimpl(wrapper=True)

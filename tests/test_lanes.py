@@ -24,13 +24,24 @@ def test_a_marked_test_starts_one() -> None:
     assert subprocess.run([sys.executable, "-c", "pass"], check=True).returncode == 0
 
 
-def test_a_process_fixture_marks_its_tests_and_only_those() -> None:
-    def item(*fixturenames: str) -> SimpleNamespace:
-        node = SimpleNamespace(fixturenames=list(fixturenames), marks=[])
-        node.add_marker = node.marks.append
-        return node
+def item(path: str, *fixturenames: str, marks: tuple[str, ...] = ()) -> SimpleNamespace:
+    """A collected test as the hook sees it: its file, its fixtures, its marks."""
+    node = SimpleNamespace(path=path, fixturenames=list(fixturenames), marks=list(marks))
+    node.add_marker = node.marks.append
+    node.get_closest_marker = lambda name: name if name in node.marks else None
+    return node
 
-    items = [item("tmp_path", "start"), item("targets", "module_start"), item("client", "redis_server", "namespace"),
-             item("redis_cluster"), item("tmp_path", "capsys")]
+
+def test_a_process_fixture_marks_its_tests_and_only_those() -> None:
+    items = [item("a.py", "tmp_path", "start"), item("a.py", "targets", "module_start"),
+             item("a.py", "client", "redis_server", "namespace"), item("a.py", "redis_cluster"), item("a.py", "tmp_path", "capsys")]
     lanes.pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
     assert [i.marks for i in items] == [["process"]] * 4 + [[]]
+
+
+def test_files_with_a_process_or_slow_test_come_first_each_whole_in_its_order() -> None:
+    items = [item("a.py", "tmp_path"), item("b.py", "tmp_path"), item("b.py", "start"), item("c.py"),
+             item("d.py", marks=("slow",)), item("d.py"), item("e.py")]
+    lanes.pytest_collection_modifyitems(None, items)  # type: ignore[arg-type]
+    assert [(i.path, i.fixturenames[-1:]) for i in items] == [
+        ("b.py", ["tmp_path"]), ("b.py", ["start"]), ("d.py", []), ("d.py", []), ("a.py", ["tmp_path"]), ("c.py", []), ("e.py", [])]

@@ -31,6 +31,7 @@ EXIT_NOT_COMPARABLE = 3
 def register(sub: argparse._SubParsersAction) -> None:
     report = sub.add_parser("report", help="rebuild charts, summary and report.html/.md of a results folder")
     report.add_argument("folder", type=Path, metavar="DIR", help="a results folder (results/<campaign>-<time>)")
+    report.add_argument("--no-charts", action="store_true", help="summary and report without charts (quicker)")
     report.add_argument("--wide", action="store_true",
                         help="every column of the summary however wide the terminal (the default when piped)")
     report.set_defaults(func=cmd_report)
@@ -64,7 +65,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     try:
         if args.folder.is_dir():  # a results folder (the loader says if it is not) the report is written into
             check_output(args.folder, "report", folder=True)
-        report = build_report(args.folder, progress, drawn)
+        report = build_report(args.folder, progress, drawn, charts=not args.no_charts)
     except (ResultsError, PathError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT

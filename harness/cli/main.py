@@ -88,6 +88,8 @@ def build_parser() -> argparse.ArgumentParser:
                           "concurrency, median_ms, sigma (docs/architecture.md: the sim room)")
     sim.add_argument("--json", metavar="PATH|-", help="write the summary as JSON ('-' for stdout)")
     sim.add_argument("--out", type=Path, help="write the results folder here")
+    sim.add_argument("--no-charts", action="store_true",
+                     help="a campaign's or a trace's report without charts (quicker; run_bench.py report DIR draws them)")
     sim.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     sim.set_defaults(func=cmd_simulate)
 
@@ -177,7 +179,7 @@ def _show(args: argparse.Namespace, plan: SimPlan, out: Path | None, rows: list[
     """The end of `simulate`: a campaign's report and the summary `run` gives; else the simulation
     table (not when the JSON goes to stdout), and a trace's report."""
     if args.campaign is not None:
-        show_summary(build_report(out), console, args.wide)
+        show_summary(build_report(out, charts=not args.no_charts), console, args.wide)
         return
     if args.json != "-":
         console.print(summary_table(group(rows), console, args.wide))
@@ -185,7 +187,7 @@ def _show(args: argparse.Namespace, plan: SimPlan, out: Path | None, rows: list[
         if h2h is not None:
             console.print(h2h)
     if out is not None and any(r.trace for r in plan.runs):  # a trace's folder: its report and who got the 429s
-        build_report(out)
+        build_report(out, charts=not args.no_charts)
         console.print(f"report: {out / REPORT_HTML}; per key: {out / KEYS_FILE}", highlight=False)
     elif out is not None and args.json != "-":
         console.print(f"results: {out}")

@@ -49,6 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="each run N times at seed offsets 0..N-1 (overrides the campaign's repeats)")
     p.add_argument("--allow-degraded", action="store_true",
                    help="exit 0 even when a run is degraded (exploratory runs; a degraded run exits 1 otherwise)")
+    p.add_argument("--no-charts", action="store_true",
+                   help="summary and report without charts (quicker; run_bench.py report DIR draws them later)")
     p.add_argument("--wide", action="store_true", help="one column per name however wide the terminal (the default when piped)")
     p.set_defaults(func=cmd_run)
 
@@ -88,9 +90,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         # every run is recorded by now: a further signal only cuts the summary short (its files are written atomically)
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         with suppress(KeyboardInterrupt):
-            _summarize(out, console, args.wide)
+            _summarize(out, console, args.wide, not args.no_charts)
         return 130
-    _summarize(out, console, args.wide)
+    _summarize(out, console, args.wide, not args.no_charts)
     failed = [r for r in results if r["status"] not in RUN_ANALYSED]
     degraded = [r for r in results if r["status"] == RUN_DEGRADED]
     console.print(f"results: {out}" + (f"  ([red]{len(failed)} failed[/red])" if failed else "")
@@ -103,8 +105,9 @@ def degraded_exit(degraded: list[dict], allowed: bool) -> int:
     return 1 if degraded and not allowed else 0
 
 
-def _summarize(out: Path, console: Console, wide: bool) -> None:
+def _summarize(out: Path, console: Console, wide: bool, charts: bool) -> None:
     """summary.json/csv, charts and the report, from the raw files (the same code as `report`),
     then the summary `report` prints."""
-    report = build_report(out, on_chart=lambda i, n, name: console.print(f"[dim]chart {i}/{n}: {name}[/dim]", highlight=False))
+    report = build_report(out, on_chart=lambda i, n, name: console.print(f"[dim]chart {i}/{n}: {name}[/dim]", highlight=False),
+                          charts=charts)
     show_summary(report, console, wide)

@@ -307,7 +307,7 @@ def checked(endpoint: Endpoint, first: Verdict, claim: Policy | None) -> Verdict
         window = min(shape.window, first.left_alone)
         shape = replace(shape, window=window, back=first.left_alone, rate=shape.limit / window)
     scripts = [*explored(endpoint, shape, sweep, fresh, first.left_alone is not None),
-               *held_back(endpoint, shape, fresh, said)]
+               *held_back(endpoint, shape, sweep, fresh, said)]
     cut = sent(endpoint, scripts, said)
     fits, whole = fitted(endpoint, sweep)
     if cut is None and recovery_s(fits[0]) > RESHAPE * shape.back and fits[0].agreed < fits[0].decisions:
@@ -337,7 +337,7 @@ def reshaped(endpoint: Endpoint, shape: Shape, fresh: Callable[[], int],
     bucket then predicted every held-back decision, its gaps all under 0.3 s)."""
     sweep = check.Sweep()
     scripts = [(fresh(), "explore-gaps", check.explore_gaps(shape.back, shape.most, sweep)),
-               *held_back(endpoint, shape, fresh, said)]
+               *held_back(endpoint, shape, sweep, fresh, said)]
     return sweep, sent(endpoint, scripts, said)
 
 
@@ -369,15 +369,17 @@ def explored(endpoint: Endpoint, shape: Shape, sweep: check.Sweep, fresh: Callab
                                                  shape.limit))]
 
 
-def held_back(endpoint: Endpoint, shape: Shape, fresh: Callable[[], int],
+def held_back(endpoint: Endpoint, shape: Shape, sweep: check.Sweep, fresh: Callable[[], int],
               said: dict[Any, str]) -> list[tuple[int, str, check.Script]]:
     """The held-back keys but the worst-case hunt, each said in words (``said``): steady over the
-    rate (scaled down to the requests the cap leaves), bursts after idle gaps, a burst after refusals."""
+    rate (scaled down to the requests the cap leaves), bursts after idle gaps, a burst after
+    refusals, and a burst after ``check.LATE`` of the return (``check.late_gap``: predicted and
+    compared like the others; whole, it also has the explored key bisect the gaps before it)."""
     s, now = shape, endpoint.now()
     left = getattr(endpoint, "max_requests", 10 ** 9) - len(endpoint.before) - len(endpoint.log)
-    # a burst until refused is about L + 1; the explored key's are at most its gaps and 6 bisections,
+    # a burst until refused is about L + 1; the explored key's are at most its gaps and 6 bisections, the late key's 2,
     # the worst-case hunt's about 4 (a gap of a quarter of the return or more)
-    bursts = len(check.EXPLORE_GAPS) + 7 + sum(len(g) + 1 for g in check.HELD_GAPS) + 2 + 4
+    bursts = len(check.EXPLORE_GAPS) + 9 + sum(len(g) + 1 for g in check.HELD_GAPS) + 2 + 4
     steady_left = max(0.0, left - check.RAMP_MAX - bursts * (s.limit + 1) - 8)
     planned = sum(m * s.rate * w * s.window for m, w in check.STEADY)
     scale = min(1.0, steady_left / planned) if planned else 1.0
@@ -390,6 +392,8 @@ def held_back(endpoint: Endpoint, shape: Shape, fresh: Callable[[], int],
         said[key] = SHAPES["check-gaps"].format(gaps="/".join(f"{g * s.back:.3g}" for g in lengths) + " s")
     held.append((key := fresh(), "check-after-refusals", check.after_refusals(s.most, 4, s.back / 8)))
     said[key] = SHAPES["check-after-refusals"] + f" (4 knocks {s.back / 8:.3g} s apart)"
+    held.append((key := fresh(), "check-gaps", check.late_gap(s.back, s.most, sweep)))
+    said[key] = SHAPES["check-gaps"].format(gaps=f"{check.LATE * s.back:.3g} s")
     return held
 
 

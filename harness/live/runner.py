@@ -25,6 +25,7 @@ from contextlib import suppress
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import numpy as np
@@ -61,6 +62,7 @@ from contract.schema import (
 from harness.campaign.live import Campaign
 from harness.campaign.peers.own_file import ConfigPeer
 from harness.events import RunnerEvents
+from harness.processes.ports import HOST, free_ports
 from harness.processes.redis_server import RedisServer, RedisServerError
 from harness.processes.target import TargetProcess
 from harness.sim.simulator import simulate
@@ -348,7 +350,15 @@ class LiveRunner:
         return self.processes.start(cmd, run_dir / "logs" / "locust.log", ROOT)
 
     def _start_locust(self, plan: LivePlan, run_dir: Path, run_time: int) -> subprocess.Popen:
-        local = ["--processes", str(self.workers)] if self.workers > 1 else []
+        """Locust for a local run; its forked workers (``--processes``) meet their master on a port
+        of the run's own on 127.0.0.1, none of the side's. Locust's default is 5557 on every
+        interface: with two campaigns at once on one machine the second master was refused it, and
+        its workers joined the first's, which then "lost" workers it never had (CI: a run failed)."""
+        local: list[str] = []
+        if self.workers > 1:
+            [port] = free_ports(1, avoid=frozenset(p for host in plan.hosts if (p := urlsplit(host).port) is not None))
+            local = ["--processes", str(self.workers), "--master-bind-host", HOST, "--master-bind-port", str(port),
+                     "--master-port", str(port)]
         return self._locust(run_dir, run_time, plan.hosts[0], plan.user_class, *local)
 
     def _start_master(self, run: LiveRun, run_dir: Path, host: str) -> subprocess.Popen:

@@ -25,6 +25,15 @@ def alive(p: psutil.Process) -> bool:
         return False
 
 
+def command(p: psutil.Process) -> str | None:
+    """Its command line's start; None when it ended (or became a zombie) since it was seen alive:
+    a process dying while it is read is the race this watch exists for (CI caught one)."""
+    try:
+        return " ".join(p.cmdline()[:6])
+    except psutil.Error:
+        return None
+
+
 def tree_of(pid: int) -> tuple[list[psutil.Process], set[int]]:
     """Every descendant of ``pid`` and the ports they listen on."""
     tree, ports = [], set()
@@ -41,7 +50,7 @@ def left_behind(tree: list[psutil.Process], ports: set[int], marker: str) -> lis
     """What is still there: a recorded process, a process naming ``marker``, a recorded port listening."""
     left = [f"{p.pid} {p.info['name']}" for p in psutil.process_iter(["name", "cmdline"])
             if marker in " ".join(p.info["cmdline"] or ()) and alive(p)]
-    left += [f"{p.pid} recorded: {' '.join(p.cmdline()[:6])}" for p in tree if alive(p)]
+    left += [f"{p.pid} recorded: {described}" for p in tree if alive(p) and (described := command(p)) is not None]
     left += [f"port {c.laddr.port}" for c in psutil.net_connections("inet")
              if c.status == psutil.CONN_LISTEN and c.laddr.port in ports]
     return left

@@ -18,6 +18,7 @@ third parameter (``Fit.extra``: the idle time or the block), when asked for (``S
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from collections import defaultdict
@@ -106,9 +107,12 @@ class Fit:
         return f"behaves like {self.what()}: {self.agreement:.1%} of {self.decisions} decisions{also}"
 
 
+@functools.lru_cache(maxsize=4096)
 def transition(model: str, policy: Policy, extra: float | None = None) -> tuple[Any, Any, Any]:
     """(decide, release, params) of a suite model or a stateful behaviour under ``policy``
-    (``extra``: a stateful model's third parameter); ``PolicyError`` when they do not make params."""
+    (``extra``: a stateful model's third parameter); ``PolicyError`` when they do not make params.
+    Kept: a fit asks the same few candidates hundreds of thousands of times, and checking a
+    policy's params cost more than a tenth of a judge session (params are frozen: safe to share)."""
     if model in STATEFUL:
         m = STATEFUL[model]
         return m.decide, None, m.build(policy, extra)

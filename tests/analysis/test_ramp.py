@@ -98,7 +98,7 @@ def test_report_gives_the_column_the_sentence_and_the_chart(tmp_path: Path) -> N
 @pytest.mark.slow
 def test_a_changed_row_changes_the_answer(tmp_path: Path) -> None:
     runs = {**RUNS, "token_bucket": {"late": (3,)}, "fixed_window": {}}
-    report = build_report(_folder(tmp_path / "results", runs, {"scenario_params": {"p99_bound_ms": 500.0}}))
+    report = build_report(_folder(tmp_path / "results", runs, {"scenario_params": {"p99_bound_ms": 500.0}}), charts=False)
     sentence = next(a.sentence for a in report.answers() if a.key == "throughput")
     assert sentence == (
         "Best: fixed_window, 50/s (held to the top of the ramp; ramp__fixed_window__memory); "

@@ -33,12 +33,35 @@ def live_report(live_folder: Path):
     return build_report(live_folder)
 
 
+@pytest.fixture(scope="module")
+def sim_report(sim_folder: Path):
+    """The simulated folder's report, drawn once for the tests that read it (each draw is seconds of CPU)."""
+    return build_report(sim_folder)
+
+
+@pytest.fixture(scope="module")
+def wide_report(wide_folder: Path):
+    return build_report(wide_folder)
+
+
 def _charts_on_disk(root: Path) -> set[str]:
     return {p.stem for p in (root / CHARTS_DIR).glob("*.png") if p.with_suffix(".svg").is_file()}
 
 
 def _specs_on_disk(root: Path) -> set[str]:
     return {stem.split("-", 1)[0] for stem in _charts_on_disk(root)}
+
+
+def test_no_charts_writes_the_same_summary_and_a_report_that_says_none_was_drawn(live_folder: Path, copy_of, capsys) -> None:
+    bare = copy_of(live_folder)
+    assert main(["report", str(bare), "--no-charts"]) == 0
+    out = capsys.readouterr()
+    assert "chart 1/" not in out.err and f"warning: no charts drawn (--no-charts): run_bench.py report {bare} draws them" in out.err
+    assert not list((bare / CHARTS_DIR).glob("*.png")) and "charts/" not in (bare / REPORT_MD).read_text()
+    without = json.loads((bare / SUMMARY_JSON).read_text())["runs"]
+    assert main(["report", str(bare)]) == 0  # as the warning says: the charts, and the same rows
+    assert _charts_on_disk(bare) and "no charts drawn" not in (bare / REPORT_MD).read_text()
+    assert json.loads((bare / SUMMARY_JSON).read_text())["runs"] == without
 
 
 def test_simulated_folder_gets_every_chart_it_has_data_for(sim_folder: Path, capsys) -> None:
@@ -61,8 +84,7 @@ def test_simulated_folder_gets_every_chart_it_has_data_for(sim_folder: Path, cap
     assert {"header_truthfulness", "legit_fairness_jain", "goodput_rps", "time_to_recover_s"} <= set(header)
 
 
-def test_a_scenario_the_campaign_lacks_has_no_section_and_no_warning(sim_folder: Path) -> None:
-    build_report(sim_folder)
+def test_a_scenario_the_campaign_lacks_has_no_section_and_no_warning(sim_report, sim_folder: Path) -> None:
     for text in ((sim_folder / REPORT_HTML).read_text(), (sim_folder / REPORT_MD).read_text()):
         assert "Warnings" not in text and "skipped" not in text
         assert "retry_storm" not in text.lower().replace(" ", "_") and "unhealthy_downstream" not in text
@@ -94,17 +116,17 @@ def test_ideal_replay_matches_the_simulator(sim_folder: Path) -> None:
 
 @pytest.mark.parametrize("folder", ["live", "wide"])
 @pytest.mark.process
-def test_report_fits_1000_px_in_headless_chromium(folder: str, live_report, live_folder: Path, wide_folder: Path,
-                                                  tmp_path: Path) -> None:
+def test_report_fits_1000_px_in_headless_chromium(folder: str, live_report, live_folder: Path, wide_report,
+                                                  wide_folder: Path, tmp_path: Path) -> None:
     """No sideways scrolling, no chart shown under 60% of its drawn width, tables sort by a click."""
-    root, report = (live_folder, live_report) if folder == "live" else (wide_folder, build_report(wide_folder))
+    root, report = (live_folder, live_report) if folder == "live" else (wide_folder, wide_report)
     fits_the_page(root / REPORT_HTML, len(report.charts), tmp_path)
 
 
-def test_the_page_links_its_charts_as_files_and_says_what_the_markdown_says(sim_folder: Path) -> None:
+def test_the_page_links_its_charts_as_files_and_says_what_the_markdown_says(sim_report, sim_folder: Path) -> None:
     """Nothing inlined: every chart is a file under charts/ that the page links, each drawn chart
     once; report.md opens every section of the same structure, answers first."""
-    report = build_report(sim_folder)
+    report = sim_report
     html = (sim_folder / REPORT_HTML).read_text()
     assert "base64" not in html and "data:" not in html
     linked = set(re.findall(r'(?:src|href)="(charts/[^"]+)"', html))
@@ -120,11 +142,12 @@ def test_the_page_links_its_charts_as_files_and_says_what_the_markdown_says(sim_
 
 
 @pytest.mark.process
-def test_the_first_screen_holds_the_window_edge_answer_with_every_figure(wide_folder: Path, tmp_path: Path) -> None:
+def test_the_first_screen_holds_the_window_edge_answer_with_every_figure(wide_report, wide_folder: Path,
+                                                                        tmp_path: Path) -> None:
     """At 1,000 x 800 px: the window-edge answer, naming every limiter with its figure against its
     own bound, and the first three answers' charts, loaded; and no answer on the page, as Chromium
     renders it, contradicts the rows of the report's tables."""
-    report = build_report(wide_folder)
+    report = wide_report
     seen = first_screen(wide_folder / REPORT_HTML, tmp_path)
     edge = seen["answers"][0]
     assert edge["key"] == "over_admission" and edge["sentence"].startswith("At the window edge on boundary_burst")

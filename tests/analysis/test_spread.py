@@ -61,10 +61,10 @@ def test_a_repeated_simulation_names_its_folders_so_the_summary_groups_them(tmp_
     campaign.write_text(yaml.safe_dump({"name": "rep", "repeats": 2, "policy": {"limit": 10, "window_s": 1},
                                         "algorithms": ["fixed_window"], "scenarios": ["boundary_burst"]}))
     out = tmp_path / "out"
-    assert main(["simulate", "--campaign", str(campaign), "--out", str(out), "--wide"]) == 0
+    assert main(["simulate", "--campaign", str(campaign), "--out", str(out), "--wide", "--no-charts"]) == 0
     assert sorted(p.name for p in (out / "runs").iterdir()) == [
         "boundary_burst__fixed_window__memory__r1", "boundary_burst__fixed_window__memory__r2"]
-    assert main(["simulate", "--campaign", str(campaign), "--out", str(tmp_path / "o3"), "--repeats", "3"]) == 0
+    assert main(["simulate", "--campaign", str(campaign), "--out", str(tmp_path / "o3"), "--repeats", "3", "--no-charts"]) == 0
     assert len(list((tmp_path / "o3" / "runs").iterdir())) == 3
 
 
@@ -76,7 +76,7 @@ def test_a_repeats_seed_is_in_its_run_json_and_the_analysis_groups_by_it(tmp_pat
     campaign.write_text(yaml.safe_dump({"name": "rep", "seed": 7, "repeats": 2, "policy": {"limit": 10, "window_s": 1},
                                         "algorithms": ["fixed_window"], "scenarios": ["boundary_burst"]}))
     out = tmp_path / "out"
-    assert main(["simulate", "--campaign", str(campaign), "--out", str(out)]) == 0
+    assert main(["simulate", "--campaign", str(campaign), "--out", str(out), "--no-charts"]) == 0
     runs = out / "runs"
     recorded = [json.loads((runs / f"boundary_burst__fixed_window__memory__r{k}" / "run.json").read_text()) for k in (1, 2)]
     assert [(r["seed"], r["repeat"]) for r in recorded] == [(7, 1), (8, 2)]

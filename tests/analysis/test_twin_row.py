@@ -40,7 +40,7 @@ def _url_run(root, name: str, admitted: int, twin: str | None) -> Path:
 def test_the_twin_row_follows_its_live_row_and_no_answer_speaks_of_it(tmp_path):
     _url_run(tmp_path, "gw", 40, "fixed_window")  # claims a fixed window, let 2x through: as claimed
     _url_run(tmp_path, "gw-bare", 20, None)
-    report = build_report(tmp_path)
+    report = build_report(tmp_path, charts=False)  # its rows and text: no chart read
     names = [r["run"] for r in report.rows]
     assert names == ["boundary_burst__gw__memory", "boundary_burst__gw__memory~twin", "boundary_burst__gw-bare__memory"]
     live, twin = report.rows[0], report.rows[1]
@@ -61,7 +61,7 @@ def test_repeats_of_a_twin_group_as_their_live_runs_do(tmp_path):
     for k in (1, 2):
         path = _url_run(tmp_path, "gw", 40 - k, "sliding_log")
         path.rename(path.with_name(f"{path.name}{REPEAT_MARK}{k}"))
-    report = build_report(tmp_path)
+    report = build_report(tmp_path, charts=False)  # its rows and text: no chart read
     grouped = group(report.rows)
     assert [(g["run"], g["repeats"]) for g in grouped] == [("boundary_burst__gw__memory", 2),
                                                            ("boundary_burst__gw__memory~twin", 2)]

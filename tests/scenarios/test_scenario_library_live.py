@@ -59,7 +59,7 @@ def run_campaign(root: Path, campaign: dict) -> Path:
     path = root / f"{campaign['name']}.yaml"
     path.write_text(yaml.safe_dump(campaign))
     out = root / "res"
-    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--no-charts"], cwd=ROOT,
                           capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out

@@ -40,7 +40,7 @@ def test_two_labelled_entries_of_one_scenario_run_with_their_own_params(tmp_path
         {"name": "steady", "label": "strict", "policy": {"limit": 5, "window_s": 1}, "params": {"duration_s": 5}},
     ])
     out = tmp_path / "res"
-    assert main(["simulate", "--campaign", str(path), "--out", str(out)]) == 0
+    assert main(["simulate", "--campaign", str(path), "--out", str(out), "--no-charts"]) == 0
     capsys.readouterr()
     assert sorted(p.name for p in (out / "runs").iterdir()) == [
         "retry_storm-exponential__token_bucket__memory", "retry_storm-full_jitter__token_bucket__memory",

@@ -12,6 +12,7 @@ from __future__ import annotations
 import csv
 import math
 import re
+from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,7 @@ import pytest
 
 from harness.cli.main import main
 from harness.judge.endpoint import HttpEndpoint, KeySpec
+from harness.judge.hunt import landed
 from harness.judge.verdict import Verdict, judge
 from harness.live.peers import live_peer
 from harness.live.peers.standalone import peer_before_none
@@ -70,7 +72,18 @@ def test_a_clock_aligned_window_keyed_by_address_through_the_command(served, tmp
     v = recorded_verdict(None, limiter_dated(answers, logged(decision_log(served, "fixed_window"), answers)))
     assert v.best.model == "fixed_window" and v.best.agreement == 1.0, v.best.sentence()
     assert (v.best.policy.limit, v.best.policy.window_s) == (L, 2.0), v.best.sentence()
-    assert v.worst.admitted == 2 * L  # the hunt's bursts at a clock edge, inside W on the limiter's clock
+    # the hunt's bursts at a clock edge: a try that landed (its L answered before the edge, the rest
+    # sent after it, inside W) holds 2L inside W on the limiter's clock. On a busy machine every
+    # try may spill its first burst past the edge (16 admitted once, after its two tries): then the
+    # limiter's log is all the worst case can be, and the aim is held in virtual time instead
+    with (tmp_path / "judge-client.csv").open() as f:
+        roles = [r["role"] for r in csv.DictReader(f)]
+    tries: dict[str, list] = defaultdict(list)
+    for answer, role in zip(answers, roles, strict=True):
+        if role == "hunt-clock-edge":
+            tries[answer.key].append(answer)
+    hit = [t for t in tries.values() if landed(t[:L], t[L:], (edge := (t[0].sent // 2.0 + 1) * 2.0), edge, 2.0)]
+    assert v.worst.admitted == 2 * L if hit else v.worst.admitted <= 2 * L, [len(t) for t in tries.values()]
     fingerprint = next(line for line in out.splitlines() if line.startswith("fingerprint: behaves like a "))
     worst = next(line for line in out.splitlines() if line.startswith("worst case: "))
     assert int(worst.split()[2]) <= 2 * L and "evidence: key 127." in worst, fingerprint

@@ -2,10 +2,17 @@
 first that no model explains them, never a fit (and ``validate --url``'s claim rows say the
 same); the worst case it reports is the most the limiter's own log shows one key admitted in a
 window of the length it is held to. Their parameters are drawn at random here, so no constant
-can pass."""
+can pass.
+
+The suite draws with one seed (``SEED``), as the stateful test does: a doubling limiter's session
+costs 10-46 s of CPU by its draw (69 s of wall time in one full run), so a fresh draw each run
+moved the suite's time by up to a minute. ``JUDGE_NO_MODEL_SEED=random`` draws afresh (the seed is
+in every message; a number replays it): seeds 1-8 pass (2026-12-07), and docs/peers.md gives the
+40 and 30 fresh draws judged right."""
 
 from __future__ import annotations
 
+import os
 import random
 from collections import defaultdict
 from collections.abc import Callable
@@ -27,6 +34,8 @@ from tests.harness.judge.virtual_sessions import most_in_window
 pytestmark = pytest.mark.slow  # whole judge sessions in virtual time
 
 Decide = Callable[[int, float], bool]
+SEED = os.environ.get("JUDGE_NO_MODEL_SEED", "4")
+"""The draw's seed (the module's docstring): 4, a doubling session of about 15 s of CPU."""
 
 
 @dataclass
@@ -74,7 +83,7 @@ def random_share(limit: int, window_s: float, share: float, rng: random.Random,
 
 @pytest.mark.parametrize("kind", ["doubling", "random share"])
 def test_a_limiter_no_model_fits_is_said_so_with_its_worst_case_from_its_own_log(kind):
-    seed = random.randrange(2**32)  # in the message: a failure is replayed with random.Random(seed)
+    seed = random.randrange(2**32) if SEED == "random" else int(SEED)  # in every message: replayed by JUDGE_NO_MODEL_SEED
     rng = random.Random(seed)
     limit, window_s = rng.randint(5, 12), rng.choice([0.5, 1.0, 2.0])
     decided: dict[int, list[float]] = defaultdict(list)

@@ -13,13 +13,16 @@ probe is now sent again), a forgotten bucket's 0.627 s read as 0.594 s (seed 33:
 10%, whose middle can be 5.6% off; now 9%), a fixed block of 10 per 2 s blocking 2.52 s named
 a sliding log of 10 in any 2.533 s (seed 1070955821: it predicted 54 of the 55 held-back
 decisions and 269 of the 276 fitted on, the block 53 and 276: the verdict now names the model
-that mispredicts fewest of all). Seeds 7, 8, 12, 16, 18, 33, 41 and 1070955821 judge every
-behaviour right.
+that mispredicts fewest of all), a forgotten bucket of 7 per 2 s whose ttl of 0.804 s read 0.783 s
+was hunted with bursts 0.787 s apart, 16 of 21 (seed 102: a shape now counts by the least it gets
+with the idle time 5% longer too). Seeds 7, 8, 12, 16, 18, 33, 41, 100-104 and 1070955821 judge
+every behaviour right.
 
 The draws stay where the judge's traffic can tell the behaviour from a plain one: a bucket's idle
-time up to 0.7 W (past 3/4 of its return no explored gap is that long: docs/peers.md gives the
-draws), a window's up to 0.95 W (0.6 W until a whole burst that only seemed to show the idle time,
-the window having ended, was followed by one after the longest gap inside a fresh window)."""
+time up to 0.9 W (0.7 W until a held-back key burst after 15/16 of the return: past that a
+forgotten bucket adds under 1/16 of a burst a cycle, docs/peers.md gives the draws), a window's up
+to 0.95 W (0.6 W until a whole burst that only seemed to show the idle time, the window having
+ended, was followed by one after the longest gap inside a fresh window)."""
 
 from __future__ import annotations
 
@@ -40,9 +43,12 @@ pytestmark = pytest.mark.slow  # whole judge sessions in virtual time
 
 SEED = os.environ.get("JUDGE_STATEFUL_SEED", "41")
 """The draw's seed (the module's docstring): 41, every behaviour's draw judged right."""
-EXTRA = {"forgetful_token_bucket": (0.3, 0.7), "forgetful_window": (0.3, 0.95), "fixed_block": (1.2, 3.0),
+EXTRA = {"forgetful_token_bucket": (0.3, 0.9), "forgetful_window": (0.3, 0.95), "fixed_block": (1.2, 3.0),
          "extended_block": (1.2, 3.0), "counting_log": None}
 """Each behaviour's third parameter (idle time or block) as a share of W, drawn between these."""
+SHARES = os.environ.get("JUDGE_STATEFUL_SHARES")
+"""``low,high``: every third parameter drawn between these shares of W instead (a draw outside the
+suite's ranges replayed: docs/peers.md's buckets forgotten late)."""
 
 
 def sent_as(model: str, policy: Policy, extra: float | None, gap: float, whole: bool, bursts: int,
@@ -85,7 +91,7 @@ def test_each_stateful_behaviour_is_named_with_its_parameters_and_nine_tenths_of
     seed = random.randrange(2 ** 32) if SEED == "random" else int(SEED)
     rng = random.Random(seed)
     limit, window_s = rng.randint(5, 12), rng.choice([1.0, 2.0])
-    shares = EXTRA[model]
+    shares = EXTRA[model] and (tuple(map(float, SHARES.split(","))) if SHARES else EXTRA[model])
     extra = rng.uniform(*shares) * window_s if shares else None
     policy = Policy(limit, window_s, limit if model == "forgetful_token_bucket" else None)
     endpoint = VirtualEndpoint(model, policy, extra=extra, headers=False, max_requests=600)

@@ -15,7 +15,7 @@ POLICY = Policy(10, 1.0, 10)
 HUNT_ROLES = {"learn", "probe", "check-fields", "hunt-first-edge", "hunt-clock-edge"}
 """The learning and the edge hunts: what a session sent before it predicts, then checks."""
 PHASE_KEYS = Counter({"explore-gaps": 1, "explore-ramp": 1, "check-steady": len(check.STEADY),
-                      "check-gaps": len(check.HELD_GAPS), "check-after-refusals": 1, "hunt-gaps": 1})
+                      "check-gaps": len(check.HELD_GAPS) + 1, "check-after-refusals": 1, "hunt-gaps": 1})
 """The keys of the phase after the edge hunts, by role (``harness/judge/check.py``)."""
 
 

@@ -62,7 +62,7 @@ def _worker(port: int, workdir: Path, give_up_s: float = 60) -> subprocess.Popen
 
 
 def _master(campaign: Path, out: Path, port: int, workers: int, timeout_s: float) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, RUN_BENCH, "run", str(campaign), "--out", str(out), "--remote-workers",
+    return subprocess.Popen([sys.executable, RUN_BENCH, "run", str(campaign), "--out", str(out), "--no-charts", "--remote-workers",
                              str(workers), "--master-bind", f"127.0.0.1:{port}", "--remote-timeout", str(timeout_s)],
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

@@ -55,7 +55,7 @@ def _campaign(tmp_path, gateway: dict | None, capsys) -> tuple[pd.DataFrame, str
                                     "scenarios": [entry]}))
     out = tmp_path / ("gw" if gateway else "alone")
     capsys.readouterr()
-    assert main(["simulate", "--campaign", str(path), "--out", str(out)]) == 0
+    assert main(["simulate", "--campaign", str(path), "--out", str(out), "--no-charts"]) == 0
     log = pd.read_parquet(out / "runs" / "downstream_breaks-overload__adaptive__memory" / "decisions.parquet")
     return log, capsys.readouterr().out
 

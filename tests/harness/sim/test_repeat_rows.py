@@ -23,7 +23,7 @@ def test_three_repeats_keep_their_own_wall_s_and_evicted_keys_through_the_report
     campaign.write_text(yaml.safe_dump({"name": "rep", "repeats": 3, "policy": {"limit": 10, "window_s": 1},
                                         "algorithms": ["fixed_window"], "scenarios": ["boundary_burst"]}))
     out = tmp_path / "out"
-    assert main(["simulate", "--campaign", str(campaign), "--out", str(out)]) == 0
+    assert main(["simulate", "--campaign", str(campaign), "--out", str(out), "--no-charts"]) == 0
     simulated = _rows(out)
     assert len(simulated) == 3
     for name, row in simulated.items():  # what each run recorded is what its own row said
@@ -34,7 +34,7 @@ def test_three_repeats_keep_their_own_wall_s_and_evicted_keys_through_the_report
         info = json.loads(path.read_text())
         info["simulator"].update(wall_s=float(k), evicted_keys=10 * k)
         path.write_text(json.dumps(info))
-    assert main(["report", str(out)]) == 0
+    assert main(["report", str(out), "--no-charts"]) == 0
     rows = _rows(out)
     assert [(rows[n]["wall_s"], rows[n]["evicted_keys"]) for n in sorted(rows)] == [(1.0, 10), (2.0, 20), (3.0, 30)]
     assert all(rows[n][f] == simulated[n][f] for n in rows for f in ("target_cores", "downstream_utilisation"))

@@ -39,7 +39,7 @@ def test_the_hunt_finds_the_edge_of_a_window_opened_by_each_keys_first_request(t
     with peer_before_none("slowapi-fixed-window", POLICY, tmp_path / "endpoint") as (url, logs):
         peers = [{"name": "gw", "url": url, "claims": {"algorithm": "limits_fixed_window"}}]
         path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": peers}))
-        proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+        proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--no-charts"], cwd=ROOT,
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     own = live_peer("slowapi-fixed-window").decisions(logs, store="memory").to_pandas()

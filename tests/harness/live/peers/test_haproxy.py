@@ -210,7 +210,7 @@ PEER_CAMPAIGN = {
 def test_a_campaign_runs_haproxy_beside_the_suite_and_judges_it_by_the_same_metrics(tmp_path):
     path, out = tmp_path / "peer.yaml", tmp_path / "res"
     path.write_text(yaml.safe_dump(PEER_CAMPAIGN))
-    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--no-charts"], cwd=ROOT,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     assert "run 2/2 boundary_burst__haproxy  ok  40 sent, " in proc.stdout

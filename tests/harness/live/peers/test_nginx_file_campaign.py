@@ -29,7 +29,7 @@ def own_file_run(tmp_path: Path, capsys: pytest.CaptureFixture[str], peer: str, 
                 "scale": {"workers": 1, "lead_s": 2.0, "drain_s": 0.5}, "downstream": {"concurrency": 8, "median_ms": 5}}
     path, out = tmp_path / "campaign.yaml", tmp_path / "res"
     path.write_text(yaml.safe_dump(campaign))
-    assert main(["run", str(path), "--out", str(out)]) == 0, capsys.readouterr()
+    assert main(["run", str(path), "--out", str(out), "--no-charts"]) == 0, capsys.readouterr()
     run = out / "runs" / f"boundary_burst__{peer}"
     return out, run, json.loads((run / "run.json").read_text())
 

@@ -68,7 +68,7 @@ def test_a_peer_that_does_not_start_fails_its_run_with_the_log_tail_and_the_next
     path, out = tmp_path / "c.yaml", tmp_path / "res"
     path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": ["nginx", "nginx-problem"]}))
     env = {**os.environ, "PATH": f"{fake.parent}:{os.environ['PATH']}"}
-    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--only", "nginx",
+    proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--no-charts", "--only", "nginx",
                            "--only", "nginx-problem"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     failed = json.loads((out / "runs" / "boundary_burst__nginx" / "run.json").read_text())
@@ -85,7 +85,7 @@ def test_ctrl_c_during_a_peer_run_leaves_no_process_behind(tmp_path, name):
     _installed(name)
     path, out = tmp_path / "peer.yaml", tmp_path / "res"
     path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": [name]}))
-    proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--only", name],
+    proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--no-charts", "--only", name],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run_json = out / "runs" / f"boundary_burst__{name}" / "logs"
     deadline, family = time.monotonic() + 90, []

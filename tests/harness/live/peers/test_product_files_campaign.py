@@ -64,7 +64,7 @@ def test_two_product_files_with_different_limits_are_refused_before_anything_sta
 @pytest.mark.process
 def test_traefik_and_envoy_files_run_live_beside_the_suite_judged_by_their_own_models(tmp_path, capsys):
     out = tmp_path / "res"
-    assert main(["run", str(campaign(tmp_path, istio(6, 10))), "--out", str(out)]) == 0, capsys.readouterr()
+    assert main(["run", str(campaign(tmp_path, istio(6, 10))), "--out", str(out), "--no-charts"]) == 0, capsys.readouterr()
     rows = {r["run"]: r for r in json.loads((out / "summary.json").read_text())["runs"]}
     assert rows["boundary_burst__token_bucket__memory"]["system"] == "suite"  # beside them, on the same traffic
     found = {}
@@ -82,15 +82,24 @@ def test_traefik_and_envoy_files_run_live_beside_the_suite_judged_by_their_own_m
     # Envoy's one bucket for every client: exactly its model on its own decision times
     peer_model_agrees("envoy", POLICY, found["envoy"])
     # Traefik: 10 at once on 10 connections, 10 more 0.33 s later. Its model admits the burst of 6,
-    # then the 3 tokens refilled. Traefik may admit more at the first instant: its Allow() looks a new
-    # source's bucket up and sets it in two steps (in_memory_limiter.go), so requests that arrive
-    # between the two each make a full bucket of their own and each is admitted: at most the 4
-    # requests of the first burst past its 6, never fewer than the model in either burst.
+    # then the 3 tokens refilled. Traefik may admit more: its Allow() looks a new source's bucket up
+    # and sets it in two steps (in_memory_limiter.go), so requests that arrive between the two each
+    # make a full bucket of their own, and the bucket stored last keeps what the first burst left of
+    # it for the second. It is never stricter than its model; the second burst gets at most what a
+    # bucket created full would give it; and it gets more than the model only after a first burst
+    # that raced (a stored bucket with tokens left means every later request of the first burst
+    # was admitted, or a lost bucket admitted its 6 beside it).
     traefik = in_time_order(found["traefik"])
     said = [bool(m) for m in mapped_decisions("traefik", POLICY, traefik["t"], traefik["key"])]
-    first = (traefik["t"] - traefik["t"].min() < 0.165).to_numpy()
+    # the bursts told apart where Traefik's recorded times leave their longest pause (a busy moment
+    # may spread a burst or delay the first: a fixed cut at half the 0.33 s would misplace requests)
+    cut = int(traefik["t"].diff().to_numpy()[1:].argmax()) + 1
+    first = traefik.index.to_numpy() < cut
     admitted = traefik["allowed"].to_numpy()
     model_first, model_second = sum(s for s, f in zip(said, first) if f), sum(s for s, f in zip(said, first) if not f)
     assert model_first == 6 and model_second >= 3  # the burst; then 3.3 tokens back 0.33 s later, more if late
-    assert int(admitted[first].sum()) >= model_first and int(admitted[~first].sum()) >= model_second
-    assert int(admitted.sum()) - (model_first + model_second) <= 4
+    got_first, got_second = int(admitted[first].sum()), int(admitted[~first].sum())
+    assert got_first >= model_first and got_second >= model_second
+    second = traefik[~first]
+    assert got_second <= sum(bool(m) for m in mapped_decisions("traefik", POLICY, second["t"], second["key"]))
+    assert got_second == model_second or got_first > model_first

@@ -43,7 +43,7 @@ def test_a_campaign_judges_a_running_endpoint_client_side_and_labels_its_rows(tm
     with peer_before_none("slowapi-moving-window", Policy(20, 1), endpoint) as (url, logs):
         peers = [{"name": "gw", "url": url, "claims": {"algorithm": "sliding_log"}}, {"name": "gw-bare", "url": url}]
         path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": peers}))
-        proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out)], cwd=ROOT,
+        proc = subprocess.run([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--no-charts"], cwd=ROOT,
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
         assert not _ours(out)  # its own runs started nothing that outlived them
