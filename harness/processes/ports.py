@@ -7,15 +7,23 @@ child's bind (SO_REUSEADDR) then succeeds and its listen() fails, "Address alrea
 module's ten targets, every one refused, while the suite's other workers sent thousands of
 requests). No outgoing connection takes a port below that range. Chosen at random from the
 system's entropy (a test that seeds ``random`` must not make two workers draw the same ports),
-and tried by a bind: what another process listens on is passed over."""
+and tried by a bind: what another process listens on is passed over.
+
+A bind cannot reserve a port for a child that listens seconds later, so two processes choosing at
+once may draw the same free port, and the later listen() fails (CI: one of the suite's four workers,
+about one run in five). Processes that choose at once take disjoint shares:
+``RATELIMIT_BENCH_PORT_SHARD=k/N`` draws only ports that are k modulo N (tests/conftest.py gives
+each pytest-xdist worker its own; two campaigns run side by side on one machine can do the same)."""
 
 from __future__ import annotations
 
+import os
 import random
 import socket
 from contextlib import ExitStack
 from pathlib import Path
 
+from contract.errors import BadInput
 from targets.cli_args import HOST
 
 __all__ = ["HOST", "bindable", "free_port", "free_ports"]
@@ -25,6 +33,20 @@ LOWEST = 10_000
 CLUSTER_BUS = 10_000
 """A Redis cluster node's bus port: its port + 10000 (redis.io/docs: cluster tutorial)."""
 _DRAW = random.SystemRandom()
+SHARD_ENV = "RATELIMIT_BENCH_PORT_SHARD"
+
+
+def shard(raw: str | None = None) -> tuple[int, int]:
+    """``(k, N)`` from ``RATELIMIT_BENCH_PORT_SHARD`` (``k/N``, 0 <= k < N); ``(0, 1)``, every port,
+    where it is unset. CLUSTER_BUS is a multiple of the N one would use (2, 4, 5, 8, 10...), so a
+    cluster node's bus port falls in its share too."""
+    raw = os.environ.get(SHARD_ENV) if raw is None else raw
+    if not raw:
+        return 0, 1
+    k, sep, n = raw.partition("/")
+    if sep and k.strip().isdigit() and n.strip().isdigit() and int(k) < int(n):
+        return int(k), int(n)
+    raise BadInput(f"{SHARD_ENV}={raw!r}: expected k/N, two whole numbers with 0 <= k < N (say 0/4)")
 
 
 def ephemeral_low(path: Path = Path("/proc/sys/net/ipv4/ip_local_port_range")) -> int:
@@ -46,8 +68,9 @@ def bindable(port: int) -> bool:
 
 def _candidates(cluster_bus: bool = False) -> range:
     """Where a listening port is drawn: from ``LOWEST`` up to the ephemeral range (a cluster node's
-    bus port below it too)."""
-    return range(LOWEST, ephemeral_low() - (CLUSTER_BUS if cluster_bus else 0))
+    bus port below it too), those of this process's share."""
+    k, n = shard()
+    return range(LOWEST + (k - LOWEST) % n, ephemeral_low() - (CLUSTER_BUS if cluster_bus else 0), n)
 
 
 def free_port(*, cluster_bus: bool = False) -> int:

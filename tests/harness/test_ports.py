@@ -8,6 +8,9 @@ from __future__ import annotations
 import random
 import socket
 
+import pytest
+
+from contract.errors import BadInput
 from harness.processes import ports
 
 
@@ -52,3 +55,23 @@ def test_the_ephemeral_range_is_read_from_the_kernel_or_linuxs_default(tmp_path)
     path.write_text("garbage")
     assert ports.ephemeral_low(path) == 32768
     assert ports.ephemeral_low(tmp_path / "absent") == 32768
+
+
+def test_a_share_draws_only_its_own_ports_and_a_bad_share_is_named(monkeypatch):
+    """Four workers choosing at once, each from its share: no port is drawn by two of them, a
+    cluster node's bus port is in its node's share, and unset means every port."""
+    low = ports.ephemeral_low()
+    drawn: dict[int, set[int]] = {}
+    for k in range(4):
+        monkeypatch.setenv(ports.SHARD_ENV, f"{k}/4")
+        drawn[k] = set(ports.free_ports(20))
+        node = ports.free_port(cluster_bus=True)
+        assert node % 4 == (node + ports.CLUSTER_BUS) % 4 == k and node + ports.CLUSTER_BUS < low
+        assert all(p % 4 == k and ports.LOWEST <= p < low for p in drawn[k])
+    assert len(set.union(*drawn.values())) == 80
+    assert ports.shard("3/8") == (3, 8) and ports.shard("") == (0, 1)
+    monkeypatch.delenv(ports.SHARD_ENV)
+    assert ports.shard() == (0, 1) and ports._candidates() == range(ports.LOWEST, low)
+    for bad in ("4/4", "1", "a/4", "-1/4", "1/0"):
+        with pytest.raises(BadInput, match=f"{ports.SHARD_ENV}='{bad}': expected k/N"):
+            ports.shard(bad)
