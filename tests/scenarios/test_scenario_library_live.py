@@ -141,16 +141,20 @@ def test_clients_get_503_during_an_outage_and_retry(library):
     assert phase["name"] == "downstream_outage" and phase["end_t"] - phase["start_t"] == pytest.approx(OUTAGE_S)
 
 
-def admitted(results: Path, label: str, prefix: str) -> int:
+def admitted(results: Path, label: str, prefix: str) -> tuple[int, float]:
+    """How many of a client's requests the limiter admitted, and the most a bucket of 10 refilled
+    at 10/s admits in the span of that client's decisions, on the limiter's own times."""
     d = pd.read_parquet(results / "runs" / f"key_evasion-{label}__token_bucket__memory" / "decisions.parquet")
-    return int(d.loc[d["client_id"].str.startswith(prefix), "allowed"].sum())
+    d = d.loc[d["client_id"].str.startswith(prefix)]
+    return int(d["allowed"].sum()), 10 + 10 * (d["t"].max() - d["t"].min())
 
 
 def test_forged_xff_and_ipv6_rotation_live(library):
-    bound = 10 * 3 + 10  # L per second over 3 s, plus the burst
-    assert admitted(library, "leftmost_xff", "forger") > 2 * bound
-    assert admitted(library, "ipv6_64", "forger") <= bound
-    assert admitted(library, "ipv6_64", "rotator") <= bound
+    forged, bound = admitted(library, "leftmost_xff", "forger")
+    assert forged > 2 * bound  # each forged address a bucket of its own
+    for prefix in ("forger", "rotator"):  # an IPv6 /64 is one key, however its addresses rotate
+        count, bound = admitted(library, "ipv6_64", prefix)
+        assert count <= bound
 
 
 def test_a_ramp_live_records_its_span_and_is_binned_by_offered_rate(library):

@@ -14,7 +14,7 @@ import pytest
 from benchmarks.orphans import killed_at, moments
 
 MOMENTS = 5
-GONE_WITHIN_S = 10.0
+GONE_WITHIN_S = 30.0
 """Generous for a busy machine: the 2 s goal is `run_bench.py bench orphans`' to time."""
 
 pytestmark = [pytest.mark.process,  # a live campaign, its children, and their kill

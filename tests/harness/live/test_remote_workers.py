@@ -162,7 +162,9 @@ def test_ctrl_c_inside_a_remote_run_leaves_no_process_on_the_masters_side(tmp_pa
     # (the master waiting for workers is stopped the same way: the never-coming worker's test)
     (port,) = free_ports(1)
     worker = _worker(port, tmp_path / "machine")
-    proc = _master(_campaign(tmp_path), tmp_path / "res", port, 1, 120)
+    # a run of 30 s, so a busy machine's late signal still finds it running
+    steady = {"name": "steady", "params": {"clients": 50, "load": 1.0, "duration_s": 30}}
+    proc = _master(_campaign(tmp_path, scenarios=[steady]), tmp_path / "res", port, 1, 120)
     wanted = "targets"  # the worker has joined and the run's target is up
     seen: dict[int, psutil.Process] = {}
     try:

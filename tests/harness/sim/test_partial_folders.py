@@ -76,15 +76,20 @@ def test_sigkill_of_a_campaign_then_report_names_planned_finished_incomplete_and
     progress = load_results(out).progress
     assert progress is not None and progress.interrupted
     assert progress.planned == tuple(_planned())
-    assert len(progress.finished) == 1 and len(progress.incomplete) == 1
+    # killed as the second run began: one finished and one incomplete, unless this process was kept
+    # off the CPU meanwhile (a busy machine) and the campaign went further; counted from the folders
+    finished, incomplete = len(progress.finished), len(progress.incomplete)
+    assert 1 <= finished <= 4 and incomplete <= 1
     assert set(progress.finished) | set(progress.incomplete) | set(progress.missing) == set(_planned())
-    assert len(progress.missing) == 3
+    assert len(progress.missing) == 5 - finished - incomplete
 
     report = subprocess.run([sys.executable, str(ROOT / "run_bench.py"), "report", str(out)], cwd=tmp_path,
                             capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(ROOT)})
     assert "Traceback" not in report.stderr
-    assert "analysed 1/1:" in report.stderr and "analysed 1/2" not in report.stderr
+    assert f"analysed {finished}/{finished}:" in report.stderr and f"analysed {finished}/{finished + 1}" not in report.stderr
     line = next(w for w in report.stderr.splitlines() if "campaign interrupted" in w)
-    assert line == (f"warning: campaign interrupted: 5 runs planned, 1 finished, 1 incomplete ({progress.incomplete[0]}) "
-                    f"(not counted), 3 missing ({', '.join(progress.missing)})")
-    assert report.stdout.startswith("1 runs, ")
+    named = f" ({progress.incomplete[0]})" if incomplete else ""
+    missing = f" ({', '.join(progress.missing)})" if progress.missing else ""
+    assert line == (f"warning: campaign interrupted: 5 runs planned, {finished} finished, {incomplete} incomplete{named} "
+                    f"(not counted), {5 - finished - incomplete} missing{missing}")
+    assert report.stdout.startswith(f"{finished} runs, ")

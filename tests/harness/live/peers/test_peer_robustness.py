@@ -84,7 +84,9 @@ def test_a_peer_that_does_not_start_fails_its_run_with_the_log_tail_and_the_next
 def test_ctrl_c_during_a_peer_run_leaves_no_process_behind(tmp_path, name):
     _installed(name)
     path, out = tmp_path / "peer.yaml", tmp_path / "res"
-    path.write_text(yaml.safe_dump({**CAMPAIGN, "peers": [name]}))
+    # bursts at 15 edges, 30 s: a busy machine's late signal still finds the run going
+    burst = {"name": "boundary_burst", "params": {"instant": 1, "boundaries": 15, "delta_s": 0.33}}
+    path.write_text(yaml.safe_dump({**CAMPAIGN, "scenarios": [burst], "peers": [name]}))
     proc = subprocess.Popen([sys.executable, "run_bench.py", "run", str(path), "--out", str(out), "--no-charts", "--only", name],
                             cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     run_json = out / "runs" / f"boundary_burst__{name}" / "logs"

@@ -26,9 +26,9 @@ def own_server() -> Iterator[RedisServer]:
         yield server
 
 
-TIMEOUT_S = 0.25
+TIMEOUT_S = 2.0
 """The Redis budget of these stores: a busy machine's stall is no outage; a pause of PAUSE_MS is."""
-PAUSE_MS = 1500
+PAUSE_MS = 5000
 
 
 def failover(server: RedisServer, *, fail_open: bool = True) -> FailoverStore:
@@ -76,7 +76,7 @@ def test_slow_redis_times_out_to_the_fallback(own_server: RedisServer) -> None:
         await store.primary.decide("warm")  # connect and load the script outside the budget
         assert decision_source(await store.decide("k")) == "redis"
         pauser = redis.Redis.from_url(own_server.url)
-        pauser.execute_command("CLIENT", "PAUSE", str(PAUSE_MS), "ALL")  # Redis answers nothing for 1.5 s
+        pauser.execute_command("CLIENT", "PAUSE", str(PAUSE_MS), "ALL")  # Redis answers nothing for 5 s
         pauser.close()
         assert decision_source(await store.decide("k")) == "fallback"  # after timeout_s, not PAUSE_MS
         assert store.outages == 1
