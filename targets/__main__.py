@@ -122,15 +122,17 @@ def _prune(tree: dict[str, Any]) -> dict[str, Any]:
 
 
 def bind(port: int, reuse_port: bool = False, host: str = HOST) -> socket.socket:
-    """A socket bound on ``host:port`` (``reuse_port``: one of a node's SO_REUSEPORT group, listening)."""
+    """A socket bound on ``host:port`` and listening (``reuse_port``: one of a node's SO_REUSEPORT
+    group). Listening here, not when the server starts: with SO_REUSEADDR a bind succeeds beside
+    another process's socket bound but not listening yet, and only listen() says the port is taken
+    (then here, as "in use" and exit 2, which the harness answers with another port)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if reuse_port:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
     try:
         sock.bind((host, port))
-        if reuse_port:
-            sock.listen(BACKLOG)
+        sock.listen(BACKLOG)
     except OSError as exc:
         sock.close()
         if exc.errno == errno.EADDRINUSE:

@@ -11,7 +11,9 @@ and tried by a bind: what another process listens on is passed over.
 
 A bind cannot reserve a port for a child that listens seconds later, so two processes choosing at
 once may draw the same free port, and the later listen() fails (CI: one of the suite's four workers,
-about one run in five). Processes that choose at once take disjoint shares:
+about one run in five). So a port is never handed out twice by one process within ``HELD_S``
+(a module's targets started together each draw their own), and processes that choose at once
+take disjoint shares:
 ``RATELIMIT_BENCH_PORT_SHARD=k/N`` draws only ports that are k modulo N (tests/conftest.py gives
 each pytest-xdist worker its own; two campaigns run side by side on one machine can do the same)."""
 
@@ -20,6 +22,8 @@ from __future__ import annotations
 import os
 import random
 import socket
+import threading
+import time
 from contextlib import ExitStack
 from pathlib import Path
 
@@ -33,6 +37,11 @@ LOWEST = 10_000
 CLUSTER_BUS = 10_000
 """A Redis cluster node's bus port: its port + 10000 (redis.io/docs: cluster tutorial)."""
 _DRAW = random.SystemRandom()
+HELD_S = 300.0
+"""How long a port handed out is not handed out again by this process: its child listens on it
+within seconds, or has failed."""
+_given: dict[int, float] = {}
+_given_lock = threading.Lock()
 SHARD_ENV = "RATELIMIT_BENCH_PORT_SHARD"
 
 
@@ -73,13 +82,29 @@ def _candidates(cluster_bus: bool = False) -> range:
     return range(LOWEST + (k - LOWEST) % n, ephemeral_low() - (CLUSTER_BUS if cluster_bus else 0), n)
 
 
+def _recently_given() -> set[int]:
+    """The ports this process handed out within ``HELD_S`` (older ones forgotten)."""
+    now = time.monotonic()
+    for port in [p for p, at in _given.items() if now - at > HELD_S]:
+        del _given[port]
+    return set(_given)
+
+
+def _give(ports: list[int]) -> list[int]:
+    now = time.monotonic()
+    _given.update((p, now) for p in ports)
+    return ports
+
+
 def free_port(*, cluster_bus: bool = False) -> int:
     """A port free now (and, for a Redis cluster node, its bus port + 10000 too)."""
     candidates = _candidates(cluster_bus)
-    for _ in range(200):
-        port = _DRAW.choice(candidates)
-        if bindable(port) and (not cluster_bus or bindable(port + CLUSTER_BUS)):
-            return port
+    with _given_lock:
+        given = _recently_given()
+        for _ in range(200):
+            port = _DRAW.choice(candidates)
+            if port not in given and bindable(port) and (not cluster_bus or bindable(port + CLUSTER_BUS)):
+                return _give([port])[0]
     raise OSError(f"no free port found in {candidates.start}-{candidates.stop - 1}")
 
 
@@ -88,11 +113,12 @@ def free_ports(n: int, avoid: frozenset[int] = frozenset()) -> list[int]:
     of ``avoid``: a port another process binds later (a remote run's Locust master, started after
     the side's ports are chosen) is free now and must not be chosen."""
     candidates = _candidates()
-    with ExitStack() as stack:
+    with _given_lock, ExitStack() as stack:
+        avoid = avoid | _recently_given()
         ports: list[int] = []
         for _ in range(200 + 10 * n):
             if len(ports) == n:
-                return ports
+                return _give(ports)
             port = _DRAW.choice(candidates)
             if port in avoid or port in ports:
                 continue
@@ -103,5 +129,5 @@ def free_ports(n: int, avoid: frozenset[int] = frozenset()) -> list[int]:
                 continue
             ports.append(port)
         if len(ports) == n:
-            return ports
+            return _give(ports)
     raise OSError(f"no {n} free ports found in {candidates.start}-{candidates.stop - 1}")

@@ -1,7 +1,8 @@
 """Free ports chosen for the processes the suite starts: below the kernel's ephemeral range (an
 outgoing connection could take an ephemeral one between the choice and the child's listen()),
-distinct, free, and never one it was told to avoid (a remote run's master port: free while the
-side's ports are chosen, bound right after)."""
+distinct, free, never handed out twice by one process within minutes, never one it was told to
+avoid (a remote run's master port: free while the side's ports are chosen, bound right after), and
+from the share of ports its environment names (two test workers choosing at once)."""
 
 from __future__ import annotations
 
@@ -29,11 +30,18 @@ def test_an_avoided_a_repeated_and_a_taken_port_are_passed_over(monkeypatch):
         taken.bind((ports.HOST, 0))
         taken.listen()
         busy = taken.getsockname()[1]
-        free = [p for p in range(20_000, 20_100) if ports.bindable(p)][:3]
+        free = [p for p in range(20_000, 20_100) if ports.bindable(p)][:4]
+        monkeypatch.setattr(ports, "_given", {})
         monkeypatch.setattr(ports, "_DRAW", _Draws([free[0], busy, free[1], free[1], free[0], free[2]]))
         assert ports.free_ports(2, avoid=frozenset([free[0]])) == [free[1], free[2]]
-        monkeypatch.setattr(ports, "_DRAW", _Draws([busy, free[2]]))
-        assert ports.free_port() == free[2]
+        # handed out a moment ago (its child may not listen yet): passed over by this process
+        monkeypatch.setattr(ports, "_DRAW", _Draws([busy, free[2], free[1], free[0]]))
+        assert ports.free_port() == free[0]
+        monkeypatch.setattr(ports, "_DRAW", _Draws([free[1], free[2], free[0], free[3]]))
+        assert ports.free_ports(1) == [free[3]]
+        monkeypatch.setattr(ports, "_given", {p: at - ports.HELD_S - 1 for p, at in ports._given.items()})
+        monkeypatch.setattr(ports, "_DRAW", _Draws([free[1]]))
+        assert ports.free_port() == free[1]  # held long enough: its child listens on it, or failed
 
 
 def test_real_ports_are_below_the_ephemeral_range_distinct_bindable_and_not_seeded():
