@@ -27,7 +27,7 @@ notebook: $(STAMP)
 
 test: $(STAMP) system-deps
 	$(PY) -m ruff check .
-	$(PY) -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15  # four files at a time, the long ones first (tests/lanes.py); on 2 cores the suite is CPU-bound (1,303 s of CPU, each worker 284-351 s): 637-732 s on fresh clones on 2026-12-07 by the hour, 495-543 s on 2026-12-04's faster day, more workers slower (783 s with six)
+	$(PY) -m pytest -q -n 4 --dist loadfile --no-loadscope-reorder --durations=15  # four files at a time, the long ones first (tests/lanes.py); on 2 cores the suite is CPU-bound (1,166-1,303 s of CPU, each worker 238-351 s; no file over 60 s): 637-732 s on fresh clones on 2026-12-07 by the hour, 495-543 s on 2026-12-04's faster day, more workers slower (783 s with six)
 
 # The fast lane: every test that starts no process and is not slow (`-m "not process and not slow"`,
 # tests/lanes.py), two files at a time, for the edit-test loop; `make test` (and CI) runs them all.

@@ -9,12 +9,11 @@ requests). No outgoing connection takes a port below that range. Chosen at rando
 system's entropy (a test that seeds ``random`` must not make two workers draw the same ports),
 and tried by a bind: what another process listens on is passed over.
 
-A bind cannot reserve a port for a child that listens seconds later, so two processes choosing at
-once may draw the same free port, and the later listen() fails (CI: one of the suite's four workers,
-about one run in five). So a port is never handed out twice by one process within ``HELD_S``
-(a module's targets started together each draw their own), and processes that choose at once
-take disjoint shares:
-``RATELIMIT_BENCH_PORT_SHARD=k/N`` draws only ports that are k modulo N (tests/conftest.py gives
+A bind cannot reserve a port for a child that listens seconds later, so two choices made at once
+may draw the same free port, and the later listen() fails (CI, twice in one day: a slowapi target
+beside another worker's processes; two targets of one module started together). So one process
+never hands a port out twice within ``HELD_S``, and processes that choose at once take disjoint
+shares: ``RATELIMIT_BENCH_PORT_SHARD=k/N`` draws only ports that are k modulo N (tests/conftest.py gives
 each pytest-xdist worker its own; two campaigns run side by side on one machine can do the same)."""
 
 from __future__ import annotations
