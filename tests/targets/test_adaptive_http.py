@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 
 import httpx
 
@@ -18,29 +19,31 @@ POLICY = ["--limit", "100000", "--window", "1", "--burst", "16", "--cost", "repo
 DEGRADED = {"health": "degraded", "factor": 10}
 
 
-async def _drive(url: str, admin_url: str, timeout_s: float) -> list[int]:
-    """Closed-loop clients, healthy for 1.5 s, then degraded until the limits the target sends have
-    fallen under 12 and its counters say under 16 (read every 250 ms), or ``timeout_s``: how fast
-    it falls depends on the machine, what it falls to on the RTs the limiter measured. Returns the
-    limits seen (X-RateLimit-Limit: the adaptive limit's quota is its current limit)."""
+async def _serve(url: str, admin_url: str, clients: int, fallen: Callable[[list[int], float], bool],
+                 degrade_after_s: float | None = None, timeout_s: float = 60) -> list[int]:
+    """Closed-loop clients (degrading the downstream after ``degrade_after_s``) until
+    ``fallen(limits seen, the target's current limit)``, the latter read every 250 ms, or
+    ``timeout_s``: how soon the limit falls depends on the machine, so the test waits on what the
+    target decided. Returns the limits seen (X-RateLimit-Limit: the adaptive quota is its limit)."""
     limits: list[int] = []
     current = 16.0
-    async with httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=CLIENTS + 2)) as client:
+    async with httpx.AsyncClient(base_url=url, timeout=30, limits=httpx.Limits(max_connections=clients + 2)) as client:
         stop = time.monotonic() + timeout_s
 
-        def fallen() -> bool:
-            return (limits and min(limits) < 12 and limits[-1] < 16 and current < 16) or time.monotonic() > stop
+        def done() -> bool:
+            return fallen(limits, current) or time.monotonic() > stop
 
-        async def degrade_and_watch() -> None:
+        async def watch() -> None:
             nonlocal current
-            await asyncio.sleep(HEALTHY_S)
-            (await client.post(admin_url + "/_bench/health", json=DEGRADED)).raise_for_status()
-            while not fallen():
+            if degrade_after_s is not None:
+                await asyncio.sleep(degrade_after_s)
+                (await client.post(admin_url + "/_bench/health", json=DEGRADED)).raise_for_status()
+            while not done():
                 await asyncio.sleep(0.25)
                 current = (await client.get(admin_url + "/_bench/counters")).json()["limits"]["adaptive"]["current_limit"]
 
         async def user() -> None:
-            while not fallen():
+            while not done():
                 r = await client.get("/api/items")
                 if r.headers.get("ratelimit-policy", "").startswith('"adaptive"'):
                     limits.append(int(r.headers["x-ratelimit-limit"]))
@@ -48,13 +51,17 @@ async def _drive(url: str, admin_url: str, timeout_s: float) -> list[int]:
                 if r.status_code == 429:
                     await asyncio.sleep(0.05)
 
-        await asyncio.gather(degrade_and_watch(), *(user() for _ in range(CLIENTS)))
+        await asyncio.gather(watch(), *(user() for _ in range(clients)))
     return limits
 
 
 def test_adaptive_limit_falls_under_a_degraded_downstream_and_says_so(start):
     target = start.many({"adaptive": ["--algorithm", "adaptive", *POLICY]})["adaptive"]
-    limits = asyncio.run(_drive(target.url, target.admin_url, timeout_s=60))
+
+    def fallen(limits: list[int], current: float) -> bool:
+        return bool(limits) and min(limits) < 12 and limits[-1] < 16 and current < 16
+
+    limits = asyncio.run(_serve(target.url, target.admin_url, CLIENTS, fallen, degrade_after_s=HEALTHY_S))
     assert limits[0] == 16 and min(limits) < 12 and limits[-1] < 16
     counters = httpx.get(target.admin_url + "/_bench/counters").json()
     assert counters["limits"]["adaptive"]["current_limit"] < 16
@@ -67,35 +74,14 @@ def test_the_rules_run_on_the_target_through_the_same_interface(start):
     threshold of 0.1% of a core, any reading of a target serving requests is "hot", and its
     limit falls to max flight (passes per 100 ms bucket x their RT: about the requests in flight,
     here 4 closed-loop clients, whatever the machine's speed). Without the sampler the CPU stays 0
-    and the limit 16. Served until the target reports a lower limit (a sampler period is 250 ms;
-    a busy machine may take several), so the test waits on what the target decided."""
+    and the limit 16."""
     rules = {"envoy": [], "gozero": ["--param", "cpu_threshold=0.001"]}
     targets = start.many({rule: ["--algorithm", "adaptive", *POLICY, "--param", f"rule={rule}", *extra]
                           for rule, extra in rules.items()})
     envoy = httpx.get(targets["envoy"].url + "/api/items")
     assert envoy.status_code == 200 and envoy.headers["ratelimit-policy"] == '"adaptive";q=3'
-    url = targets["gozero"].url + "/api/items"
-    assert httpx.get(url).status_code == 200  # the first one always passes: nothing in flight
-
-    async def serve_until_the_limit_falls(timeout_s: float) -> float:
-        """Closed-loop clients, so the target burns CPU ticks psutil can see in each 250 ms; the
-        target's own current limit, read every 250 ms, once it is under 16 or at the timeout."""
-        async with httpx.AsyncClient(timeout=30) as client:
-            stop = time.monotonic() + timeout_s
-            limit = 16.0
-
-            async def user() -> None:
-                while time.monotonic() < stop and limit >= 16:
-                    await client.get(url)
-
-            async def watch() -> None:
-                nonlocal limit
-                while time.monotonic() < stop and limit >= 16:
-                    await asyncio.sleep(0.25)
-                    counters = (await client.get(targets["gozero"].admin_url + "/_bench/counters")).json()
-                    limit = counters["limits"]["adaptive"]["current_limit"]
-
-            await asyncio.gather(watch(), *(user() for _ in range(4)))
-            return limit
-
-    assert asyncio.run(serve_until_the_limit_falls(60)) < 16
+    gozero = targets["gozero"]
+    assert httpx.get(gozero.url + "/api/items").status_code == 200  # the first one always passes: nothing in flight
+    asyncio.run(_serve(gozero.url, gozero.admin_url, 4, lambda _limits, current: current < 16))
+    counters = httpx.get(gozero.admin_url + "/_bench/counters").json()
+    assert counters["limits"]["adaptive"]["current_limit"] < 16
